@@ -1,0 +1,28 @@
+# embedprobe: embed every window once, cache it in HDF5, fit a linear probe per fold.
+# Thin on purpose: the steps live in workflow/rules/, the logic in workflow/embedprobe/.
+from snakemake.utils import min_version
+
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+configfile: "config/benchmarks.yaml"
+configfile: "config/datasets.yaml"
+configfile: "config/models.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/embed.smk"
+include: "workflow/rules/probe.smk"
+
+
+rule sleep_stage:
+    input:
+        benchmark_targets(config, ROOTS, "sleep_stage"),
+
+
+rule demo:
+    input:
+        benchmark_targets(config, ROOTS, "demo"),

@@ -1,0 +1,48 @@
+"""Fold results -> one row per (dataset, model): mean +- SD over folds, folds done/expected."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+METRICS = {"sleep_staging": ["kappa", "balanced_accuracy", "macro_f1"]}
+
+
+def aggregate_folds(fold_paths: list[Path], task: str, expected: int) -> pd.DataFrame:
+    records = [json.loads(Path(p).read_text()) for p in fold_paths]
+    rows = []
+    by_pair: dict[tuple[str, str], list[dict]] = {}
+    for record in records:
+        by_pair.setdefault((record["dataset"], record["model"]), []).append(record)
+    for (dataset, model), folds in sorted(by_pair.items()):
+        ok = [f for f in folds if f.get("status") == "ok"]
+        row = {"dataset": dataset, "model": model, "folds": f"{len(ok)}/{expected}"}
+        for metric in METRICS[task]:
+            values = np.array([f["metrics"][metric] for f in ok], dtype=float)
+            row[f"{metric}_mean"] = round(float(values.mean()), 4) if len(values) else np.nan
+            row[f"{metric}_sd"] = round(float(values.std(ddof=1)), 4) if len(values) > 1 else 0.0
+        chosen = Counter(f["chosen_C"] for f in ok)
+        row["chosen_C"] = ",".join(f"{c:g}" for c in (f["chosen_C"] for f in ok))
+        row["chosen_C_mode"] = chosen.most_common(1)[0][0] if chosen else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def format_table(table: pd.DataFrame, task: str, benchmark: str) -> str:
+    headline = METRICS[task][0]
+    lines = [f"{benchmark}: {headline} mean +- SD over folds",
+             f"{'dataset':<22} {'model':<18} {headline:>16} {'folds':>6}  chosen C"]
+    for row in table.itertuples():
+        score = f"{getattr(row, headline + '_mean'):.3f} +- {getattr(row, headline + '_sd'):.3f}"
+        lines.append(f"{row.dataset:<22} {row.model:<18} {score:>16} {row.folds:>6}  "
+                     f"{row.chosen_C}")
+    return "\n".join(lines)
+
+
+def write_results(table: pd.DataFrame, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, sep="\t", index=False)

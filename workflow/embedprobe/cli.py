@@ -1,0 +1,146 @@
+"""`embedprobe <step> ...`: the commands the Snakemake rules run (and users may run by hand).
+
+Each step gets its configuration as JSON (`--job-config`, written by the rules from the merged
+Snakemake config) or, run by hand, from config/*.yaml with the roots from the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .config import check_names, load_config, lookup, resolve_roots
+from .errors import EmbedprobeError, write_failure_record
+
+
+def job_config(args) -> tuple[dict, dict]:
+    config = json.loads(args.job_config) if args.job_config else load_config()
+    if not args.job_config:
+        check_names(config)
+    return config, resolve_roots(config)
+
+
+def cmd_demo_data(args, config, roots):
+    from .datasets.registry import dataset_root
+    from .demo_data import generate
+
+    entry = lookup(config, "datasets", args.dataset)
+    generate(dataset_root(config, roots, args.dataset), **_generator_kwargs(entry))
+
+
+def _generator_kwargs(entry: dict) -> dict:
+    gen = entry.get("generator", {})
+    return {"n_subjects": gen.get("subjects", 10), "nights": gen.get("nights", 2),
+            "hours": gen.get("hours", 1.0), "seed": gen.get("seed", 0)}
+
+
+def cmd_index(args, config, roots):
+    from .datasets.registry import require_data
+    from .windows import build_index, write_index
+
+    require_data(config, roots, args.dataset)
+    table = build_index(config, roots, args.dataset)
+    write_index(table, Path(args.out))
+    counts = table["label"].value_counts().sort_index().to_dict()
+    print(f"{args.dataset}: {table['recording'].nunique()} recordings, "
+          f"{table['subject'].nunique()} subjects, {len(table):,} windows, "
+          f"labels {counts}", file=sys.stderr)
+
+
+def cmd_embed(args, config, roots):
+    from .embed import EmbedSettings, run_embed
+
+    defaults = config.get("embed", {})
+    settings = EmbedSettings(
+        batch_size=args.batch_size or defaults.get("batch_size", 32),
+        reader_threads=defaults.get("reader_threads", 2),
+        limit_batches=args.limit_batches,
+        inject_oom_above=args.inject_oom_above,
+    )
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    run_embed(config, roots, args.dataset, args.model, Path(args.index), Path(args.out), settings)
+
+
+def cmd_probe(args, config, roots):
+    from .probe_fold import run_probe_fold
+
+    run_probe_fold(config, args.benchmark, args.dataset, args.model, Path(args.embeddings),
+                   args.fold, Path(args.out), Path(args.predictions))
+
+
+def cmd_aggregate(args, config, roots):
+    from .aggregate import aggregate_folds, format_table, write_results
+
+    bench = lookup(config, "benchmarks", args.benchmark)
+    table = aggregate_folds([Path(p) for p in args.folds], bench["task"], bench.get("folds", 5))
+    write_results(table, Path(args.out))
+    print(format_table(table, bench["task"], args.benchmark))
+
+
+COMMANDS = {
+    "demo-data": cmd_demo_data,
+    "index": cmd_index,
+    "embed": cmd_embed,
+    "probe": cmd_probe,
+    "aggregate": cmd_aggregate,
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="embedprobe", description=__doc__)
+    top.add_argument("--job-config", help="the configuration as JSON (the rules pass it)")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo-data", help="generate the demo dataset in Sleep-EDF format")
+    p.add_argument("--dataset", required=True)
+
+    p = sub.add_parser("index", help="list every labelled window of a dataset")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("embed", help="embed every window into the HDF5 store (resumable)")
+    for name in ("--dataset", "--model", "--index", "--out"):
+        p.add_argument(name, required=True)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--threads", type=int)
+    p.add_argument("--limit-batches", type=int, help="smoke test: stop after N batches")
+    p.add_argument("--inject-oom-above", type=int,
+                   help="fault injection: batches larger than this raise torch.OutOfMemoryError")
+
+    p = sub.add_parser("probe", help="fit and score the probe on one fold")
+    for name in ("--benchmark", "--dataset", "--model", "--embeddings", "--out", "--predictions"):
+        p.add_argument(name, required=True)
+    p.add_argument("--fold", type=int, required=True)
+
+    p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("folds", nargs="+")
+    return top
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    output = getattr(args, "out", None)
+    try:
+        config, roots = job_config(args)
+        COMMANDS[args.command](args, config, roots)
+    except EmbedprobeError as exc:
+        print(exc.render(), file=sys.stderr)
+        if output:
+            write_failure_record(output, exc, args.command)
+        return exc.exit_code
+    except Exception as exc:
+        if output:
+            write_failure_record(output, exc, args.command)
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Dataset formats by name, where each dataset's files live, and whether they are all there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import lookup
+from ..errors import DataError
+from . import sleep_edf
+
+READERS = {"sleep_edf": sleep_edf}
+
+
+@dataclass
+class DataStatus:
+    dataset: str
+    root: Path
+    found: int
+    expected: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        if self.found == 0:
+            return "missing"
+        return "partial" if self.found < self.expected or self.problems else "found"
+
+    def describe(self) -> str:
+        return f"{self.state} ({self.found}/{self.expected} files)"
+
+
+def dataset_root(config: dict, roots: dict, dataset: str) -> Path:
+    return Path(roots["data_root"]) / lookup(config, "datasets", dataset)["path"]
+
+
+def reader_for(config: dict, dataset: str):
+    return READERS[lookup(config, "datasets", dataset)["format"]]
+
+
+def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
+    """Count complete recordings (a PSG with its hypnogram) against the expected number."""
+    entry = lookup(config, "datasets", dataset)
+    root = dataset_root(config, roots, dataset)
+    expected = entry.get("expected_recordings", 1)
+    if not root.is_dir():
+        return DataStatus(dataset, root, 0, expected, [f"folder {root} does not exist"])
+    recordings = reader_for(config, dataset).find_recordings(root)
+    problems = [f"{r.psg.name} has no hypnogram" for r in recordings if r.hypnogram is None]
+    complete = len(recordings) - len(problems)
+    if 0 < complete < expected:
+        problems.append(f"{expected - complete} of {expected} recordings are not in {root}")
+    return DataStatus(dataset, root, complete, expected, problems)
+
+
+def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
+    entry = lookup(config, "datasets", dataset)
+    if "generator" in entry:
+        return f"delete {status.root} and rerun: the demo_data rule regenerates it"
+    return (
+        f"put the {dataset} files under {status.root} (or set --config data_root=..., "
+        "or EMBEDPROBE_DATA_ROOT); --config allow_partial=true runs on what is there"
+    )
+
+
+def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:
+    """The dataset's files; a missing or partial dataset is refused unless allowed."""
+    status = data_status(config, roots, dataset)
+    if status.state == "missing" or (status.state == "partial" and not config.get("allow_partial")):
+        details = "; ".join(status.problems[:5])
+        raise DataError(
+            f"dataset '{dataset}' is {status.describe()} in {status.root}: {details}",
+            fix=fix_for(config, dataset, status),
+        )
+    recordings = reader_for(config, dataset).find_recordings(status.root)
+    return [p for r in recordings if r.hypnogram is not None for p in (r.psg, r.hypnogram)]

@@ -1,0 +1,211 @@
+"""The embed step: every window of a dataset through one frozen encoder into the HDF5 store.
+
+Recordings are read and preprocessed by reader threads while the model runs; batches are
+appended to the store one at a time, so a kill costs at most the batch in flight; a GPU
+out-of-memory batch is retried at half the size and the size that worked is remembered.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import __version__
+from .cache import CacheIdentity, EmbeddingWriter, window_table_sha256
+from .channel_maps import ChannelPlan, channel_plan
+from .config import lookup
+from .datasets.registry import dataset_root, reader_for
+from .errors import OutOfMemory, UsageError
+from .models.encoder import Encoder
+from .models.registry import ModelSpec, model_spec
+from .preprocess import cut_windows, resample, scale
+from .progress import Progress
+
+WINDOW_COLUMNS = ["recording", "subject", "start", "label"]
+MIN_BATCH = 1
+
+
+@dataclass
+class EmbedSettings:
+    batch_size: int = 32
+    reader_threads: int = 2
+    limit_batches: int | None = None
+    inject_oom_above: int | None = None  # fault injection: batches larger than this raise OOM
+
+
+def preprocessing_key(spec: ModelSpec, plan: ChannelPlan, epoch_seconds: float,
+                      limit_batches: int | None) -> str:
+    """Everything besides the weights and windows that changes the embeddings."""
+    return json.dumps(
+        {
+            "sfreq": spec.sfreq,
+            "window_seconds": spec.window_seconds,
+            "epoch_seconds": epoch_seconds,
+            "scaling": spec.scaling,
+            "architecture": spec.architecture,
+            "params": spec.params,
+            "channels": list(plan.recorded),
+            "model_channels": list(plan.model_names),
+            "limit_batches": limit_batches,
+        },
+        sort_keys=True,
+    )
+
+
+class WindowSource:
+    """Model-ready windows of each recording, from row `first_row` of the index on."""
+
+    def __init__(self, config, roots, dataset, spec: ModelSpec, plan: ChannelPlan,
+                 table: pd.DataFrame):
+        entry = lookup(config, "datasets", dataset)
+        self.reader = reader_for(config, dataset)
+        self.recordings = {
+            r.recording: r for r in self.reader.find_recordings(dataset_root(config, roots, dataset))
+        }
+        self.trim = entry.get("trim_wake_minutes", 30)
+        self.epoch_seconds = entry.get("epoch_seconds", 30)
+        self.spec, self.plan, self.table = spec, plan, table
+
+    def load(self, recording: str, rows: pd.DataFrame) -> np.ndarray:
+        night = self.reader.read_night(self.recordings[recording], self.plan.recorded, self.trim)
+        order = [night.ch_names.index(name) for name in self.plan.recorded]
+        signals = resample(night.signals[order], night.sfreq, self.spec.sfreq)
+        ratio = self.spec.sfreq / night.sfreq
+        starts = np.round(rows["start"].to_numpy() * ratio).astype(np.int64)
+        length = int(round(self.epoch_seconds * self.spec.sfreq))
+        return scale(cut_windows(signals, starts, length), self.spec.scaling)
+
+    def stream(self, first_row: int, threads: int) -> Iterator[np.ndarray]:
+        """Per-recording window arrays in index order; reading runs ahead in threads."""
+        todo = self.table.iloc[first_row:]
+        groups = [(rec, rows) for rec, rows in todo.groupby("recording", sort=False)]
+        if threads <= 0:
+            for rec, rows in groups:
+                yield self.load(rec, rows)
+            return
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            pending = [pool.submit(self.load, rec, rows) for rec, rows in groups[:threads + 1]]
+            for nxt in groups[threads + 1:] + [None] * (threads + 1):
+                if not pending:
+                    break
+                windows = pending.pop(0).result()
+                if nxt is not None:
+                    pending.append(pool.submit(self.load, *nxt))
+                yield windows
+
+
+def batches(arrays: Iterator[np.ndarray], size_of) -> Iterator[np.ndarray]:
+    """Regroup per-recording arrays into batches; `size_of()` is read for every batch."""
+    buffer: list[np.ndarray] = []
+    held = 0
+    for array in arrays:
+        buffer.append(array)
+        held += len(array)
+        while held >= size_of():
+            joined = np.concatenate(buffer)
+            size = size_of()
+            yield joined[:size]
+            buffer, held = [joined[size:]], held - size
+    if held:
+        yield np.concatenate(buffer)
+
+
+class BackoffEncoder:
+    """Runs batches through the encoder; on out-of-memory halves the batch and retries."""
+
+    def __init__(self, encoder: Encoder, batch_size: int, inject_oom_above: int | None):
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.inject_oom_above = inject_oom_above
+
+    def forward(self, windows: np.ndarray) -> np.ndarray:
+        if self.inject_oom_above is not None and len(windows) > self.inject_oom_above:
+            raise torch.OutOfMemoryError(f"injected: batch of {len(windows)} > limit")
+        return self.encoder(windows)
+
+    def __call__(self, windows: np.ndarray) -> list[np.ndarray]:
+        """Embed `windows`, splitting into smaller pieces while memory runs out."""
+        while True:
+            try:
+                parts = [self.forward(windows[i:i + self.batch_size])
+                         for i in range(0, len(windows), self.batch_size)]
+                return parts
+            except torch.OutOfMemoryError as exc:
+                gc.collect()
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                if self.batch_size <= MIN_BATCH:
+                    raise OutOfMemory(
+                        f"out of memory even at batch size {self.batch_size}: {exc}",
+                        fix="use a device with more memory or a smaller model",
+                    ) from exc
+                self.batch_size = max(MIN_BATCH, self.batch_size // 2)
+                print(f"warning: out of memory; batch size now {self.batch_size}", file=sys.stderr)
+
+
+def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path: Path,
+              output: Path, settings: EmbedSettings) -> Path:
+    spec = model_spec(config, model_id)
+    plan = channel_plan(dataset, spec.family)
+    if plan.ruled_out:
+        raise UsageError(f"{dataset}/{model_id} is ruled out by the channel map: {plan.reason}",
+                         fix=f"remove {model_id} from the benchmark's models for {dataset}")
+    from .windows import read_index
+
+    table = read_index(index_path)
+    windows = table[WINDOW_COLUMNS]
+    source = WindowSource(config, roots, dataset, spec, plan, table)
+    if settings.limit_batches is not None:
+        table = table.iloc[: settings.limit_batches * settings.batch_size]
+        windows = windows.iloc[: len(table)]
+        source.table = table
+    encoder = Encoder(spec, plan.model_names, roots)
+    width = encoder(np.zeros((1, len(plan.recorded), source_epoch_len(source)), np.float32))
+    identity = CacheIdentity(
+        dataset=dataset,
+        model=model_id,
+        windows_sha256=window_table_sha256(windows),
+        preprocessing=preprocessing_key(spec, plan, source.epoch_seconds, settings.limit_batches),
+        weights_sha256=encoder.weights_sha256,
+        code_version=__version__,
+    )
+    label = f"{dataset} {model_id}"
+    with EmbeddingWriter(output, identity, len(windows), width.shape[1], windows) as writer:
+        first = writer.durable_rows
+        runner = BackoffEncoder(encoder, writer.batch_size_hint or settings.batch_size,
+                                settings.inject_oom_above)
+        total = -(-len(windows) // runner.batch_size)
+        progress = Progress(label, total)
+        done_rows = first
+        if first:
+            print(f"note: resuming {output} at window {first} of {len(windows)}", file=sys.stderr)
+        progress.update(done_rows // runner.batch_size, "reading")
+        for batch in batches(source.stream(first, settings.reader_threads),
+                             lambda: runner.batch_size):
+            for part in runner(batch):
+                writer.append(part)
+                done_rows += len(part)
+            writer.remember_batch_size(runner.batch_size)
+            progress.update(done_rows // runner.batch_size if done_rows < len(windows) else total)
+        path = writer.finish()
+    progress.close(f"ok, {len(windows):,} windows")
+    return path
+
+
+def source_epoch_len(source: WindowSource) -> int:
+    return int(round(source.epoch_seconds * source.spec.sfreq))
+
+
+def threads_for_job() -> int:
+    """CPUs this process may use (the scheduler's affinity mask), not the host's."""
+    return len(os.sched_getaffinity(0))

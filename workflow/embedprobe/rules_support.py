@@ -1,0 +1,75 @@
+"""What the Snakefiles call: config checks, target lists, input functions, per-job config.
+
+Keeps the Snakefiles declarative: every decision lives here, where it is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from .config import check_names, lookup, resolve_roots
+from .errors import EmbedprobeError
+
+
+def exit_on_error(func, *args, **kwargs):
+    """Run a parse-time check; print the error and its fix, exit 2 (usage) before any job."""
+    try:
+        return func(*args, **kwargs)
+    except EmbedprobeError as exc:
+        print(exc.render(), file=sys.stderr)
+        sys.exit(exc.exit_code)
+
+
+def checked_roots(config: dict) -> dict:
+    exit_on_error(check_names, config)
+    return resolve_roots(config)
+
+
+def names_pattern(names) -> str:
+    """A wildcard constraint that admits exactly these names."""
+    return "|".join(re.escape(n) for n in sorted(names))
+
+
+def generated_datasets(config: dict) -> dict[str, str]:
+    """Dataset path -> dataset id for the datasets the demo generator writes."""
+    return {e["path"]: d for d, e in config["datasets"].items() if "generator" in e}
+
+
+def manifest_path(roots: dict, dataset_path: str) -> str:
+    return f"{roots['data_root']}/{dataset_path}/MANIFEST.tsv"
+
+
+def index_inputs(config: dict, roots: dict, dataset: str) -> list[str]:
+    """The generator's manifest for demo data, else the dataset's files (refusing gaps)."""
+    from .datasets.registry import require_data
+
+    entry = lookup(config, "datasets", dataset)
+    if "generator" in entry and not Path(manifest_path(roots, entry["path"])).exists():
+        return [manifest_path(roots, entry["path"])]
+    return [str(p) for p in exit_on_error(require_data, config, roots, dataset)]
+
+
+def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> str:
+    """The slice of the config one job needs, so a change elsewhere does not rerun it."""
+    sliced = {k: v for k, v in config.items() if k not in ("benchmarks", "datasets", "models")}
+    for kind, name in (("benchmarks", benchmark), ("datasets", dataset), ("models", model)):
+        sliced[kind] = {name: config[kind][name]} if name else {}
+    sliced.update(resolve_roots(config))
+    return json.dumps(sliced, sort_keys=True)
+
+
+def benchmark_targets(config: dict, roots: dict, benchmark: str) -> list[str]:
+    bench = config["benchmarks"][benchmark]
+    return [f"{roots['results_root']}/{benchmark}/{d}/results.tsv" for d in bench["datasets"]]
+
+
+def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> list[str]:
+    bench = config["benchmarks"][benchmark]
+    return [
+        f"{roots['results_root']}/{benchmark}/{dataset}/{model}/fold{k}.json"
+        for model in bench["models"]
+        for k in range(bench.get("folds", 5))
+    ]

@@ -1,0 +1,33 @@
+import os
+import sys
+
+from snakemake.utils import validate
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+# Jobs call `embedprobe`: find the one installed beside the Python running Snakemake.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+from embedprobe.rules_support import (
+    benchmark_targets,
+    checked_roots,
+    fold_results,
+    generated_datasets,
+    index_inputs,
+    job_config_json,
+    names_pattern,
+)
+
+
+ROOTS = checked_roots(config)
+validate(config, "../schemas/config.schema.yaml")
+DATA = ROOTS["data_root"]
+CACHE = ROOTS["cache_root"]
+RESULTS = ROOTS["results_root"]
+GENERATED = generated_datasets(config)
+
+
+wildcard_constraints:
+    benchmark=names_pattern(config["benchmarks"]),
+    dataset=names_pattern(config["datasets"]),
+    model=names_pattern(config["models"]),
+    fold=r"\d+",

@@ -1,0 +1,30 @@
+rule demo_data:
+    output:
+        manifest=f"{DATA}/{{dataset_path}}/MANIFEST.tsv",
+    wildcard_constraints:
+        dataset_path=names_pattern(GENERATED) or "^$",
+    params:
+        job=lambda w: job_config_json(config, dataset=GENERATED[w.dataset_path]),
+        dataset=lambda w: GENERATED[w.dataset_path],
+    log:
+        f"{RESULTS}/logs/demo_data/{{dataset_path}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/demo_data/{{dataset_path}}.tsv"
+    shell:
+        "embedprobe --job-config {params.job:q} demo-data --dataset {params.dataset} 2> {log}"
+
+
+rule index:
+    input:
+        lambda w: index_inputs(config, ROOTS, w.dataset),
+    output:
+        f"{RESULTS}/index/{{dataset}}.tsv",
+    params:
+        job=lambda w: job_config_json(config, dataset=w.dataset),
+    log:
+        f"{RESULTS}/logs/index/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/index/{{dataset}}.tsv"
+    shell:
+        "embedprobe --job-config {params.job:q} index --dataset {wildcards.dataset}"
+        " --out {output} 2>&1 | tee {log}"
