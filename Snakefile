@@ -6,10 +6,10 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
-configfile: "config/benchmarks.yaml"
-configfile: "config/datasets.yaml"
-configfile: "config/models.yaml"
+configfile: f"{workflow.basedir}/config/config.yaml"
+configfile: f"{workflow.basedir}/config/benchmarks.yaml"
+configfile: f"{workflow.basedir}/config/datasets.yaml"
+configfile: f"{workflow.basedir}/config/models.yaml"
 
 
 include: "workflow/rules/common.smk"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .config import check_names, load_config, lookup, resolve_roots
-from .errors import EmbedprobeError, write_failure_record
+from .errors import EmbedprobeError, UsageError, write_failure_record
 
 
 def job_config(args) -> tuple[dict, dict]:
@@ -82,12 +82,45 @@ def cmd_aggregate(args, config, roots):
     print(format_table(table, bench["task"], args.benchmark))
 
 
+def cmd_check(args, config, roots):
+    """One pair (the workflow's check job) or every pair of a benchmark (the table)."""
+    import time
+
+    from .check import check_pair, exit_code, format_table, summary_line, to_csv, write_result
+
+    started = time.monotonic()
+    if args.benchmark:
+        bench = lookup(config, "benchmarks", args.benchmark)
+        datasets = [args.dataset] if args.dataset else bench["datasets"]
+        models = args.model.split(",") if args.model else bench["models"]
+    else:
+        datasets, models = [args.dataset], [args.model]
+    batch = args.batch_size or config.get("embed", {}).get("batch_size", 32)
+    results = []
+    for dataset in datasets:
+        for model in models:
+            result = check_pair(config, roots, dataset, model, batch)
+            results.append(result)
+            target = (Path(args.out) if args.out and len(datasets) * len(models) == 1
+                      else Path(roots["results_root"]) / "check" / dataset / f"{model}.json")
+            write_result(result, target)
+    if args.format == "json":
+        print(json.dumps([r.as_dict() for r in results], indent=2))
+    elif args.format == "csv":
+        print(to_csv(results), end="")
+    else:
+        print(format_table(results))
+        print(summary_line(results, time.monotonic() - started))
+    return exit_code(results, args.strict)
+
+
 COMMANDS = {
     "demo-data": cmd_demo_data,
     "index": cmd_index,
     "embed": cmd_embed,
     "probe": cmd_probe,
     "aggregate": cmd_aggregate,
+    "check": cmd_check,
 }
 
 
@@ -117,6 +150,16 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     p.add_argument("--fold", type=int, required=True)
 
+    p = sub.add_parser("check", help="one real batch through each (dataset, model) pair")
+    p.add_argument("benchmark_pos", nargs="?", metavar="BENCHMARK")
+    p.add_argument("--benchmark")
+    p.add_argument("--dataset")
+    p.add_argument("--model", help="one model, or several separated by commas")
+    p.add_argument("--out", help="the pair's JSON (default results/check/DATASET/MODEL.json)")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--strict", action="store_true", help="a skipped pair counts as a failure")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--out", required=True)
@@ -129,7 +172,12 @@ def main(argv=None) -> int:
     output = getattr(args, "out", None)
     try:
         config, roots = job_config(args)
-        COMMANDS[args.command](args, config, roots)
+        if args.command == "check":
+            args.benchmark = args.benchmark or args.benchmark_pos
+            if not args.benchmark and not (args.dataset and args.model):
+                raise UsageError("check needs a benchmark, or --dataset and --model",
+                                 fix="embedprobe check sleep_stage   (or --dataset D --model M)")
+        code = COMMANDS[args.command](args, config, roots)
     except EmbedprobeError as exc:
         print(exc.render(), file=sys.stderr)
         if output:
@@ -139,7 +187,7 @@ def main(argv=None) -> int:
         if output:
             write_failure_record(output, exc, args.command)
         raise
-    return 0
+    return code or 0
 
 
 if __name__ == "__main__":

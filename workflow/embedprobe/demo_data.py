@@ -68,7 +68,8 @@ _RHYTHM_UV = {
     "?": (6.0, 5.0, 8.0, 5.0),
     "M": (40.0, 10.0, 8.0, 30.0),
 }
-_EPOCH_JITTER = 0.35  # log-sd of each part's amplitude from one epoch to the next
+_EPOCH_JITTER = 0.45  # log-sd of each part's amplitude from one epoch to the next
+_EYES_OPEN = 0.4  # share of wake epochs with eyes open
 _BACKGROUND_UV = 7.0  # 1/f background RMS
 # How strongly each rhythm shows on each derivation (Fpz-Cz is frontal, Pz-Oz occipital).
 _CHANNEL_WEIGHTS = {"EEG Fpz-Cz": (1.0, 0.8, 0.5, 1.0), "EEG Pz-Oz": (0.6, 0.7, 1.0, 0.6)}
@@ -114,7 +115,9 @@ class Channel:
     physical_range: tuple[float, float]
 
 
-def plan(n_subjects: int = 10, nights: int = 2, hours: float = 1.0, seed: int = 0) -> list[NightPlan]:
+def plan(
+    n_subjects: int = 10, nights: int = 2, hours: float = 1.0, seed: int = 0
+) -> list[NightPlan]:
     """Names, ages and true hypnograms of a demo, without any signal (cheap: tests use it)."""
     if not 1 <= n_subjects <= 100:
         raise UsageError(
@@ -122,14 +125,16 @@ def plan(n_subjects: int = 10, nights: int = 2, hours: float = 1.0, seed: int = 
             fix="choose 1..100 subjects",
         )
     if nights not in (1, 2):
-        raise UsageError(f"nights={nights}: Sleep-EDF has 1 or 2 nights per subject", fix="use 1 or 2")
+        raise UsageError(
+            f"nights={nights}: Sleep-EDF has 1 or 2 nights per subject", fix="use 1 or 2"
+        )
     if not 1 / 6 <= hours <= 24:
         raise UsageError(f"hours={hours}: the sleep period must be 10 min..24 h", fix="e.g. 1.0")
     rng = np.random.default_rng([seed, 0])
     # Evenly spread ages (jittered), in random subject order, so even 3 subjects span the range.
     low, high = AGE_RANGE
-    ages = low + (high - low) * (rng.permutation(n_subjects) + rng.uniform(0, 1, n_subjects))
-    ages = np.round(ages / n_subjects).astype(int)
+    slots = rng.permutation(n_subjects) + rng.uniform(0, 1, n_subjects)
+    ages = np.round(low + (high - low) * slots / n_subjects).astype(int)
     sexes = rng.integers(1, 3, n_subjects)
     plans = []
     for subject in range(n_subjects):
@@ -178,12 +183,12 @@ def simulate_hypnogram(rng: np.random.Generator, hours: float, age: float) -> np
     sleep = np.array(sleep[:n_sleep])
     inner = np.arange(2, len(sleep) - 2)  # arousals never replace the first or last epochs
     for pos in rng.choice(inner, rng.poisson(len(sleep) / 60) + 1, replace=False):
-        sleep[pos : pos + rng.integers(1, 4)] = "W"
-        sleep[min(pos + 3, len(sleep) - 2)] = "1"
+        length = rng.integers(1, 4)
+        sleep[pos : pos + length] = "W"
+        sleep[min(pos + length, len(sleep) - 2)] = "1"  # back to sleep through N1
     for pos in rng.choice(inner, rng.poisson(len(sleep) / 120) + 1, replace=False):
         sleep[pos] = "M"
     sleep[rng.choice(inner)] = "?"
-    sleep[-1] = "R" if sleep[-1] == "W" else sleep[-1]
     pre, post = rng.integers(70, 101, 2)  # 35-50 min of wake on each side
     tail = rng.integers(2, 5)
     return np.concatenate([["W"] * pre, sleep, ["W"] * post, ["?"] * tail]).astype("<U1")
@@ -200,17 +205,38 @@ def hypnogram_annotations(stages: np.ndarray) -> list[tuple[float, float, str]]:
     ]
 
 
-def _band_noise(spectrum: np.ndarray, freqs: np.ndarray, band: tuple[float, float], n: int):
-    """Unit-RMS noise limited to a frequency band, from a shared white-noise spectrum."""
-    masked = np.where((freqs >= band[0]) & (freqs < band[1]), spectrum, 0)
-    out = scipy.fft.irfft(masked, n)
-    return out / out.std()
+_FADE = 2 * SFREQ  # each epoch's noise fades into the next over 2 s (no steps at boundaries)
+_SEGMENT = EPOCH_SAMPLES + _FADE
+_SEGMENT_FREQS = scipy.fft.rfftfreq(_SEGMENT, 1 / SFREQ).astype(np.float32)
 
 
-def _epoch_envelope(levels: np.ndarray, n: int) -> np.ndarray:
-    """Per-epoch amplitudes, interpolated between epoch centres (no steps at the boundaries)."""
-    centres = np.arange(len(levels)) * EPOCH_SAMPLES + EPOCH_SAMPLES / 2
-    return np.interp(np.arange(n, dtype=np.float32), centres, levels).astype(np.float32)
+def _unit_rms(amplitude: np.ndarray) -> np.ndarray:
+    """Scale a one-sided amplitude spectrum so that white noise shaped by it has RMS 1."""
+    return amplitude / np.sqrt(2 * np.sum(amplitude**2) / _SEGMENT)
+
+
+def _band(low: float, high: float) -> np.ndarray:
+    return _unit_rms(((_SEGMENT_FREQS >= low) & (_SEGMENT_FREQS < high)).astype(np.float32))
+
+
+def _shaped_noise(rng: np.random.Generator, amplitude: np.ndarray) -> np.ndarray:
+    """Gaussian noise with one amplitude spectrum per epoch (rows), cross-faded epoch to epoch.
+
+    One batched inverse FFT over 32 s segments is several times cheaper than filtering the
+    whole night once per band, which keeps the default demo within a few seconds.
+    """
+    n_epochs = len(amplitude)
+    white = rng.standard_normal((n_epochs, len(_SEGMENT_FREQS), 2), dtype=np.float32)
+    scale = (amplitude * np.float32(np.sqrt(_SEGMENT / 2))).astype(np.float32)
+    spectrum = np.empty(white.shape[:2], np.complex64)
+    spectrum.real = scale * white[..., 0]
+    spectrum.imag = scale * white[..., 1]
+    segments = scipy.fft.irfft(spectrum, _SEGMENT, axis=-1)
+    ramp = np.sin(np.linspace(0, np.pi / 2, _FADE, dtype=np.float32))
+    out = segments[:, :EPOCH_SAMPLES].copy()
+    # sin^2 + cos^2 = 1: the overlap of two independent segments keeps the power constant
+    out[1:, :_FADE] = out[1:, :_FADE] * ramp + segments[:-1, EPOCH_SAMPLES:] * ramp[::-1]
+    return out.reshape(-1)
 
 
 def _event_positions(rng, stages: np.ndarray, rates: dict[str, float]) -> np.ndarray:
@@ -224,6 +250,10 @@ def _add(signal: np.ndarray, at: int, wave: np.ndarray) -> None:
     signal[at:stop] += wave[: stop - at]
 
 
+def _bump(t: np.ndarray, centre: float, width: float) -> np.ndarray:
+    return np.exp(-(((t - centre) / width) ** 2))
+
+
 def _transients(rng, stages: np.ndarray, n: int, age_factor: float) -> np.ndarray:
     """Spindles, K-complexes, vertex waves and sawtooth waves (shared by both derivations)."""
     out = np.zeros(n, np.float32)
@@ -234,9 +264,10 @@ def _transients(rng, stages: np.ndarray, n: int, age_factor: float) -> np.ndarra
     t = np.arange(SFREQ) / SFREQ
     for at in _event_positions(rng, stages, _K_COMPLEXES):
         amp = rng.uniform(50, 90) * age_factor
-        _add(out, at, amp * (-np.exp(-(((t - 0.2) / 0.07) ** 2)) + 0.5 * np.exp(-(((t - 0.55) / 0.15) ** 2))))
+        # a sharp negative wave, then a slower positive one
+        _add(out, at, amp * (0.5 * _bump(t, 0.55, 0.15) - _bump(t, 0.2, 0.07)))
     for at in _event_positions(rng, stages, _VERTEX_WAVES):
-        _add(out, at, -rng.uniform(25, 45) * np.exp(-(((t[:40] - 0.1) / 0.04) ** 2)))
+        _add(out, at, -rng.uniform(25, 45) * _bump(t[:40], 0.1, 0.04))
     for at in _event_positions(rng, stages, _SAWTOOTH):
         t_burst = np.arange(int(rng.uniform(1, 3) * SFREQ)) / SFREQ
         phase = (rng.uniform(2, 3) * t_burst) % 1.0
@@ -244,18 +275,17 @@ def _transients(rng, stages: np.ndarray, n: int, age_factor: float) -> np.ndarra
     return out
 
 
-def _eye_movements(rng, stages: np.ndarray, n: int, freqs: np.ndarray) -> np.ndarray:
+def _eye_movements(rng, stages: np.ndarray, n: int) -> np.ndarray:
     """Blinks (W), rapid eye movements (REM, some W) and slow rolling movements (N1)."""
     out = np.zeros(n, np.float32)
     t = np.arange(int(1.5 * SFREQ)) / SFREQ
     for at in _event_positions(rng, stages, _BLINKS):
-        _add(out, at, rng.uniform(80, 200) * np.exp(-(((t[:40] - 0.15) / 0.06) ** 2)))
+        _add(out, at, rng.uniform(80, 200) * _bump(t[:40], 0.15, 0.06))
     saccade = (np.tanh((t - 0.05) / 0.02) + 1) / 2 * np.exp(-t / 0.7)
     for at in _event_positions(rng, stages, _RAPID_EYE):
         _add(out, at, rng.choice([-1, 1]) * rng.uniform(50, 150) * saccade)
-    rolling = _band_noise(scipy.fft.rfft(rng.standard_normal(n).astype(np.float32)), freqs, (0.15, 0.6), n)
-    out += _epoch_envelope(np.where(stages == "1", 40.0, 3.0).astype(np.float32), n) * rolling
-    return out
+    rolling_uv = np.where(stages == "1", 40.0, 3.0).astype(np.float32)[:, None]
+    return out + _shaped_noise(rng, rolling_uv * _band(0.15, 0.6))
 
 
 def synthesize(plan_: NightPlan) -> list[Channel]:
@@ -263,29 +293,29 @@ def synthesize(plan_: NightPlan) -> list[Channel]:
     rng = np.random.default_rng(plan_.signal_seed)
     stages = plan_.stages
     n = len(stages) * EPOCH_SAMPLES
-    young = (plan_.age - AGE_RANGE[0]) / (AGE_RANGE[1] - AGE_RANGE[0])  # 0 at 25 y, 1 at 95 y
-    age_factor = 1.3 - 0.6 * young  # slow waves and spindles shrink with age
-    alpha_peak = 10.8 - 1.6 * young + rng.normal(0, 0.3)
-    bands = [(0.5, 2.0), (4.0, 7.0), (alpha_peak - 1.5, alpha_peak + 1.5), (15.0, 30.0)]
+    older = (plan_.age - AGE_RANGE[0]) / (AGE_RANGE[1] - AGE_RANGE[0])  # 0 at 25 y, 1 at 95 y
+    age_factor = 1.3 - 0.6 * older  # slow waves and spindles shrink with age
+    alpha_peak = 10.3 - 1.3 * older + rng.normal(0, 0.25)  # alpha slows with age
+    alpha = _band(alpha_peak - 1.2, min(12.0, alpha_peak + 1.2))  # below the spindle band
+    bands = np.stack([_band(0.5, 2.0), _band(4.0, 7.0), alpha, _band(15.0, 30.0)])
+    with np.errstate(divide="ignore"):
+        pink = _unit_rms(np.where(_SEGMENT_FREQS >= 0.3, _SEGMENT_FREQS**-0.5, 0))
     levels = np.array([_RHYTHM_UV[s] for s in stages], np.float32)
     levels *= rng.lognormal(0, _EPOCH_JITTER, levels.shape).astype(np.float32)
     levels[:, 0] *= age_factor
-    envelopes = [_epoch_envelope(levels[:, k], n) for k in range(4)]
-    freqs = scipy.fft.rfftfreq(n, 1 / SFREQ).astype(np.float32)
-    with np.errstate(divide="ignore"):
-        pink = np.where(freqs >= 0.3, 1 / np.sqrt(freqs), 0).astype(np.float32)
+    # Eyes open in wake: little alpha, more muscle; such epochs resemble N1 and REM, as in real data
+    eyes_open = (stages == "W") & (rng.uniform(size=len(stages)) < _EYES_OPEN)
+    levels[eyes_open, 2] *= 0.3
+    levels[eyes_open, 3] *= 1.5
     transients = _transients(rng, stages, n, age_factor)
-    eye = _eye_movements(rng, stages, n, freqs)
+    eye = _eye_movements(rng, stages, n)
     gain = rng.lognormal(0, 0.1)  # electrode impedance differs between subjects
     eeg = {}
     for label, weights in _CHANNEL_WEIGHTS.items():
-        spectrum = scipy.fft.rfft(rng.standard_normal(n).astype(np.float32))
-        background = scipy.fft.irfft(spectrum * pink, n)
-        signal = _BACKGROUND_UV * background / background.std()
-        for weight, envelope, band in zip(weights, envelopes, bands, strict=True):
-            signal += weight * envelope * _band_noise(spectrum, freqs, band, n)
-        eeg[label] = gain * signal + _TRANSIENT_WEIGHTS[label] * transients
-    eeg["EEG Fpz-Cz"] += 0.15 * eye  # the frontal electrode sees the eyes
+        power = (levels * np.float32(weights)) ** 2 @ bands**2 + (_BACKGROUND_UV * pink) ** 2
+        rhythms = _shaped_noise(rng, np.sqrt(power))
+        eeg[label] = gain * rhythms + _TRANSIENT_WEIGHTS[label] * transients
+    eeg["EEG Fpz-Cz"] += 0.08 * eye  # the frontal electrode sees the eyes
     eog = eye + 0.3 * eeg["EEG Fpz-Cz"] + rng.normal(0, 3, n).astype(np.float32)
     emg_levels = np.array([_EMG_UV[s] for s in stages]) * rng.lognormal(0, 0.2, len(stages))
     seconds = len(stages) * EPOCH_SECONDS
@@ -325,7 +355,9 @@ def write_psg(path: Path, channels: Sequence[Channel], start: dt.datetime, patie
     return path
 
 
-def write_hypnogram(path: Path, annotations: Sequence[tuple[float, float, str]], start: dt.datetime) -> Path:
+def write_hypnogram(
+    path: Path, annotations: Sequence[tuple[float, float, str]], start: dt.datetime
+) -> Path:
     """Write an annotations-only EDF+ hypnogram with (onset s, duration s, text) entries."""
     entries = [edfio.EdfAnnotation(onset, duration, text) for onset, duration, text in annotations]
     edfio.Edf([], annotations=entries, **_edf_header(start)).write(path)
@@ -335,7 +367,9 @@ def write_hypnogram(path: Path, annotations: Sequence[tuple[float, float, str]],
 def write_night(plan_: NightPlan, folder: Path) -> tuple[Path, Path]:
     """Write one night's PSG and hypnogram into `folder`."""
     sex = {1: "F", 2: "M"}[plan_.sex]
-    patient = edfio.Patient(sex=sex, additional=[f"{'Female' if sex == 'F' else 'Male'}_{plan_.age}yr"])
+    patient = edfio.Patient(
+        sex=sex, additional=[f"{'Female' if sex == 'F' else 'Male'}_{plan_.age}yr"]
+    )
     psg = write_psg(folder / plan_.psg_name, synthesize(plan_), plan_.start, patient)
     hypnogram = write_hypnogram(
         folder / plan_.hypnogram_name, hypnogram_annotations(plan_.stages), plan_.start
@@ -363,18 +397,34 @@ def write_subjects_table(path: Path, plans: Sequence[NightPlan]) -> Path:
 
 def write_manifest(root: Path, files: Sequence[Path]) -> Path:
     """MANIFEST.tsv (file relative to root, bytes), written atomically: its presence = complete."""
-    lines = ["file\tbytes"] + [f"{f.relative_to(root).as_posix()}\t{f.stat().st_size}" for f in files]
+    lines = ["file\tbytes"] + [
+        f"{f.relative_to(root).as_posix()}\t{f.stat().st_size}" for f in files
+    ]
     partial = root / (MANIFEST + ".partial")
     partial.write_text("\n".join(lines) + "\n")
     return partial.replace(root / MANIFEST)
 
 
-def generate(root: Path, n_subjects: int = 10, nights: int = 2, hours: float = 1.0, seed: int = 0) -> list[Path]:
+def _refuse_other_recordings(folder: Path, plans: Sequence[NightPlan]) -> None:
+    """Readers take every EDF in the folder: a smaller demo over a bigger one would mix them."""
+    ours = {name for p in plans for name in (p.psg_name, p.hypnogram_name)}
+    others = sorted(p.name for p in folder.glob("*.edf") if p.name not in ours)
+    if others:
+        raise UsageError(
+            f"{folder} holds {len(others)} EDF files this demo would not write ({others[0]}, ...)",
+            fix=f"delete {folder} or write the demo into an empty folder",
+        )
+
+
+def generate(
+    root: Path, n_subjects: int = 10, nights: int = 2, hours: float = 1.0, seed: int = 0
+) -> list[Path]:
     """Write a complete demo under `root`; returns the files written, MANIFEST.tsv last."""
     root = Path(root)
     plans = plan(n_subjects, nights, hours, seed)
     (root / MANIFEST).unlink(missing_ok=True)  # an interrupted rewrite must not look complete
     folder = root / CASSETTE_DIR
+    _refuse_other_recordings(folder, plans)
     folder.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     for p in plans:

@@ -6,8 +6,8 @@ forward call that returns features. Token grids are mean-pooled to one vector pe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 

@@ -1,0 +1,42 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+sys.path.insert(0, str(PROJECT / "workflow"))
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    """The real snakemake on the project's Snakefile, with every root inside `workdir`."""
+    cmd = [
+        str(VENV_BIN / "snakemake"), "-s", str(PROJECT / "Snakefile"), "--directory", str(workdir),
+        "--config", f"data_root={workdir}/data", f"cache_root={workdir}/cache",
+        f"results_root={workdir}/results", f"weights_root={workdir}/weights", *args,
+    ]
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=workdir)
+
+
+@pytest.fixture
+def project():
+    return PROJECT
+
+
+@pytest.fixture(scope="session")
+def demo_root(tmp_path_factory) -> Path:
+    """A small generated Sleep-EDF demo (5 subjects x 2 nights x 1 h), written once per session."""
+    from embedprobe.demo_data import generate
+
+    root = tmp_path_factory.mktemp("demo") / "sleep-edf"
+    generate(root, n_subjects=5, nights=2, hours=1.0, seed=0)
+    return root
+
+
+def have(tool: str) -> bool:
+    return shutil.which(tool) is not None

@@ -1,0 +1,247 @@
+"""The formula table: every term counts, knobs come before more memory, the table loads."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from embedprobe import estimates
+from embedprobe.errors import OutOfMemory, UsageError
+from embedprobe.estimates import MiB, estimate, fit_knobs
+
+CALIBRATION = {"jobs": estimates.DEFAULT_CONSTANTS}
+GiB = 1024 * MiB
+
+
+def random_inputs(job: str, rng: random.Random) -> dict:
+    """Inputs of plausible size; booleans and forms are varied by their own tests."""
+    if job.startswith("embed"):
+        batch = rng.choice([1, 4, 16, 64])
+        low = rng.randint(1, 8)
+        high = low + rng.randint(1, 24)
+        peak_low = rng.uniform(1e7, 1e9)
+        inputs = {
+            "batch_size": max(batch, high),  # at or above the measured sizes: the line is exact
+            "n_channels": rng.randint(1, 64), "n_samples": rng.randint(100, 10_000),
+            "feature_dim": rng.randint(8, 4096), "weights_bytes": rng.uniform(1e5, 1e9),
+            "recording_bytes": rng.uniform(1e6, 2e9), "resample_ratio": rng.uniform(0.5, 3),
+            "n_workers": rng.randint(0, 4), "n_windows": rng.randint(0, 500_000),
+            "batch_activation_bytes": rng.uniform(1e5, 1e9), "activation_batch_size": low,
+            "gpu_peaks": {low: peak_low, high: peak_low + rng.uniform(1e6, 1e9)},
+            "gpu_total_bytes": 80 * GiB,
+        }
+        return inputs
+    if job == "probe_logistic":
+        return {"n_train": rng.randint(100, 500_000), "n_val": rng.randint(10, 50_000),
+                "n_test": rng.randint(10, 50_000), "dim": rng.randint(2, 4096),
+                "n_classes": rng.randint(2, 10), "n_jobs": rng.randint(1, 8),
+                "n_fits": rng.randint(1, 8), "dtype_bytes": rng.choice([4, 8])}
+    if job == "probe_ridge":
+        return {"n": rng.randint(10, 200_000), "p": rng.randint(2, 50_000),
+                "n_jobs": rng.randint(1, 4), "n_fits": rng.randint(1, 8),
+                "dtype_bytes": rng.choice([4, 8])}
+    return {"dim": rng.randint(2, 4096), "chunk_rows": rng.randint(1, 100_000),
+            "n_subjects": rng.randint(1, 2000), "n_rows": rng.randint(1, 5_000_000)}
+
+
+def numeric_changes(inputs: dict) -> list[tuple[str, dict]]:
+    """Every input made larger, one at a time (whole numbers stay whole)."""
+    changes = []
+    for name, value in inputs.items():
+        if name == "gpu_peaks":
+            shifted = {b: p + 5e7 for b, p in value.items()}
+            steeper = {**value, max(value): value[max(value)] + 5e7}
+            changes += [("gpu_peaks+", {name: shifted}), ("gpu_peaks^", {name: steeper})]
+        elif isinstance(value, bool) or name in ("activation_batch_size", "gpu_total_bytes"):
+            continue  # a larger measured batch means less per window; the limit is no term
+        elif isinstance(value, int):
+            changes.append((name, {name: value * 2 + 1}))
+        elif isinstance(value, float):
+            changes.append((name, {name: value * 1.5}))
+    changes.append(("on_cluster", {"on_cluster": True}))
+    return changes
+
+
+def constant_changes(job: str) -> list[tuple[str, dict]]:
+    calibration = estimates.job_constants(job, CALIBRATION)
+    return [(f"constant {name}", {"jobs": {job: {**calibration, name: value * 1.5 + 1}}})
+            for name, value in calibration.items()]
+
+
+@pytest.mark.parametrize("job", sorted(estimates.FORMULAS))
+def test_each_formula_is_at_least_each_term_and_grows_with_each(job):
+    rng = random.Random(job)
+    responded = set()
+    for _ in range(25):
+        inputs = random_inputs(job, rng)
+        base = estimate(job, inputs, CALIBRATION, None)
+        assert base.total == sum(base.terms.values())
+        assert set(base.terms) == {name for name, _ in estimates.FORMULAS[job]}
+        for name, value in base.terms.items():
+            assert 0 <= value <= base.total, name
+        perturbations = [(label, {**inputs, **change}, CALIBRATION)
+                         for label, change in numeric_changes(inputs)]
+        perturbations += [(label, inputs, calibration)
+                          for label, calibration in constant_changes(job)]
+        for label, changed_inputs, calibration in perturbations:
+            after = estimate(job, changed_inputs, calibration, None)
+            assert after.total >= base.total, f"{job}: total fell when {label} grew"
+            for name, value in after.terms.items():
+                grown = value - base.terms[name]
+                if grown > 0:
+                    responded.add(name)
+                    # the total grows by at least what the term grew: no term is offset
+                    assert after.total - base.total >= grown, (job, label, name)
+    # every term responds to some input or constant: no term is a constant zero
+    assert responded == set(base.terms), set(base.terms) - responded
+
+
+def test_logistic_known_answer():
+    constants = {"baseline_bytes": 100 * MiB, "embeddings_copies": 2.0, "fit_data_copies": 1.0,
+                 "workspace_factor": 1.0, "worker_baseline_bytes": 50 * MiB}
+    calibration = {"jobs": {"probe_logistic": constants}}
+    inputs = {"n_train": 100_000, "n_val": 10_000, "n_test": 10_000, "dim": 256,
+              "n_classes": 5, "n_jobs": 3, "n_fits": 6}
+    result = estimate("probe_logistic", inputs, calibration, limit_bytes=4 * GiB)
+    terms = result.terms
+    assert terms["interpreter and libraries"] == 100 * MiB
+    assert terms["probe data and its copies (load, fold index, scaled)"] == 120_000 * 256 * 4 * 2
+    assert terms["training copies per parallel fit"] == 3 * 100_000 * 256 * 4
+    assert terms["solver workspace per parallel fit"] == 3 * (100_000 * 5 * 8 + 20 * 257 * 5 * 8)
+    assert terms["parallel worker processes"] == 3 * 50 * MiB
+    assert terms["scheduler processes"] == 0
+    assert result.total == sum(terms.values()) == 827_720_800
+    assert result.request_mb == 908  # ceil(827,720,800 * 1.15 / 2**20)
+    assert result.limit_mb == 4096 and result.verdict == "ok"
+    assert result.knobs == {"n_jobs": 3}
+
+
+def test_verdict_compares_request_with_margin_to_limit():
+    inputs = {"dim": 256, "chunk_rows": 4096, "n_subjects": 80, "n_rows": 100_000}
+    total = estimate("aggregate_subject_mean", inputs, CALIBRATION, None).total
+    need = estimates.request_mb(total, 0.15)
+    assert estimate("aggregate_subject_mean", inputs, CALIBRATION, need * MiB).verdict == "ok"
+    small = (need - 1) * MiB
+    assert estimate("aggregate_subject_mean", inputs, CALIBRATION, small).verdict == "too_big"
+    # the same total fits a margin of 0
+    assert estimate("aggregate_subject_mean", inputs, CALIBRATION, small, margin=0.0).verdict \
+        == "ok"
+
+
+def test_ridge_form_follows_the_shape():
+    wide = estimate("probe_ridge", {"n": 80, "p": 20_000}, CALIBRATION, None)
+    tall = estimate("probe_ridge", {"n": 200_000, "p": 256}, CALIBRATION, None)
+    assert wide.knobs["ridge_form"] == "dual" and tall.knobs["ridge_form"] == "primal"
+    workspace = "solver workspace per parallel fit (gram p x p or kernel n x n)"
+    assert wide.terms[workspace] == 80 * 80 * 8 * 2
+    assert tall.terms[workspace] == 256 * 256 * 8 * 2
+
+
+def test_fit_knobs_lowers_parallel_fits_to_the_most_that_fit():
+    inputs = {"n_train": 400_000, "n_val": 50_000, "n_test": 50_000, "dim": 1024,
+              "n_classes": 5, "n_jobs": 6, "n_fits": 6}
+    limit = estimate("probe_logistic", {**inputs, "n_jobs": 2}, CALIBRATION, None).request_mb
+    result = fit_knobs("probe_logistic", inputs, CALIBRATION, limit * MiB)
+    assert result.verdict == "ok" and result.knobs["n_jobs"] == 2
+    assert result.tried == ["n_jobs=5", "n_jobs=4", "n_jobs=3", "n_jobs=2"]
+    assert estimate("probe_logistic", inputs, CALIBRATION, limit * MiB).verdict == "too_big"
+
+
+def test_fit_knobs_switches_a_forced_primal_ridge_to_dual():
+    inputs = {"n": 2_000, "p": 60_000, "ridge_form": "primal"}
+    dual = estimate("probe_ridge", {**inputs, "ridge_form": "dual"}, CALIBRATION, None)
+    result = fit_knobs("probe_ridge", inputs, CALIBRATION, dual.request_mb * MiB)
+    assert result.verdict == "ok" and result.knobs["ridge_form"] == "dual"
+    assert result.tried == ["ridge_form=dual"]
+
+
+def embed_inputs(**overrides) -> dict:
+    return {"batch_size": 64, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
+            "weights_bytes": 13e6, "recording_bytes": 46e6, "resample_ratio": 2.0,
+            "batch_activation_bytes": 2 * GiB, "activation_batch_size": 64, "n_workers": 2,
+            **overrides}
+
+
+def test_fit_knobs_halves_the_batch_before_dropping_reader_threads():
+    inputs = embed_inputs()
+    at_16 = estimate("embed_cpu", {**inputs, "batch_size": 16}, CALIBRATION, None)
+    result = fit_knobs("embed_cpu", inputs, CALIBRATION, at_16.request_mb * MiB)
+    assert result.verdict == "ok"
+    assert result.knobs == {"batch_size": 16, "n_workers": 2}
+    assert result.tried == ["batch_size=32", "batch_size=16"]
+
+
+def test_too_big_names_the_knobs_tried_and_the_partition_that_fits():
+    inputs = {"n_train": 4_000_000, "n_val": 500_000, "n_test": 500_000, "dim": 2048,
+              "n_classes": 5, "n_jobs": 4, "n_fits": 6}
+    partitions = {"standard": 64_000, "bigmem": 512_000, "huge": 2_000_000}
+    result = fit_knobs("probe_logistic", inputs, CALIBRATION, 32 * GiB, partitions=partitions)
+    assert result.verdict == "too_big"
+    assert result.knobs["n_jobs"] == 1 and result.tried[-1] == "n_jobs=1"
+    assert "n_jobs=1" in result.fix and "partition 'bigmem'" in result.fix
+    assert f"{result.request_mb:,} MB" in result.fix
+    with pytest.raises(OutOfMemory) as caught:
+        result.raise_if_too_big()
+    assert caught.value.fix == result.fix and "probe data and its copies" in caught.value.message
+    alone = fit_knobs("probe_logistic", inputs, CALIBRATION, 32 * GiB)
+    assert "at least" in alone.fix and "partition '" not in alone.fix
+
+
+def test_gpu_batch_is_chosen_to_fit_the_device():
+    # 1 GiB fixed + 100 MiB per window on a 16 GiB device
+    peaks = {8: GiB + 8 * 100 * MiB, 32: GiB + 32 * 100 * MiB}
+    inputs = embed_inputs(batch_size=256, gpu_peaks=peaks, gpu_total_bytes=16 * GiB)
+    result = fit_knobs("embed_gpu", inputs, CALIBRATION, 64 * GiB)
+    assert result.verdict == "ok" and result.knobs["batch_size"] == 64
+    terms = result.device.terms
+    assert terms["allocator peak at the smallest measured batch (weights, buffers, activations)"] \
+        == GiB + 8 * 100 * MiB
+    assert terms["batch activations of the further windows"] == (64 - 8) * 100 * MiB
+    assert terms["allocator slack"] == math.ceil(0.2 * (GiB + 64 * 100 * MiB))
+    assert "batch activations" not in result.terms  # activations live on the device
+    tiny = fit_knobs("embed_gpu", {**inputs, "gpu_total_bytes": 512 * MiB}, CALIBRATION,
+                     64 * GiB)
+    assert tiny.verdict == "too_big" and "GPU with at least" in tiny.fix
+
+
+def test_breakdown_lists_largest_term_first_and_serialises():
+    result = estimate("embed_cpu", embed_inputs(), CALIBRATION, 8 * GiB)
+    lines = str(result).splitlines()
+    assert lines[0].startswith("embed_cpu: ")
+    assert "batch activations" in lines[1]  # 2.4 GiB after the factor: the largest term
+    assert json.loads(json.dumps(result.as_dict()))["terms"] == result.terms
+
+
+def test_missing_inputs_and_unknown_jobs_are_usage_errors():
+    with pytest.raises(UsageError, match="lacks inputs \\['n_classes'\\]"):
+        estimate("probe_logistic", {"n_train": 1, "n_val": 1, "n_test": 1, "dim": 2},
+                 CALIBRATION, None)
+    with pytest.raises(UsageError, match="no memory formula"):
+        estimate("probe_svm", {}, CALIBRATION, None)
+
+
+def test_load_calibration_fills_and_lists_missing_constants(tmp_path):
+    path = tmp_path / "cal.yaml"
+    path.write_text("jobs:\n  probe_logistic:\n    baseline_bytes: 123\n")
+    table = estimates.load_calibration(path)
+    assert table["jobs"]["probe_logistic"]["baseline_bytes"] == 123
+    assert "probe_logistic.baseline_bytes" not in table["defaulted"]
+    assert "probe_logistic.embeddings_copies" in table["defaulted"]
+    with pytest.raises(UsageError) as caught:
+        estimates.load_calibration(tmp_path / "absent.yaml")
+    assert "calibrate_memory.py" in caught.value.fix
+    path.write_text("jobs: [unclosed\n")
+    with pytest.raises(UsageError, match="not valid YAML"):
+        estimates.load_calibration(path)
+
+
+def test_shipped_calibration_is_measured_here():
+    table = estimates.load_calibration()
+    assert table["defaulted"] == []
+    for job in ("embed_cpu", "probe_logistic", "probe_ridge", "aggregate_subject_mean"):
+        assert table["provenance"][job]["baseline_bytes"] == "measured"
+        assert 20 * MiB < table["jobs"][job]["baseline_bytes"] < 2 * GiB
+    assert table["environment"]["packages"]["scikit-learn"].startswith("1.")

@@ -1,0 +1,170 @@
+"""Limits from the job's own cgroup, peaks from the kernel, a runs table safe for many writers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from embedprobe import memory
+
+MiB = 1 << 20
+GiB = 1 << 30
+V1_UNLIMITED = "9223372036854771712"
+
+
+def fake_tree(tmp_path: Path, cgroup_line: str, files: dict[str, str], meminfo_kb: int = 0):
+    """A /proc and /sys/fs/cgroup of our own: (proc_root, cgroup_root)."""
+    proc, sys_root = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "cgroup").write_text(cgroup_line + "\n")
+    (proc / "meminfo").write_text(f"MemTotal:       {meminfo_kb} kB\nMemFree:  1 kB\n")
+    for relative, text in files.items():
+        path = sys_root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+    return proc, sys_root
+
+
+def test_cgroup_v2_limit_is_the_smallest_on_the_way_up(tmp_path):
+    proc, root = fake_tree(tmp_path, "0::/system.slice/slurmstepd/job_42", {
+        "system.slice/memory.max": "max",
+        "system.slice/slurmstepd/memory.max": str(3 * GiB),
+        "system.slice/slurmstepd/job_42/memory.max": str(4 * GiB),
+        "system.slice/slurmstepd/job_42/memory.peak": str(1234 * MiB),
+    })
+    assert memory.cgroup_memory_limit(proc, root) == 3 * GiB
+    assert memory.cgroup_memory_peak(proc, root) == 1234 * MiB
+
+
+def test_cgroup_v2_unlimited_is_none(tmp_path):
+    proc, root = fake_tree(tmp_path, "0::/user.slice/session-1.scope", {
+        "user.slice/memory.max": "max",
+        "user.slice/session-1.scope/memory.max": "max",
+    })
+    assert memory.cgroup_memory_limit(proc, root) is None
+    assert memory.cgroup_memory_peak(proc, root) is None
+
+
+def test_cgroup_namespace_reads_the_mount_point(tmp_path):
+    # inside a container with its own cgroup namespace the own cgroup is "/" at the mount
+    proc, root = fake_tree(tmp_path, "0::/", {"memory.max": str(8 * GiB)})
+    assert memory.cgroup_memory_limit(proc, root) == 8 * GiB
+
+
+def test_cgroup_v1_memory_controller(tmp_path):
+    proc, root = fake_tree(
+        tmp_path,
+        "12:pids:/slurm/uid_0/job_7\n4:memory:/slurm/uid_0/job_7\n1:name=systemd:/",
+        {
+            "memory/memory.limit_in_bytes": V1_UNLIMITED,
+            "memory/slurm/memory.limit_in_bytes": V1_UNLIMITED,
+            "memory/slurm/uid_0/job_7/cgroup.procs": "1",
+            "memory/slurm/uid_0/job_7/memory.limit_in_bytes": str(2 * GiB),
+            "memory/slurm/uid_0/job_7/memory.max_usage_in_bytes": str(700 * MiB),
+        },
+    )
+    assert memory.cgroup_memory_limit(proc, root) == 2 * GiB
+    assert memory.cgroup_memory_peak(proc, root) == 700 * MiB
+
+
+def test_available_memory_is_the_smaller_of_host_and_cgroup(tmp_path):
+    limited = tmp_path / "limited"
+    proc, root = fake_tree(limited, "0::/job", {"job/memory.max": str(2 * GiB)},
+                           meminfo_kb=16 * GiB // 1024)
+    assert memory.host_memory_total(proc) == 16 * GiB
+    assert memory.available_memory_limit(proc, root) == 2 * GiB
+    free = tmp_path / "free"
+    proc, root = fake_tree(free, "0::/job", {"job/memory.max": "max"}, meminfo_kb=4 * GiB // 1024)
+    assert memory.available_memory_limit(proc, root) == 4 * GiB
+
+
+def test_available_memory_here_is_positive_and_at_most_the_host():
+    assert 0 < memory.available_memory_limit() <= memory.host_memory_total()
+
+
+ALLOCATE = "import sys; a = b'x' * {n}; sys.exit({code})"  # every page written
+
+
+def test_run_measured_measures_the_child_not_its_parent():
+    # The test process peaks at 600 MB first: a child forked from it reports that much in
+    # ru_maxrss unless the measurement starts from a small launcher.
+    ballast = b"x" * (600 * MiB)
+    baseline = memory.run_measured([sys.executable, "-c", ALLOCATE.format(n=1, code=0)])
+    del ballast
+    assert baseline.ok and baseline.peak_bytes < 100 * MiB
+    run = memory.run_measured([sys.executable, "-c", ALLOCATE.format(n=200 * MiB, code=3)])
+    assert run.returncode == 3 and run.killed_by_signal is None and not run.timed_out
+    assert run.peak_bytes - baseline.peak_bytes == pytest.approx(200 * MiB, rel=0.15)
+    assert run.seconds > 0
+
+
+def test_run_measured_reports_kills_timeouts_and_output():
+    killed = memory.run_measured([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
+    assert killed.returncode == -9 and killed.killed_by_signal == signal.SIGKILL
+    assert memory.signal_name(killed.killed_by_signal) == "SIGKILL"
+    slow = memory.run_measured([sys.executable, "-c", "import time; time.sleep(30)"], timeout=1)
+    assert slow.timed_out and slow.killed_by_signal == signal.SIGKILL and slow.seconds < 10
+    talk = memory.run_measured(
+        [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert (talk.stdout, talk.stderr, talk.returncode) == ("out\n", "err\n", 0)
+    with pytest.raises(FileNotFoundError):
+        memory.run_measured(["embedprobe-no-such-program"])
+
+
+def test_peak_growth_of_a_step_after_a_higher_peak():
+    earlier = b"x" * (300 * MiB)
+    del earlier
+
+    def step():
+        return len(b"x" * (100 * MiB))
+
+    result, growth = memory.measure_peak_growth(step)
+    assert result == 100 * MiB
+    assert growth == pytest.approx(100 * MiB, rel=0.15)
+    assert memory.self_peak_rss() >= 300 * MiB  # the job's peak survives the reset
+
+
+def _append_rows(path: str, writer: int, rows: int) -> None:
+    for k in range(rows):
+        memory.append_runs_row(path, {"writer": writer, "row": k, "text": "a\tb"})
+
+
+def test_runs_table_keeps_every_row_of_concurrent_writers(tmp_path):
+    path = tmp_path / "results" / "memory" / "runs.tsv"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_append_rows, args=(str(path), w, 100)) for w in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+        assert worker.exitcode == 0
+    lines = path.read_text().splitlines()
+    assert lines[0] == "writer\trow\ttext"
+    rows = [line.split("\t") for line in lines[1:]]
+    assert all(len(row) == 3 and row[2] == "a b" for row in rows)
+    assert sorted((int(w), int(k)) for w, k, _ in rows) == [
+        (w, k) for w in range(4) for k in range(100)]
+
+
+def test_runs_table_follows_its_header(tmp_path):
+    path = tmp_path / "runs.tsv"
+    memory.append_runs_row(path, {"job": "embed", "peak_bytes": 5, "ratio": 0.123456789})
+    memory.append_runs_row(path, {"peak_bytes": 7, "job": "probe"})
+    assert path.read_text() == "job\tpeak_bytes\tratio\nembed\t5\t0.123457\nprobe\t7\t\n"
+    with pytest.raises(ValueError, match="not in its header"):
+        memory.append_runs_row(path, {"job": "x", "surprise": 1})
+
+
+def test_runs_row_puts_the_measured_peak_beside_the_estimate():
+    estimate = {"total": 100 * MiB, "request_mb": 115, "knobs": {"n_jobs": 2}}
+    row = memory.runs_row("probe_logistic", "fold0", estimate, seconds=1.5)
+    assert set(row) == set(memory.RUNS_COLUMNS)
+    assert row["estimate_bytes"] == 100 * MiB and row["peak_bytes"] == memory.self_peak_rss()
+    assert row["ratio"] == pytest.approx(row["peak_bytes"] / (100 * MiB))
+    assert row["knobs"] == "n_jobs=2"

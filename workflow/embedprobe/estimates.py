@@ -1,0 +1,478 @@
+"""Predicted peak memory of every downstream job, as named terms in bytes.
+
+One table (FORMULAS) holds, per job type, the terms of its peak: a name and a function of the
+job's inputs `i` and the calibration constants `c`. The total is the sum of the terms and is the
+job's whole peak (interpreter and libraries included), because that is what a scheduler kills
+on. Constants come from config/memory_calibration.yaml (scripts/calibrate_memory.py fits them).
+
+Inputs (bytes unless said otherwise):
+  embed_cpu / embed_gpu: batch_size, n_channels, n_samples (per window at the model rate),
+    feature_dim, weights_bytes (n_params * 4), recording_bytes (one night as MNE holds it:
+    channels read * samples * 8), resample_ratio (model rate / recorded rate), n_workers
+    (reader threads), n_windows, batch_activation_bytes measured at activation_batch_size
+    (CPU; memory.measure_peak_growth of one forward pass); embed_gpu also gpu_peaks
+    ({batch size: allocator peak}, two or more sizes; memory.gpu_batch_peaks) and
+    gpu_total_bytes.
+  probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (parallel fits), n_fits
+    (values of C), dtype_bytes.
+  probe_ridge: n, p, n_jobs, n_fits, dtype_bytes, ridge_form ("auto", "primal" or "dual").
+  aggregate_subject_mean: dim, chunk_rows, n_subjects, n_rows.
+  every job: on_cluster (adds the scheduler's own processes in the job's allocation).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .errors import OutOfMemory, UsageError
+
+MiB = 1 << 20
+CALIBRATION_PATH = Path(__file__).resolve().parents[2] / "config" / "memory_calibration.yaml"
+FLOAT32 = 4
+FLOAT64 = 8
+LBFGS_HISTORY = 10  # scipy's lbfgs keeps 10 correction pairs of the coefficient vector
+
+Inputs = dict
+Constants = dict
+Term = tuple[str, Callable[[Inputs, Constants], float]]
+
+
+# ------------------------------------------------------------------------ shared sub-terms
+
+
+def _parallel_fits(i: Inputs) -> int:
+    """Fits that run at once: n_jobs, but never more than there are fits."""
+    return max(1, min(int(i["n_jobs"]), int(i["n_fits"])))
+
+
+def _worker_processes(i: Inputs) -> int:
+    """joblib runs parallel fits in worker processes; one fit runs in the job's own process."""
+    fits = _parallel_fits(i)
+    return fits if fits > 1 else 0
+
+
+def _recordings_in_flight(i: Inputs) -> int:
+    """Nights held at once: each reader thread's, one queued, and the one being batched."""
+    return int(i["n_workers"]) + 2 if i["n_workers"] > 0 else 1
+
+
+def _batch_input_bytes(i: Inputs) -> float:
+    return i["batch_size"] * i["n_channels"] * i["n_samples"] * FLOAT32
+
+
+def _batch_activations(i: Inputs, c: Constants) -> float:
+    """Measured at the check job's batch size; activations grow linearly with the batch."""
+    per_window = i["batch_activation_bytes"] / i["activation_batch_size"]
+    return per_window * i["batch_size"] * c["activation_factor"]
+
+
+def _gpu_measured(i: Inputs) -> tuple[int, float, float]:
+    """(smallest measured batch, its allocator peak, bytes per further window) on the device.
+
+    The line runs through the smallest and the largest measured batch. Below the smallest
+    measured batch the estimate stays at its peak: measure the smaller one at the smallest
+    batch you would accept (1 is cheap).
+    """
+    sizes = sorted(int(b) for b in i["gpu_peaks"])
+    low, high = sizes[0], sizes[-1]
+    peak_low, peak_high = float(i["gpu_peaks"][low]), float(i["gpu_peaks"][high])
+    per_window = max(0.0, (peak_high - peak_low) / (high - low)) if high > low else 0.0
+    return low, peak_low, per_window
+
+
+def _gpu_allocated(i: Inputs) -> float:
+    low, peak_low, per_window = _gpu_measured(i)
+    return peak_low + per_window * max(0, i["batch_size"] - low)
+
+
+def _logistic_workspace(i: Inputs, c: Constants) -> float:
+    """One lbfgs fit: class scores and gradients per row, and the lbfgs history."""
+    rows = i["n_train"] * i["n_classes"] * FLOAT64 * c["workspace_factor"]
+    history = 2 * LBFGS_HISTORY * (i["dim"] + 1) * i["n_classes"] * FLOAT64
+    return rows + history
+
+
+def ridge_form_bytes(i: Inputs, c: Constants) -> dict[str, float]:
+    """Solver matrix of one ridge fit in each form: primal p x p, dual n x n."""
+    return {
+        "primal": i["p"] * i["p"] * FLOAT64 * c["gram_factor"],
+        "dual": i["n"] * i["n"] * FLOAT64 * c["kernel_factor"],
+    }
+
+
+def ridge_form(i: Inputs, c: Constants) -> str:
+    """The form a ridge fit uses: as forced, or the smaller of the two ("auto")."""
+    form = i.get("ridge_form", "auto")
+    if form in ("primal", "dual"):
+        return form
+    sizes = ridge_form_bytes(i, c)
+    return "primal" if sizes["primal"] <= sizes["dual"] else "dual"
+
+
+def _job_wrapper(i: Inputs, c: Constants) -> float:
+    """On a cluster the job's allocation also holds the scheduler's snakemake processes."""
+    return c["cluster_wrapper_bytes"] if i.get("on_cluster") else 0
+
+
+# Host terms shared by embed on the CPU and on the GPU (only activations move to the device).
+_EMBED_HOST_TERMS: list[Term] = [
+    ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
+    ("weights (state dict + module)", lambda i, c: i["weights_bytes"] * c["weights_copies"]),
+    ("raw recordings (float64, reader threads)",
+     lambda i, c: _recordings_in_flight(i) * i["recording_bytes"] * c["recording_copies"]),
+    ("resampled windows and scaling copies",
+     lambda i, c: _recordings_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
+     * c["window_copies"]),
+    ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
+    ("HDF5 buffers", lambda i, c: c["hdf5_buffer_bytes"] + i["batch_size"] * i["feature_dim"]
+     * FLOAT32),
+    ("window table", lambda i, c: i["n_windows"] * c["window_row_bytes"]),
+    ("scheduler processes", _job_wrapper),
+]
+
+# ------------------------------------------------------------------------------ the table
+
+FORMULAS: dict[str, list[Term]] = {
+    "embed_cpu": _EMBED_HOST_TERMS + [
+        ("batch activations", _batch_activations),
+    ],
+    "embed_gpu": _EMBED_HOST_TERMS,  # host memory; the device has its own estimate below
+    "embed_gpu_device": [
+        ("CUDA context", lambda i, c: c["cuda_context_bytes"]),
+        ("allocator peak at the smallest measured batch (weights, buffers, activations)",
+         lambda i, c: _gpu_measured(i)[1]),
+        ("batch activations of the further windows",
+         lambda i, c: _gpu_measured(i)[2] * max(0, i["batch_size"] - _gpu_measured(i)[0])),
+        ("allocator slack", lambda i, c: c["allocator_slack"] * _gpu_allocated(i)),
+    ],
+    "probe_logistic": [
+        ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
+        ("probe data and its copies (load, fold index, scaled)",
+         lambda i, c: (i["n_train"] + i["n_val"] + i["n_test"]) * i["dim"] * i["dtype_bytes"]
+         * c["embeddings_copies"]),
+        ("training copies per parallel fit",
+         lambda i, c: _parallel_fits(i) * i["n_train"] * i["dim"] * i["dtype_bytes"]
+         * c["fit_data_copies"]),
+        ("solver workspace per parallel fit",
+         lambda i, c: _parallel_fits(i) * _logistic_workspace(i, c)),
+        ("parallel worker processes", lambda i, c: _worker_processes(i)
+         * c["worker_baseline_bytes"]),
+        ("scheduler processes", _job_wrapper),
+    ],
+    "probe_ridge": [
+        ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
+        ("probe data and its copies (load, scaled, centred)",
+         lambda i, c: i["n"] * i["p"] * i["dtype_bytes"] * c["data_copies"]),
+        ("training copies per further parallel fit",
+         lambda i, c: (_parallel_fits(i) - 1) * i["n"] * i["p"] * i["dtype_bytes"]
+         * c["fit_data_copies"]),
+        ("solver workspace per parallel fit (gram p x p or kernel n x n)",
+         lambda i, c: _parallel_fits(i) * ridge_form_bytes(i, c)[ridge_form(i, c)]),
+        ("parallel worker processes", lambda i, c: _worker_processes(i)
+         * c["worker_baseline_bytes"]),
+        ("scheduler processes", _job_wrapper),
+    ],
+    "aggregate_subject_mean": [
+        ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
+        ("HDF5 chunk buffers", lambda i, c: c["hdf5_buffer_bytes"]
+         + i["chunk_rows"] * i["dim"] * FLOAT32 * c["chunk_copies"]),
+        ("subject column of the window table", lambda i, c: i["n_rows"] * c["index_row_bytes"]),
+        ("per-subject sums and means",
+         lambda i, c: i["n_subjects"] * i["dim"] * FLOAT64 * c["accumulator_copies"]),
+        ("scheduler processes", _job_wrapper),
+    ],
+}
+
+# Inputs each job type needs, and defaults for the optional ones.
+REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
+    "embed_cpu": ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
+                  "recording_bytes", "batch_activation_bytes"),
+    "embed_gpu": ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
+                  "recording_bytes", "gpu_peaks", "gpu_total_bytes"),
+    "probe_logistic": ("n_train", "n_val", "n_test", "dim", "n_classes"),
+    "probe_ridge": ("n", "p"),
+    "aggregate_subject_mean": ("dim", "chunk_rows", "n_subjects", "n_rows"),
+}
+REQUIRED_INPUTS["embed_gpu_device"] = REQUIRED_INPUTS["embed_gpu"]
+
+_EMBED_DEFAULTS = {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1}
+DEFAULT_INPUTS: dict[str, dict] = {
+    "embed_cpu": _EMBED_DEFAULTS,
+    "embed_gpu": _EMBED_DEFAULTS,
+    "embed_gpu_device": _EMBED_DEFAULTS,
+    "probe_logistic": {"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32},
+    "probe_ridge": {"n_jobs": 1, "n_fits": 8, "dtype_bytes": FLOAT32, "ridge_form": "auto"},
+    "aggregate_subject_mean": {},
+}
+
+# The knobs each job type has, cheapest first, tried before asking for more memory.
+KNOB_NAMES: dict[str, tuple[str, ...]] = {
+    "embed_cpu": ("batch_size", "n_workers"),
+    "embed_gpu": ("batch_size", "n_workers"),
+    "embed_gpu_device": ("batch_size",),
+    "probe_logistic": ("n_jobs",),
+    "probe_ridge": ("ridge_form", "n_jobs"),
+    "aggregate_subject_mean": ("chunk_rows",),
+}
+
+# Used where the calibration table lacks a constant (each one is reported as defaulted).
+# "structural" ones are not fitted by the calibration: they follow from what the code holds.
+DEFAULT_CONSTANTS: dict[str, dict[str, float]] = {
+    "common": {"cluster_wrapper_bytes": 300 * MiB},  # two snakemake processes, ~130 MB each
+    "embed_cpu": {
+        "baseline_bytes": 700 * MiB, "weights_copies": 2.0, "recording_copies": 3.0,
+        "window_copies": 3.0, "input_copies": 1.0, "activation_factor": 1.2,
+        "hdf5_buffer_bytes": 16 * MiB, "window_row_bytes": 200.0,
+    },
+    "embed_gpu": {
+        "baseline_bytes": 3072 * MiB, "weights_copies": 2.0, "recording_copies": 3.0,
+        "window_copies": 3.0, "input_copies": 2.0, "hdf5_buffer_bytes": 16 * MiB,
+        "window_row_bytes": 200.0,
+    },
+    "embed_gpu_device": {"cuda_context_bytes": 600 * MiB, "allocator_slack": 0.2},
+    "probe_logistic": {
+        "baseline_bytes": 250 * MiB, "embeddings_copies": 3.0, "fit_data_copies": 1.0,
+        "workspace_factor": 4.0, "worker_baseline_bytes": 150 * MiB,
+    },
+    "probe_ridge": {
+        "baseline_bytes": 250 * MiB, "data_copies": 3.0, "fit_data_copies": 1.0,
+        "gram_factor": 2.0, "kernel_factor": 2.0, "worker_baseline_bytes": 150 * MiB,
+    },
+    "aggregate_subject_mean": {
+        "baseline_bytes": 150 * MiB, "hdf5_buffer_bytes": 16 * MiB, "chunk_copies": 3.0,
+        "index_row_bytes": 32.0, "accumulator_copies": 2.0,
+    },
+}
+
+
+# ---------------------------------------------------------------------------- the estimate
+
+
+@dataclass
+class Estimate:
+    """A job's predicted peak: named terms, their total, the request and the verdict."""
+
+    job: str
+    terms: dict[str, int]
+    total: int
+    margin: float
+    request_mb: int
+    limit_mb: int | None
+    verdict: str  # "ok" or "too_big"
+    knobs: dict
+    fix: str | None = None
+    tried: list[str] = field(default_factory=list)
+    device: Estimate | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def raise_if_too_big(self) -> None:
+        """Stop before the long run, with the breakdown and the fix."""
+        if self.verdict != "ok":
+            raise OutOfMemory(f"{self.job} cannot fit its memory limit:\n{self}", fix=self.fix)
+
+    def __str__(self) -> str:
+        limit = f"{self.limit_mb:,} MB" if self.limit_mb is not None else "unknown"
+        lines = [
+            f"{self.job}: {self.verdict}; total {self.total / MiB:,.0f} MB, request "
+            f"{self.request_mb:,} MB (margin {self.margin:.0%}), limit {limit}"
+        ]
+        width = max(len(name) for name in self.terms)
+        for name, value in sorted(self.terms.items(), key=lambda item: -item[1]):
+            share = value / self.total if self.total else 0.0
+            lines.append(f"  {name:<{width}}  {value / MiB:>10,.1f} MB  {share:>4.0%}")
+        if self.knobs:
+            lines.append("  knobs: " + ", ".join(f"{k}={v}" for k, v in self.knobs.items()))
+        lines.extend(f"  tried: {step}" for step in self.tried)
+        if self.device is not None:
+            lines.append("  device: " + str(self.device).replace("\n", "\n  "))
+        if self.fix:
+            lines.append(f"  fix: {self.fix}")
+        return "\n".join(lines)
+
+
+def request_mb(total_bytes: float, margin: float) -> int:
+    """MiB to ask the scheduler for (SLURM's and HTCondor's "MB" are MiB)."""
+    return int(math.ceil(total_bytes * (1.0 + margin) / MiB))
+
+
+def job_inputs(job_type: str, inputs: dict) -> dict:
+    """The inputs with defaults filled in; a missing required input is a usage error."""
+    if job_type not in FORMULAS:
+        raise UsageError(f"no memory formula for job type '{job_type}'",
+                         fix=f"use one of: {', '.join(FORMULAS)}")
+    missing = [name for name in REQUIRED_INPUTS[job_type] if name not in inputs]
+    if missing:
+        raise UsageError(f"memory estimate of {job_type} lacks inputs {missing}",
+                         fix="pass them from the check job, the window index or the config")
+    merged = {**DEFAULT_INPUTS[job_type], **inputs}
+    if job_type.startswith("embed"):
+        merged.setdefault("activation_batch_size", merged["batch_size"])
+    return merged
+
+
+def job_constants(job_type: str, calibration: dict) -> dict:
+    """Constants of one job type: the calibration table's, defaults where it has none."""
+    table = calibration.get("jobs", {})
+    return {
+        **DEFAULT_CONSTANTS["common"],
+        **table.get("common", {}),
+        **DEFAULT_CONSTANTS[job_type],
+        **table.get(job_type, {}),
+    }
+
+
+def _knobs(job_type: str, i: Inputs, c: Constants) -> dict:
+    knobs = {name: i[name] for name in KNOB_NAMES[job_type] if name in i}
+    if job_type == "probe_ridge":
+        knobs["ridge_form"] = ridge_form(i, c)
+    if job_type in ("probe_logistic", "probe_ridge"):
+        knobs["n_jobs"] = _parallel_fits(i)
+    return knobs
+
+
+def estimate(job_type: str, inputs: dict, calibration: dict, limit_bytes: int | None,
+             margin: float = 0.15) -> Estimate:
+    """The predicted peak of one job: its terms from FORMULAS, total, request and verdict.
+
+    Verdict "too_big" when the request (total plus margin) exceeds the limit; for embed_gpu
+    also when the device estimate exceeds the GPU's memory (gpu_total_bytes).
+    """
+    i = job_inputs(job_type, inputs)
+    c = job_constants(job_type, calibration)
+    terms = {name: int(math.ceil(max(0.0, formula(i, c)))) for name, formula in FORMULAS[job_type]}
+    total = sum(terms.values())
+    request = request_mb(total, margin)
+    limit_mb = None if limit_bytes is None else int(limit_bytes // MiB)
+    verdict = "ok" if limit_mb is None or request <= limit_mb else "too_big"
+    device = None
+    if job_type == "embed_gpu":
+        device = estimate("embed_gpu_device", inputs, calibration, i["gpu_total_bytes"], margin)
+        if device.verdict != "ok":
+            verdict = "too_big"
+    return Estimate(job_type, terms, total, margin, request, limit_mb, verdict,
+                    _knobs(job_type, i, c), device=device)
+
+
+# ------------------------------------------------------------------------------ the knobs
+
+
+def _cheaper_settings(job_type: str, i: Inputs, c: Constants) -> list[tuple[str, dict]]:
+    """Every next setting to try, cheapest remedy first: (description, changed inputs)."""
+    steps = []
+    if job_type.startswith("embed"):
+        batch = int(i["batch_size"])
+        while batch > int(i["min_batch_size"]):
+            batch = max(int(i["min_batch_size"]), batch // 2)
+            steps.append((f"batch_size={batch}", {"batch_size": batch}))
+        if job_type != "embed_gpu_device":
+            for workers in range(int(i["n_workers"]) - 1, -1, -1):
+                steps.append((f"n_workers={workers}",
+                              {"batch_size": batch, "n_workers": workers}))
+    elif job_type == "probe_logistic":
+        for jobs in range(_parallel_fits(i) - 1, 0, -1):
+            steps.append((f"n_jobs={jobs}", {"n_jobs": jobs}))
+    elif job_type == "probe_ridge":
+        current = ridge_form(i, c)
+        other = "dual" if current == "primal" else "primal"
+        sizes = ridge_form_bytes(i, c)
+        form = current
+        if sizes[other] < sizes[current]:
+            form = other
+            steps.append((f"ridge_form={other}", {"ridge_form": other}))
+        for jobs in range(_parallel_fits(i) - 1, 0, -1):
+            steps.append((f"n_jobs={jobs}", {"ridge_form": form, "n_jobs": jobs}))
+    elif job_type == "aggregate_subject_mean":
+        rows = int(i["chunk_rows"])
+        while rows > 1024:
+            rows = max(1024, rows // 2)
+            steps.append((f"chunk_rows={rows}", {"chunk_rows": rows}))
+    return steps
+
+
+def _fix_text(result: Estimate, partitions: dict[str, int] | None, on_cluster: bool) -> str:
+    knobs = ", ".join(f"{k}={v}" for k, v in result.knobs.items()) or "no knobs"
+    if result.device is not None and result.device.verdict != "ok":
+        return (f"even at {knobs} the GPU needs {result.device.request_mb:,} MB of "
+                f"{result.device.limit_mb:,} MB: use a GPU with at least "
+                f"{result.device.request_mb:,} MB or embed on the CPU")
+    need = result.request_mb
+    fitting = sorted((mb, name) for name, mb in (partitions or {}).items() if mb >= need)
+    if fitting:
+        mb, name = fitting[0]
+        where = (f"run it on partition '{name}' ({mb:,} MB; set slurm_partition for this rule "
+                 f"in the profile and the largest memory to {mb} in the config)")
+    elif on_cluster:
+        where = (f"no configured partition has {need:,} MB: add one that does to the config, "
+                 f"or use fewer windows")
+    else:
+        where = (f"run it on a machine (or container limit) with at least {need:,} MB, or "
+                 f"on a cluster partition that large")
+    return f"even at {knobs} it needs {need:,} MB, more than the limit {result.limit_mb:,} MB: " \
+        + where
+
+
+def fit_knobs(job_type: str, inputs: dict, calibration: dict, limit_bytes: int | None,
+              margin: float = 0.15, partitions: dict[str, int] | None = None) -> Estimate:
+    """The estimate at the fastest settings that fit, trying the cheap knobs before more memory.
+
+    Knobs, cheapest first: fewer parallel fits (n_jobs), the smaller ridge form (dual when
+    samples are fewer than features), a smaller batch, fewer reader threads, smaller HDF5
+    chunks. A job that fits at none of them is "too_big", at its smallest settings, with a fix
+    naming the knobs tried and the partition (name -> MB, from the profile) that would fit.
+    """
+    result = estimate(job_type, inputs, calibration, limit_bytes, margin)
+    if result.verdict == "ok":
+        return result
+    i = job_inputs(job_type, inputs)
+    c = job_constants(job_type, calibration)
+    tried = []
+    for description, change in _cheaper_settings(job_type, i, c):
+        tried.append(description)
+        result = estimate(job_type, {**inputs, **change}, calibration, limit_bytes, margin)
+        if result.verdict == "ok":
+            break
+    result.tried = tried
+    if result.verdict != "ok":
+        result.fix = _fix_text(result, partitions, bool(i.get("on_cluster")))
+    return result
+
+
+# ------------------------------------------------------------------------- the calibration
+
+
+def load_calibration(path: str | Path = CALIBRATION_PATH) -> dict:
+    """The calibration table; constants it lacks are filled from the defaults and listed.
+
+    Returns {"environment": ..., "jobs": {job: {constant: value}}, "defaulted": [...], ...}.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"memory calibration table {path} not found",
+                         fix="run: python scripts/calibrate_memory.py --quick")
+    try:
+        table = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"memory calibration table {path} is not valid YAML: {exc}",
+                         fix="rerun scripts/calibrate_memory.py to rewrite it") from exc
+    if not isinstance(table.get("jobs", {}), dict):
+        raise UsageError(f"{path}: 'jobs' must map job types to constants",
+                         fix="rerun scripts/calibrate_memory.py to rewrite it")
+    table = copy.deepcopy(table)
+    jobs = table.setdefault("jobs", {})
+    defaulted = []
+    for job, constants in DEFAULT_CONSTANTS.items():
+        have = jobs.setdefault(job, {})
+        for name, value in constants.items():
+            if name not in have:
+                have[name] = value
+                defaulted.append(f"{job}.{name}")
+    table["defaulted"] = defaulted
+    return table
