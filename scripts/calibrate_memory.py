@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 
@@ -56,13 +57,18 @@ STEP_IMPORTS = {
 # ============================================================== child side: the workloads
 
 
+def _step_imports(step: str) -> None:
+    """Import what the step imports, so a workload's peak contains the measured baseline."""
+    exec(STEP_IMPORTS[step], {})
+
+
 def _report(**values) -> None:
     values["self_peak"] = memory.self_peak_rss()
     print(RESULT_TAG + json.dumps(values), flush=True)
 
 
 def child_imports(p: dict) -> None:
-    exec(STEP_IMPORTS[p["step"]], {})
+    _step_imports(p["step"])
     _report()
 
 
@@ -82,6 +88,7 @@ def _biot():
 
 def child_embed(p: dict) -> None:
     """The embed step on one night: model, read, resample, cut, scale, forward, HDF5 append."""
+    _step_imports("embed")
     import h5py
     import mne
     import torch
@@ -173,6 +180,7 @@ def _logistic_fit(x, y, x_val, c_value, max_iter):
 
 def child_probe_logistic(p: dict) -> None:
     """A staging probe fold: load, fold copies, StandardScaler, lbfgs fits over C in parallel."""
+    _step_imports("probe")
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -195,6 +203,7 @@ def child_probe_logistic(p: dict) -> None:
 
 def child_probe_ridge(p: dict) -> None:
     """Ridge (solver chosen by shape: p x p gram when n >= p, n x n kernel otherwise)."""
+    _step_imports("probe")
     from sklearn.linear_model import Ridge
     from sklearn.preprocessing import StandardScaler
 
@@ -208,6 +217,7 @@ def child_probe_ridge(p: dict) -> None:
 
 def child_aggregate(p: dict) -> None:
     """Subject means streamed from an HDF5 store by chunks of rows."""
+    _step_imports("aggregate")
     import h5py
 
     with h5py.File(p["h5"], "r") as store:
@@ -224,8 +234,12 @@ def child_aggregate(p: dict) -> None:
 
 def child_gpu(p: dict) -> None:
     """Host memory of a CUDA embed process and the device memory the context takes."""
+    _step_imports("embed")
     import torch
 
+    if not torch.cuda.is_available():
+        _report(cuda=False)
+        return
     free_before, total = torch.cuda.mem_get_info()
     model = _biot().cuda().eval()
 
@@ -238,7 +252,8 @@ def child_gpu(p: dict) -> None:
     torch.cuda.synchronize()
     free_after, _ = torch.cuda.mem_get_info()
     context = (free_before - free_after) - torch.cuda.memory_reserved()
-    _report(cuda_context_bytes=max(0, int(context)), gpu_peaks=peaks, gpu_total_bytes=total)
+    _report(cuda=True, cuda_context_bytes=max(0, int(context)), gpu_peaks=peaks,
+            gpu_total_bytes=total)
 
 
 CHILDREN = {
@@ -279,7 +294,10 @@ def run_child(workload: str, params: dict) -> dict:
 
 
 def nnls_fit(rows: list[dict], columns: dict, target) -> tuple[dict, float]:
-    """Non-negative least squares of target(row) on named columns(row); max relative error."""
+    """Non-negative least squares of target(row) on named columns(row).
+
+    Returns the constants and the largest absolute miss of the fit over the rows, in bytes.
+    """
     from scipy.optimize import nnls
 
     names = list(columns)
@@ -288,9 +306,13 @@ def nnls_fit(rows: list[dict], columns: dict, target) -> tuple[dict, float]:
     scale = np.where(design.max(axis=0) > 0, design.max(axis=0), 1.0)
     coef, _ = nnls(design / scale, y)
     coef = coef / scale
-    fitted = design @ coef
-    rel = np.abs(fitted - y) / np.maximum(np.abs(y), 1.0)
-    return dict(zip(names, coef.tolist(), strict=True)), float(rel.max())
+    miss = float(np.abs(design @ coef - y).max())
+    return dict(zip(names, coef.tolist(), strict=True)), miss
+
+
+def rounded(name: str, value: float) -> float | int:
+    """Whole bytes for byte counts, four significant digits for factors."""
+    return int(round(value)) if name.endswith("_bytes") else float(f"{value:.4g}")
 
 
 def write_edf(path: Path, hours: float, sfreq: float, rng) -> Path:
@@ -325,12 +347,12 @@ def write_store(path: Path, n_rows: int, dim: int, n_subjects: int, rng) -> Path
 PLANS = {
     # embed: (hours, recorded rate, batch size, batches); probe: (n, dim, classes, n_jobs)
     True: {
-        "embed": [(8, 100, 8, 2), (8, 100, 32, 2), (12, 100, 16, 2), (16, 200, 16, 2)],
-        "probe_logistic": [(20_000, 128, 5, 1), (80_000, 256, 5, 1), (80_000, 64, 2, 1),
-                           (20_000, 256, 5, 2), (80_000, 256, 5, 2)],
-        "probe_ridge": [(20_000, 256), (10_000, 1024), (500, 10_000), (2_000, 8_000)],
+        "embed": [(8, 100, 8, 2), (8, 100, 32, 2), (16, 200, 16, 2)],
+        "probe_logistic": [(15_000, 128, 5, 1), (60_000, 256, 5, 1), (60_000, 64, 2, 1),
+                           (15_000, 256, 5, 2), (60_000, 256, 5, 2)],
+        "probe_ridge": [(20_000, 256), (8_000, 768), (500, 10_000), (1_500, 6_000)],
         "aggregate": [(1_000_000, 32, 80, 8192), (1_000_000, 32, 80, 131_072),
-                      (100_000, 512, 1000, 4096), (100_000, 512, 1000, 65_536)],
+                      (50_000, 512, 1000, 4096), (50_000, 512, 1000, 50_000)],
     },
     False: {
         "embed": [(8, 100, 8, 3), (8, 100, 32, 3), (8, 100, 64, 3), (24, 100, 8, 3),
@@ -347,7 +369,14 @@ PLANS = {
 }
 
 
-def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
+def run_children(tasks: list[tuple[str, dict]], jobs: int) -> list[dict]:
+    """Children side by side (each peak is its own process's, so they do not disturb each
+    other); results in the order of `tasks`."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(lambda task: run_child(*task), tasks))
+
+
+def calibrate(quick: bool, workdir: Path, old: dict, jobs: int = 2) -> tuple[dict, dict, dict]:
     """Run every workload; returns (constants by job, provenance, fit report)."""
     plan = PLANS[quick]
     rng = np.random.default_rng(0)
@@ -360,27 +389,51 @@ def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
 
     def fitted(job, values, how="fitted"):
         for name, value in values.items():
-            constants[job][name] = float(value)
+            constants[job][name] = rounded(name, value)
             provenance[job][name] = how
 
-    print("baselines (a child that imports what the step imports):")
-    baseline = {step: run_child("imports", {"step": step})["peak"] for step in STEP_IMPORTS}
+    # Inputs first (real EDF files, HDF5 stores), then every child, then the fits.
+    tasks: list[tuple[str, dict]] = [("imports", {"step": step}) for step in STEP_IMPORTS]
+    edfs: dict[tuple, Path] = {}
+    for k, (hours, sfreq, batch, n_batches) in enumerate(plan["embed"]):
+        if (hours, sfreq) not in edfs:
+            edfs[hours, sfreq] = write_edf(workdir / f"night_{hours}h_{sfreq}hz.edf", hours,
+                                           sfreq, rng)
+        tasks.append(("embed", {"edf": str(edfs[hours, sfreq]),
+                                "weights": str(workdir / f"biot_{k}.pt"),
+                                "h5": str(workdir / f"embed_{k}.h5"), "batch_size": batch,
+                                "n_batches": n_batches}))
+    max_iter = 3 if quick else 10
+    for n, dim, n_classes, n_jobs in plan["probe_logistic"]:
+        tasks.append(("probe_logistic", {"n": n, "dim": dim, "n_classes": n_classes,
+                                         "n_jobs": n_jobs, "n_fits": max(2, n_jobs),
+                                         "max_iter": max_iter}))
+    shape = {"n": 20_000, "dim": 256, "n_classes": 5, "n_jobs": 1, "n_fits": 1}
+    iterations = (max_iter, 10 * max_iter)
+    tasks += [("probe_logistic", {**shape, "max_iter": it}) for it in iterations]
+    tasks += [("probe_ridge", {"n": n, "p": p}) for n, p in plan["probe_ridge"]]
+    stores: dict[tuple, Path] = {}
+    for n_rows, dim, n_subjects, chunk_rows in plan["aggregate"]:
+        key = (n_rows, dim, n_subjects)
+        if key not in stores:
+            stores[key] = write_store(workdir / f"store_{n_rows}_{dim}.h5", n_rows, dim,
+                                      n_subjects, rng)
+        tasks.append(("aggregate", {"h5": str(stores[key]), "chunk_rows": chunk_rows,
+                                    "n_rows": n_rows, "dim": dim}))
+    if Path("/proc/driver/nvidia").exists():
+        tasks.append(("gpu", {}))
+    print(f"{len(tasks)} measured children, {jobs} at a time:")
+    results = run_children(tasks, jobs)
+    runs: dict[str, list[dict]] = {}
+    for (workload, _), result in zip(tasks, results, strict=True):
+        runs.setdefault(workload, []).append(result)
+
+    baseline = {r["params"]["step"]: r["peak"] for r in runs["imports"]}
     for job, step in (("embed_cpu", "embed"), ("probe_logistic", "probe"),
                       ("probe_ridge", "probe"), ("aggregate_subject_mean", "aggregate")):
         fitted(job, {"baseline_bytes": baseline[step]}, "measured")
 
-    print("embed (BIOT, real EDF through MNE and embedprobe.preprocess, HDF5 appends):")
-    weights = workdir / "biot.pt"
-    edfs: dict[tuple, Path] = {}
-    embed_runs = []
-    for hours, sfreq, batch, n_batches in plan["embed"]:
-        if (hours, sfreq) not in edfs:
-            edfs[hours, sfreq] = write_edf(workdir / f"night_{hours}h_{sfreq}hz.edf", hours,
-                                           sfreq, rng)
-        run = run_child("embed", {"edf": str(edfs[hours, sfreq]), "weights": str(weights),
-                                  "h5": str(workdir / "embed.h5"), "batch_size": batch,
-                                  "n_batches": n_batches})
-        embed_runs.append(run)
+    embed_runs = runs["embed"]
     recording, err_rec = nnls_fit(
         embed_runs,
         {"recording_copies": lambda r: r["recording_bytes"],
@@ -392,40 +445,34 @@ def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
     fitted("embed_cpu", {**recording, **activation})
     for name in ("recording_copies", "window_copies"):  # the host side is the same on a GPU
         fitted("embed_gpu", {name: constants["embed_cpu"][name]})
-    report["embed_cpu"] = {"fit_max_rel_error": {"recording stage": err_rec,
-                                                 "forward stage": err_act}}
+    report["embed_cpu"] = {"fit_max_miss_mb": {"recording stage": err_rec / MiB,
+                                               "forward stage": err_act / MiB}}
 
-    print("probe_logistic (StandardScaler + LogisticRegression lbfgs, float32):")
-    logistic_runs = []
-    for n, dim, n_classes, n_jobs in plan["probe_logistic"]:
-        params = {"n": n, "dim": dim, "n_classes": n_classes, "n_jobs": n_jobs,
-                  "n_fits": max(2, n_jobs), "max_iter": 10}
-        logistic_runs.append(run_child("probe_logistic", params))
-    split = {"n_train": lambda r: int(0.8 * r["params"]["n"])}
+    *logistic_runs, short, long_ = runs["probe_logistic"]
 
     def fits(r):
         return max(1, min(r["params"]["n_jobs"], r["params"]["n_fits"]))
 
+    def n_train(r):
+        return int(0.8 * r["params"]["n"])
+
     values, err = nnls_fit(
         logistic_runs,
         {"embeddings_copies": lambda r: r["params"]["n"] * r["params"]["dim"] * 4,
-         "fit_data_copies": lambda r: fits(r) * split["n_train"](r) * r["params"]["dim"] * 4,
-         "workspace_factor": lambda r: fits(r) * split["n_train"](r)
-         * r["params"]["n_classes"] * 8,
+         "fit_data_copies": lambda r: fits(r) * n_train(r) * r["params"]["dim"] * 4,
+         "workspace_factor": lambda r: fits(r) * n_train(r) * r["params"]["n_classes"] * 8,
          "worker_baseline_bytes": lambda r: fits(r) if fits(r) > 1 else 0},
         lambda r: r["peak"] - baseline["probe"])
     fitted("probe_logistic", values)
     fitted("probe_ridge", {"worker_baseline_bytes": values["worker_baseline_bytes"],
                            "fit_data_copies": values["fit_data_copies"]})
-    report["probe_logistic"] = {"fit_max_rel_error": err}
-    print("  memory against iterations (same shape, max_iter 5 and 100):")
-    shape = {"n": 20_000, "dim": 256, "n_classes": 5, "n_jobs": 1, "n_fits": 1}
-    short, long_ = (run_child("probe_logistic", {**shape, "max_iter": it})["peak"]
-                    for it in (5, 100))
-    report["probe_logistic"]["peak_change_5_to_100_iterations"] = (long_ - short) / short
+    report["probe_logistic"] = {
+        "fit_max_miss_mb": err / MiB,
+        f"peak_change_{iterations[0]}_to_{iterations[1]}_iterations":
+            (long_["peak"] - short["peak"]) / short["peak"],
+    }
 
-    print("probe_ridge (StandardScaler + Ridge cholesky: primal when n >= p, dual otherwise):")
-    ridge_runs = [run_child("probe_ridge", {"n": n, "p": p}) for n, p in plan["probe_ridge"]]
+    ridge_runs = runs["probe_ridge"]
     values, err = nnls_fit(
         ridge_runs,
         {"data_copies": lambda r: r["params"]["n"] * r["params"]["p"] * 4,
@@ -435,19 +482,9 @@ def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
          if r["params"]["n"] < r["params"]["p"] else 0},
         lambda r: r["peak"] - baseline["probe"])
     fitted("probe_ridge", values)
-    report["probe_ridge"] = {"fit_max_rel_error": err}
+    report["probe_ridge"] = {"fit_max_miss_mb": err / MiB}
 
-    print("aggregate_subject_mean (h5py chunked reads, per-subject sums):")
-    stores: dict[tuple, Path] = {}
-    aggregate_runs = []
-    for n_rows, dim, n_subjects, chunk_rows in plan["aggregate"]:
-        key = (n_rows, dim, n_subjects)
-        if key not in stores:
-            stores[key] = write_store(workdir / f"store_{n_rows}_{dim}.h5", n_rows, dim,
-                                      n_subjects, rng)
-        run = run_child("aggregate", {"h5": str(stores[key]), "chunk_rows": chunk_rows})
-        run["params"].update(n_rows=n_rows, dim=dim)
-        aggregate_runs.append(run)
+    aggregate_runs = runs["aggregate"]
     agg = constants["aggregate_subject_mean"]
     values, err = nnls_fit(
         aggregate_runs,
@@ -456,24 +493,17 @@ def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
         lambda r: r["peak"] - baseline["aggregate"] - agg["hdf5_buffer_bytes"]
         - r["n_subjects"] * r["params"]["dim"] * 8 * agg["accumulator_copies"])
     fitted("aggregate_subject_mean", values)
-    report["aggregate_subject_mean"] = {"fit_max_rel_error": err}
+    report["aggregate_subject_mean"] = {"fit_max_miss_mb": err / MiB}
 
-    if _cuda_available():
-        print("embed on the GPU:")
-        gpu = run_child("gpu", {})
-        fitted("embed_gpu", {"baseline_bytes": gpu["peak"]}, "measured")
-        fitted("embed_gpu_device", {"cuda_context_bytes": gpu["cuda_context_bytes"]},
-               "measured")
+    for gpu in runs.get("gpu", []):
+        if gpu.get("cuda"):
+            fitted("embed_gpu", {"baseline_bytes": gpu["peak"]}, "measured")
+            fitted("embed_gpu_device", {"cuda_context_bytes": gpu["cuda_context_bytes"]},
+                   "measured")
 
-    calibration = {"jobs": constants}
-    report["validation"] = validate(calibration, embed_runs, logistic_runs, ridge_runs,
-                                    aggregate_runs)
+    report["validation"] = validate({"jobs": constants}, embed_runs, logistic_runs,
+                                    ridge_runs, aggregate_runs)
     return constants, provenance, report
-
-
-def _cuda_available() -> bool:
-    probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
 
 
 def validate(calibration: dict, embed_runs, logistic_runs, ridge_runs, aggregate_runs) -> list:
@@ -510,6 +540,10 @@ def validate(calibration: dict, embed_runs, logistic_runs, ridge_runs, aggregate
         rows.append({"job": job, "params": params, "measured_bytes": run["peak"],
                      "estimate_bytes": total, "error": round(error, 4)})
         print(f"  {job:<24} {run['peak'] / MiB:12.1f} {total / MiB:12.1f} {error:+8.1%}")
+    for job in dict.fromkeys(row["job"] for row in rows):
+        errors = [row["error"] for row in rows if row["job"] == job]
+        print(f"  {job}: from {min(errors):+.1%} to {max(errors):+.1%} "
+              "(negative: under-estimated, covered by the request margin)")
     return rows
 
 
@@ -527,6 +561,33 @@ def drift_table(old: dict, new: dict) -> list[str]:
                 change = f"{(value - before) / abs(before):+.1%}"
             shown = "-" if before is None else f"{before:.6g}"
             lines.append(f"{job + '.' + name:<46} {shown:>14} {value:>14.6g} {change:>9}")
+    return lines
+
+
+# Jobs of the size the benchmarks run, to show what a new table changes in practice.
+REFERENCE_JOBS = {
+    "embed BIOT, batch 32, 8 h night at 100 Hz, 2 reader threads": ("embed_cpu", {
+        "batch_size": 32, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
+        "weights_bytes": 13_000_000, "recording_bytes": 2 * 8 * 3600 * 100 * 8,
+        "resample_ratio": 2.0, "n_workers": 2, "n_windows": 200_000,
+        "batch_activation_bytes": 120 * MiB, "activation_batch_size": 32}),
+    "staging probe fold, 160k/20k/20k x 256, 5 classes, 2 parallel fits": ("probe_logistic", {
+        "n_train": 160_000, "n_val": 20_000, "n_test": 20_000, "dim": 256, "n_classes": 5,
+        "n_jobs": 2, "n_fits": 6}),
+    "brain-age ridge, 78 subjects x 256": ("probe_ridge", {"n": 78, "p": 256}),
+    "subject means, 200k rows x 256, 78 subjects, 8192-row chunks": ("aggregate_subject_mean", {
+        "dim": 256, "chunk_rows": 8192, "n_subjects": 78, "n_rows": 200_000}),
+}
+
+
+def reference_drift(old: dict, new: dict) -> list[str]:
+    """Totals of REFERENCE_JOBS under the old and the new table."""
+    lines = [f"{'reference job':<66} {'old MB':>8} {'new MB':>8} {'change':>8}"]
+    for label, (job, inputs) in REFERENCE_JOBS.items():
+        before = estimates.estimate(job, inputs, old, None).total
+        after = estimates.estimate(job, inputs, new, None).total
+        lines.append(f"{label:<66} {before / MiB:8.0f} {after / MiB:8.0f} "
+                     f"{(after - before) / before:+8.1%}")
     return lines
 
 
@@ -551,6 +612,15 @@ def environment(quick: bool, seconds: float) -> dict:
     }
 
 
+def tidy(value):
+    """Floats of the report to four significant digits, for a table people read."""
+    if isinstance(value, dict):
+        return {k: tidy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [tidy(v) for v in value]
+    return float(f"{value:.4g}") if isinstance(value, float) else value
+
+
 HEADER = """\
 # Memory calibration: constants of the formulas in workflow/embedprobe/estimates.py, measured
 # and fitted by scripts/calibrate_memory.py in the environment below. Rerun the script rather
@@ -567,6 +637,7 @@ def main(argv=None) -> int:
     parser.add_argument("--previous", type=Path, default=None,
                         help="table to compare against (default: the one at --out)")
     parser.add_argument("--no-drift", action="store_true", help="do not print the drift table")
+    parser.add_argument("--jobs", type=int, default=2, help="children measured side by side")
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -578,18 +649,21 @@ def main(argv=None) -> int:
     old = yaml.safe_load(previous_path.read_text()) if previous_path.is_file() else {}
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="calibrate_memory_") as tmp:
-        constants, provenance, report = calibrate(args.quick, Path(tmp), old or {})
+        constants, provenance, report = calibrate(args.quick, Path(tmp), old or {}, args.jobs)
     table = {
         "environment": environment(args.quick, time.monotonic() - start),
         "jobs": constants,
         "provenance": provenance,
-        "fit": report,
+        "fit": tidy(report),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(HEADER + yaml.safe_dump(table, sort_keys=False, width=100))
     if not args.no_drift:
         print(f"\ndrift against {previous_path if old else 'no previous table'}:")
         print("\n".join(drift_table(old or {}, constants)))
+        if old:
+            print()
+            print("\n".join(reference_drift(old, {"jobs": constants})))
     print(f"\nwrote {args.out} in {time.monotonic() - start:.0f} s")
     return 0
 

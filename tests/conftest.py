@@ -11,14 +11,16 @@ VENV_BIN = Path(sys.executable).parent
 sys.path.insert(0, str(PROJECT / "workflow"))
 
 
-def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, config=(), timeout: int = 900,
+              env_extra=None) -> subprocess.CompletedProcess:
     """The real snakemake on the project's Snakefile, with every root inside `workdir`."""
     cmd = [
         str(VENV_BIN / "snakemake"), "-s", str(PROJECT / "Snakefile"), "--directory", str(workdir),
         "--config", f"data_root={workdir}/data", f"cache_root={workdir}/cache",
-        f"results_root={workdir}/results", f"weights_root={workdir}/weights", *args,
+        f"results_root={workdir}/results", f"weights_root={workdir}/weights", *config, *args,
     ]
     env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.update(env_extra or {})
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
                           cwd=workdir)
 

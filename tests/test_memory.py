@@ -85,6 +85,8 @@ def test_available_memory_is_the_smaller_of_host_and_cgroup(tmp_path):
 
 def test_available_memory_here_is_positive_and_at_most_the_host():
     assert 0 < memory.available_memory_limit() <= memory.host_memory_total()
+    assert memory.job_memory_limit() == memory.available_memory_limit()
+    assert memory.job_memory_limit(cluster_max_mb=256_000) == 256_000 * MiB
 
 
 ALLOCATE = "import sys; a = b'x' * {n}; sys.exit({code})"  # every page written

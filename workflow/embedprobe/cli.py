@@ -53,7 +53,7 @@ def cmd_embed(args, config, roots):
     from .embed import EmbedSettings, run_embed
 
     defaults = config.get("embed", {})
-    settings = EmbedSettings(
+    settings = EmbedSettings.from_environment(
         batch_size=args.batch_size or defaults.get("batch_size", 32),
         reader_threads=defaults.get("reader_threads", 2),
         limit_batches=args.limit_batches,

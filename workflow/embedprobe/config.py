@@ -56,8 +56,18 @@ def _check_keys(value, schema: dict, where: str) -> None:
             )
 
 
+def coerce_flags(config: dict) -> None:
+    """`--config allow_partial=true` arrives as the string 'true': make top-level flags bools."""
+    for key, spec in _schema()["properties"].items():
+        value = config.get(key)
+        if spec.get("type") == "boolean" and isinstance(value, str):
+            if value.lower() in ("true", "false", "yes", "no", "1", "0"):
+                config[key] = value.lower() in ("true", "yes", "1")
+
+
 def check_names(config: dict) -> None:
     """Every benchmark names datasets and models the config defines, and has a channel map."""
+    coerce_flags(config)
     _check_keys(config, _schema(), "")
     for bench_id, bench in config.get("benchmarks", {}).items():
         for kind in ("datasets", "models"):

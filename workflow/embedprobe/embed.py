@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +42,18 @@ class EmbedSettings:
     reader_threads: int = 2
     limit_batches: int | None = None
     inject_oom_above: int | None = None  # fault injection: batches larger than this raise OOM
+    # Fault injection for the crash tests: SIGKILL this process just before appending the
+    # batch with this index (the batch is computed, not yet durable).
+    kill_before_batch: int | None = None
+
+    @classmethod
+    def from_environment(cls, **values) -> EmbedSettings:
+        kill = os.environ.get("EMBEDPROBE_FAULT_KILL_BEFORE_BATCH")
+        oom = os.environ.get("EMBEDPROBE_FAULT_OOM_ABOVE")
+        values.setdefault("kill_before_batch", int(kill) if kill else None)
+        if values.get("inject_oom_above") is None and oom:
+            values["inject_oom_above"] = int(oom)
+        return cls(**values)
 
 
 def preprocessing_key(spec: ModelSpec, plan: ChannelPlan, epoch_seconds: float,
@@ -69,9 +82,8 @@ class WindowSource:
                  table: pd.DataFrame):
         entry = lookup(config, "datasets", dataset)
         self.reader = reader_for(config, dataset)
-        self.recordings = {
-            r.recording: r for r in self.reader.find_recordings(dataset_root(config, roots, dataset))
-        }
+        found = self.reader.find_recordings(dataset_root(config, roots, dataset))
+        self.recordings = {r.recording: r for r in found}
         self.trim = entry.get("trim_wake_minutes", 30)
         self.epoch_seconds = entry.get("epoch_seconds", 30)
         self.spec, self.plan, self.table = spec, plan, table
@@ -181,22 +193,31 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
     )
     label = f"{dataset} {model_id}"
     with EmbeddingWriter(output, identity, len(windows), width.shape[1], windows) as writer:
+        if writer.already_complete:
+            print(f"{label}: already embedded ({output})", file=sys.stderr)
+            return writer.finish()
         first = writer.durable_rows
-        runner = BackoffEncoder(encoder, writer.batch_size_hint or settings.batch_size,
+        hint = writer.batch_size_hint
+        if hint and hint < settings.batch_size:
+            print(f"note: batch size {hint} (it worked on an earlier run; {settings.batch_size} "
+                  "ran out of memory)", file=sys.stderr)
+        runner = BackoffEncoder(encoder, min(hint or settings.batch_size, settings.batch_size),
                                 settings.inject_oom_above)
-        total = -(-len(windows) // runner.batch_size)
-        progress = Progress(label, total)
-        done_rows = first
         if first:
             print(f"note: resuming {output} at window {first} of {len(windows)}", file=sys.stderr)
-        progress.update(done_rows // runner.batch_size, "reading")
+        progress = Progress(label, len(windows), unit="windows")
+        done_rows, appended = first, first // runner.batch_size
+        progress.update(done_rows, "reading")
         for batch in batches(source.stream(first, settings.reader_threads),
                              lambda: runner.batch_size):
             for part in runner(batch):
+                if appended == settings.kill_before_batch:
+                    os.kill(os.getpid(), signal.SIGKILL)
                 writer.append(part)
                 done_rows += len(part)
+                appended += 1
             writer.remember_batch_size(runner.batch_size)
-            progress.update(done_rows // runner.batch_size if done_rows < len(windows) else total)
+            progress.update(done_rows)
         path = writer.finish()
     progress.close(f"ok, {len(windows):,} windows")
     return path

@@ -1,8 +1,9 @@
 """Memory that is really there and memory that was really used.
 
-Limits: the smaller of host memory and the job's own cgroup limit (psutil reports the host even
-inside a container or a SLURM job). Peaks: the kernel's high-water marks (`ru_maxrss`, VmHWM,
-cgroup `memory.peak`), never polling, which misses short spikes.
+Limits: locally the smaller of host memory and the job's own cgroup limit (psutil reports the
+host even inside a container or a SLURM job); on a cluster the largest memory the profile allows.
+Peaks: the kernel's high-water marks (VmHWM of the own process, ru_maxrss of a child started from
+a small launcher, cgroup `memory.peak`), never polling, which misses short spikes.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ _peak_before_resets = 0
 def _own_cgroups(proc_root: Path) -> list[tuple[str, str]]:
     """(controllers, path) pairs of /proc/self/cgroup; v2 has empty controllers."""
     entries = []
-    text = (Path(proc_root) / "self" / "cgroup").read_text()
+    path = Path(proc_root) / "self" / "cgroup"
+    text = path.read_text() if path.is_file() else ""
     for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) == 3:
@@ -103,7 +105,8 @@ def cgroup_memory_limit(proc_root: Path = PROC_ROOT, cgroup_root: Path = CGROUP_
 
 def host_memory_total(proc_root: Path = PROC_ROOT) -> int:
     """Physical memory of the host in bytes (MemTotal of /proc/meminfo)."""
-    text = (Path(proc_root) / "meminfo").read_text()
+    meminfo = Path(proc_root) / "meminfo"
+    text = meminfo.read_text() if meminfo.is_file() else ""
     match = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.MULTILINE)
     if match is None:
         import psutil  # only where /proc/meminfo is not Linux's
@@ -117,6 +120,14 @@ def available_memory_limit(proc_root: Path = PROC_ROOT, cgroup_root: Path = CGRO
     host = host_memory_total(proc_root)
     limit = cgroup_memory_limit(proc_root, cgroup_root)
     return host if limit is None else min(host, limit)
+
+
+def job_memory_limit(cluster_max_mb: int | None = None) -> int:
+    """Bytes a job may use: the cluster's largest allowed memory (MiB, from the profile's
+    config) where the jobs go to a cluster, else what this machine and its cgroup allow."""
+    if cluster_max_mb is not None:
+        return int(cluster_max_mb) * 1024 * 1024
+    return available_memory_limit()
 
 
 # ------------------------------------------------------------------------------------ peaks
@@ -153,7 +164,11 @@ def job_owns_cgroup() -> bool:
 
 
 def _status_kb(field: str, proc_root: Path = PROC_ROOT) -> int:
-    text = (Path(proc_root) / "self" / "status").read_text()
+    """A kB field of /proc/self/status in bytes; 0 where there is no /proc (not Linux)."""
+    try:
+        text = (Path(proc_root) / "self" / "status").read_text()
+    except OSError:
+        return 0
     match = re.search(rf"^{field}:\s+(\d+)\s*kB", text, re.MULTILINE)
     return int(match.group(1)) * 1024 if match else 0
 

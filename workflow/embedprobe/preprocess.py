@@ -37,7 +37,7 @@ def scale(windows: np.ndarray, scaling: str) -> np.ndarray:
         # BIOT's convention: each channel of each window divided by its 95th percentile of |x|.
         norm = np.quantile(np.abs(windows), 0.95, axis=-1, keepdims=True)
         return (windows / (norm + 1e-8)).astype(np.float32)
-    factors = {"microvolts": 1e6, "0.1mV": 1e4, "none": 1.0}
+    factors = {"microvolts": 1e6, "millivolts": 1e3, "0.1mV": 1e4, "none": 1.0}
     return (windows * factors[scaling]).astype(np.float32)
 
 

@@ -57,5 +57,6 @@ class Progress:
     def close(self, message: str) -> None:
         if self.live:
             self.stream.write("\r\033[K")
-        self.stream.write(f"{self.label}: {message} ({format_duration(self.clock() - self.started)})\n")
+        elapsed = format_duration(self.clock() - self.started)
+        self.stream.write(f"{self.label}: {message} ({elapsed})\n")
         self.stream.flush()

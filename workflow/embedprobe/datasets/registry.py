@@ -57,10 +57,11 @@ def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
     entry = lookup(config, "datasets", dataset)
     if "generator" in entry:
         return f"delete {status.root} and rerun: the demo_data rule regenerates it"
-    return (
-        f"put the {dataset} files under {status.root} (or set --config data_root=..., "
-        "or EMBEDPROBE_DATA_ROOT); --config allow_partial=true runs on what is there"
-    )
+    fix = (f"put the {dataset} files under {status.root} (or point --config data_root=... "
+           "or EMBEDPROBE_DATA_ROOT at the folder that holds them)")
+    if status.state == "partial":
+        fix += "; --config allow_partial=true runs on the recordings that are there"
+    return fix
 
 
 def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:

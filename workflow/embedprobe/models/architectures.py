@@ -1,15 +1,24 @@
 """How each braindecode architecture is built and how its features are read out.
 
-One row per architecture: the braindecode class, the keyword arguments it is built with, and the
-forward call that returns features. Token grids are mean-pooled to one vector per window.
+One row per architecture: the braindecode class, the keyword arguments it is built with, the
+forward call that returns one feature vector per window, and how that vector is pooled from the
+model's tokens (`pooling`, for people and reports). Heads are left out where the class allows it
+(`return_encoder_output`, `n_outputs=0`): a frozen encoder has no use for a random classifier.
+
+Models that look up a learned embedding per channel name (LaBraM, EEGPT) get the names from the
+dataset's channel map and refuse a name they have no embedding for, rather than letting braindecode
+fall back to some other embedding (EEGPT) or fail deep inside the forward pass (LaBraM).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import torch
+
+from ..errors import ModelError
 
 
 def _features(output) -> torch.Tensor:
@@ -26,11 +35,56 @@ def _pool(tokens: torch.Tensor) -> torch.Tensor:
     return tokens.reshape(tokens.shape[0], -1, tokens.shape[-1]).mean(dim=1)
 
 
+def _require_known(ch_names: tuple[str, ...], known: dict[str, int], model: str,
+                   table: str) -> list[int]:
+    """Each channel's index in the model's name table; an unknown name is refused."""
+    unknown = [name for name in ch_names if name.upper() not in known]
+    if unknown:
+        raise ModelError(
+            f"{model} has no channel embedding for {unknown}",
+            fix=f"rename them in config/channel_maps/<dataset>.yaml to names from {table}",
+        )
+    return [known[name.upper()] for name in ch_names]
+
+
+@cache
+def _labram_names() -> dict[str, int]:
+    from braindecode.models.labram import LABRAM_CHANNEL_ORDER
+
+    return {name.upper(): i for i, name in enumerate(LABRAM_CHANNEL_ORDER)}
+
+
+@cache
+def _eegpt_chan_ids(ch_names: tuple[str, ...]) -> torch.Tensor:
+    from braindecode.models.eegpt import CHANNEL_DICT
+
+    ids = _require_known(ch_names, CHANNEL_DICT, "EEGPT",
+                         "braindecode.models.eegpt.EEGPT_CHANNELS")
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def _labram_forward(model, x, ch_names):
+    _require_known(ch_names, _labram_names(), "Labram",
+                   "braindecode.models.labram.LABRAM_CHANNEL_ORDER")
+    # features: patch tokens (batch, channels x 1-s patches, 200); the CLS token is left out.
+    return _pool(_features(model(x, return_features=True, ch_names=list(ch_names))))
+
+
+def _eegpt_forward(model, x, ch_names):
+    # EEGPT.forward embeds channels by the ids fixed at build time (sequential without chs_info);
+    # the encoder is called with the ids of the mapped names instead.
+    ids = _eegpt_chan_ids(tuple(ch_names)).to(x.device)
+    summary = model.target_encoder(model.chan_proj(x), ids)  # (batch, patches, 4, 512)
+    return summary.flatten(2).mean(dim=1)
+
+
 @dataclass(frozen=True)
 class Architecture:
     class_name: str
     build_kwargs: Callable[[int, float, int], dict]  # (n_chans, sfreq, n_times) -> kwargs
     forward: Callable[[torch.nn.Module, torch.Tensor, tuple[str, ...]], torch.Tensor]
+    pooling: str = "mean over tokens"
+    width: int | None = None  # feature width with the default params, as documented
 
 
 ARCHITECTURES = {
@@ -40,5 +94,38 @@ ARCHITECTURES = {
             n_chans=n_chans, n_outputs=2, sfreq=int(sfreq), n_times=n_times
         ),
         lambda model, x, ch_names: _pool(_features(model(x, return_features=True))),
+        pooling="mean over tokens, done inside BIOT's encoder (return_features)",
+        width=256,
+    ),
+    "Labram": Architecture(
+        "Labram",
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, n_outputs=0, sfreq=sfreq, n_times=n_times
+        ),
+        _labram_forward,
+        pooling="mean over the patch tokens (channels x 1-s patches), CLS token left out",
+        width=200,
+    ),
+    "CBraMod": Architecture(
+        "CBraMod",
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
+            return_encoder_output=True,
+        ),
+        lambda model, x, ch_names: _pool(_features(model(x, return_features=True))),
+        pooling="mean over the (channel, 1-s patch) token grid",
+        width=200,
+    ),
+    "EEGPT": Architecture(
+        "EEGPT",
+        # chan_proj_type="none": the default learned 2 -> 19 channel projection would be a
+        # random, untrained mixing of the recorded channels in a frozen encoder.
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
+            return_encoder_output=True, chan_proj_type="none",
+        ),
+        _eegpt_forward,
+        pooling="mean over time patches of the 4 summary tokens, concatenated (4 x 512)",
+        width=2048,
     ),
 }

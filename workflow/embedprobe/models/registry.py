@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from ..cache import sha256_file
 from ..config import closest, lookup
 from ..errors import UsageError, WeightsError
 from .architectures import ARCHITECTURES
@@ -55,14 +55,6 @@ def weights_state(spec: ModelSpec, roots: dict) -> str:
     if path is None:
         return "not needed"
     return "found" if path.is_file() else "missing"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def load_state_dict(path: Path) -> dict:

@@ -1,0 +1,145 @@
+"""The real embed process: SIGKILLs at five points resume to bitwise-identical embeddings,
+and injected out-of-memory errors back off to a smaller batch that is remembered."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from embedprobe.config import load_config
+from embedprobe.demo_data import generate
+
+BATCH = 8
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """One subject, one short night (~150 windows, ~19 batches of 8), indexed."""
+    root = tmp_path_factory.mktemp("sleep_edf_demo")
+    generate(root / "data" / "tiny-edf", n_subjects=1, nights=1, hours=0.25, seed=3)
+    config = load_config()
+    config["datasets"] = {"sleep_edf_demo": {"format": "sleep_edf", "path": "tiny-edf",
+                                   "expected_recordings": 1}}
+    config.update(data_root=str(root / "data"), cache_root=str(root / "cache"),
+                  results_root=str(root / "results"), weights_root=str(root / "weights"))
+    job = json.dumps(config)
+    index = root / "index.tsv"
+    subprocess.run([sys.executable, "-m", "embedprobe.cli", "--job-config", job, "index",
+                    "--dataset", "sleep_edf_demo", "--out", str(index)],
+                   check=True, capture_output=True)
+    return root, job, index
+
+
+def embed(tiny, out, env_extra=None, extra=(), wait=True):
+    root, job, index = tiny
+    cmd = [sys.executable, "-m", "embedprobe.cli", "--job-config", job, "embed",
+           "--dataset", "sleep_edf_demo", "--model", "biot_random", "--index", str(index),
+           "--out", str(out), "--batch-size", str(BATCH), "--threads", "1", *extra]
+    env = dict(os.environ, **(env_extra or {}))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    if not wait:
+        return proc
+    stdout, stderr = proc.communicate(timeout=300)
+    return proc.returncode, stderr
+
+
+def read(path):
+    with h5py.File(path, "r") as f:
+        return f["embeddings"][:], {k: f["windows"][k][:] for k in f["windows"]}
+
+
+def resumed_at(stderr: str) -> int:
+    for line in stderr.splitlines():
+        if line.startswith("note: resuming"):
+            return int(line.split(" at window ")[1].split()[0])
+    return 0
+
+
+@pytest.fixture(scope="module")
+def reference(tiny):
+    out = tiny[0] / "cache" / "reference.h5"
+    code, stderr = embed(tiny, out)
+    assert code == 0, stderr
+    return read(out)
+
+
+def kill_when_growing(tiny, out):
+    """SIGKILL from outside at an arbitrary moment while batches are being appended."""
+    proc = embed(tiny, out, wait=False)
+    seen = []
+    for line in proc.stderr:  # the resume note is printed as the batch loop starts
+        seen.append(line)
+        if line.startswith("note: resuming"):
+            break
+    time.sleep(0.7)  # a few batches of 8 windows on one thread
+    assert proc.poll() is None, "the run ended before the kill: " + "".join(seen)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    return "".join(seen)
+
+
+def test_sigkill_at_five_points_resumes_bitwise_identical(tiny, reference):
+    ref_emb, ref_windows = reference
+    n_batches = -(-len(ref_emb) // BATCH)
+    out = tiny[0] / "cache" / "killed.h5"
+    # Four kills just before a batch becomes durable (the first batch, before anything was
+    # flushed; the second; mid-file; the last one) and one from outside at an arbitrary moment.
+    points = [0, 1, "outside", n_batches // 2, n_batches - 1]
+    durable = 0
+    for point in points:
+        if point == "outside":
+            stderr = kill_when_growing(tiny, out)
+            assert resumed_at(stderr) == durable
+            durable = -1  # unknown: somewhere after the last durable batch
+            continue
+        code, stderr = embed(tiny, out, {"EMBEDPROBE_FAULT_KILL_BEFORE_BATCH": str(point)})
+        assert code == -signal.SIGKILL, stderr
+        if durable >= 0:
+            assert resumed_at(stderr) == durable  # resumed exactly where the last kill left it
+        else:
+            assert resumed_at(stderr) >= 2 * BATCH and resumed_at(stderr) % BATCH == 0
+        assert not out.exists()  # the final path only ever holds a complete file
+        # every batch before the killed one is durable: the kill lost only the batch in flight
+        durable = point * BATCH
+    code, stderr = embed(tiny, out)
+    assert code == 0, stderr
+    assert resumed_at(stderr) == durable
+    emb, windows = read(out)
+    assert emb.tobytes() == ref_emb.tobytes()
+    for key in ref_windows:
+        assert np.array_equal(windows[key], ref_windows[key])
+
+
+def test_oom_backoff_matches_and_is_remembered(tiny, reference):
+    ref_emb, _ = reference
+    out = tiny[0] / "cache" / "oom.h5"
+    # batches above 2 "run out of memory": 8 -> 4 -> 2, then kill midway so a rerun resumes
+    code, stderr = embed(tiny, out, {"EMBEDPROBE_FAULT_OOM_ABOVE": "2",
+                                     "EMBEDPROBE_FAULT_KILL_BEFORE_BATCH": "12"})
+    assert code == -signal.SIGKILL
+    assert "batch size now 4" in stderr and "batch size now 2" in stderr
+    code, stderr = embed(tiny, out)  # no fault now: the remembered size is used from the start
+    assert code == 0, stderr
+    assert "note: batch size 2 (it worked on an earlier run" in stderr
+    assert "out of memory" not in stderr.replace("ran out of memory", "")
+    emb, _ = read(out)
+    with h5py.File(out, "r") as f:
+        assert int(f.attrs["batch_size_hint"]) == 2
+    # Smaller batches change float summation order only: equal to float32 precision.
+    np.testing.assert_allclose(emb, ref_emb, rtol=1e-4, atol=1e-5)
+
+
+def test_oom_at_batch_one_fails_with_a_record(tiny):
+    out = tiny[0] / "cache" / "oom_floor.h5"
+    code, stderr = embed(tiny, out, {"EMBEDPROBE_FAULT_OOM_ABOVE": "0"})
+    assert code == 1
+    assert "error: out of memory even at batch size 1" in stderr
+    record = json.loads(out.with_name(out.name + ".failure.json").read_text())
+    assert record["category"] == "oom" and record["step"] == "embed"

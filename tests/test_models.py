@@ -1,0 +1,212 @@
+"""The model registry: every registered model builds offline and embeds generated EEG; the
+pretrained path loads only tensors, records the file's sha256 and refuses anything else."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the network
+
+from embedprobe import demo_data  # noqa: E402
+from embedprobe.channel_maps import CHANNEL_MAP_DIR, channel_plan  # noqa: E402
+from embedprobe.config import load_config  # noqa: E402
+from embedprobe.errors import ModelError, WeightsError  # noqa: E402
+from embedprobe.models.encoder import Encoder  # noqa: E402
+from embedprobe.models.registry import build_model, model_spec, weights_path  # noqa: E402
+from embedprobe.preprocess import cut_windows, resample, scale  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from make_weights import main as make_weights_main  # noqa: E402
+from make_weights import write_weights  # noqa: E402
+
+DATASET = "sleep_edf_demo"
+# Feature widths as documented (REFERENCE.md), independent of the code under test.
+WIDTH = {"biot": 256, "labram": 200, "cbramod": 200, "eegpt": 2048}
+RATE = {"biot": 200, "labram": 200, "cbramod": 200, "eegpt": 256}
+CONFIG = load_config()
+MODEL_IDS = sorted(CONFIG["models"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def night():
+    """A generated night (demo synthesis), EEG in volts as MNE reads it, and its stages."""
+    plan = demo_data.plan(n_subjects=1, nights=1, hours=0.5, seed=3)[0]
+    eeg = {c.label: c.data for c in demo_data.synthesize(plan) if c.label.startswith("EEG")}
+    signals = np.stack([eeg["EEG Fpz-Cz"], eeg["EEG Pz-Oz"]]).astype(np.float64) * 1e-6
+    return signals, plan.stages
+
+
+def epochs_for(spec, signals, stages, wanted=("W", "3")) -> np.ndarray:
+    """One 30 s epoch per wanted stage, through the real resample / cut / scale steps."""
+    starts = np.array([int(np.flatnonzero(stages == s)[0]) for s in wanted]) * 30 * 100
+    resampled = resample(signals, 100, spec.sfreq)
+    ratio = spec.sfreq / 100
+    return scale(cut_windows(resampled, np.round(starts * ratio).astype(np.int64),
+                             int(30 * spec.sfreq)), spec.scaling)
+
+
+@pytest.fixture(scope="module")
+def weights_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("weights")
+
+
+def roots_for(weights_root: Path) -> dict:
+    return {"weights_root": str(weights_root)}
+
+
+@pytest.mark.parametrize("model_id", MODEL_IDS)
+def test_each_model_embeds_generated_eeg(model_id, night, weights_root):
+    spec = model_spec(CONFIG, model_id)
+    assert spec.sfreq == RATE[spec.family]
+    plan = channel_plan(DATASET, spec.family)
+    path = weights_path(spec, roots_for(weights_root))
+    if path is not None:  # pretrained: a file written by scripts/make_weights.py, seed 7
+        write_weights(model_id, path, seed=7)
+    encoder = Encoder(spec, plan.model_names, roots_for(weights_root))
+    windows = epochs_for(spec, *night)
+    out = encoder(windows)
+    assert out.shape == (2, WIDTH[spec.family]) and out.dtype == np.float32
+    assert np.isfinite(out).all()
+    assert out.std(axis=1).min() > 1e-6  # not constant across features
+    assert np.abs(out[0] - out[1]).max() > 1e-4 * np.abs(out).max()  # wake != N3
+    if path is None:
+        assert encoder.weights_sha256 == f"random:{spec.seed}"
+    else:
+        assert encoder.weights_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_scaling_follows_each_models_convention(night):
+    signals, stages = night
+    raw = cut_windows(signals.astype(np.float32), np.array([0]), 3000)
+    for model_id, factor in [("labram_random", 1e4), ("cbramod_random", 1e4),
+                             ("eegpt_random", 1e3)]:
+        spec = model_spec(CONFIG, model_id)
+        np.testing.assert_allclose(scale(raw, spec.scaling), raw * factor, rtol=1e-6)
+    biot = scale(raw, model_spec(CONFIG, "biot_random").scaling)
+    np.testing.assert_allclose(np.quantile(np.abs(biot), 0.95, axis=-1), 1.0, rtol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def cbramod(weights_root):
+    """The pretrained CBraMod spec, pointed at a .pt file (the config names .safetensors)."""
+    spec = dataclasses.replace(model_spec(CONFIG, "cbramod_pretrained"),
+                               weights="cbramod_test.pt")
+    return spec, roots_for(weights_root), weights_path(spec, roots_for(weights_root))
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_pretrained_loads_the_file_it_was_given(suffix, cbramod, tmp_path):
+    spec, _, _ = cbramod
+    path = tmp_path / f"ckpt{suffix}"
+    digest = write_weights("cbramod_pretrained", path, seed=11)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    spec = dataclasses.replace(spec, weights=str(path))  # absolute: weights_root not used
+    encoder = Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots_for(tmp_path / "unused"))
+    assert encoder.weights_sha256 == digest
+    loaded = encoder.model.state_dict()
+    for seed, same in [(11, True), (0, False)]:
+        built, _ = build_model(dataclasses.replace(spec, weights="random", seed=seed), 2, {})
+        expected = built.state_dict()
+        assert all(torch.equal(loaded[k], expected[k]) for k in expected) == same
+
+
+def test_missing_weights_name_the_path(cbramod):
+    spec, roots, path = cbramod
+    path.unlink(missing_ok=True)
+    with pytest.raises(WeightsError) as err:
+        Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots)
+    assert str(path) in err.value.message and "weights_root" in err.value.fix
+
+
+def test_wrong_shapes_are_refused(cbramod):
+    spec, roots, path = cbramod
+    write_weights("cbramod_pretrained", path)
+    state = torch.load(path, weights_only=True)
+    state["proj_out.0.weight"] = torch.zeros(3, 3)
+    torch.save(state, path)
+    with pytest.raises(WeightsError, match=r"do not fit CBraMod.*proj_out\.0\.weight|size"):
+        Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots)
+
+
+def test_weights_of_another_architecture_are_refused(cbramod):
+    spec, roots, path = cbramod
+    write_weights("labram_pretrained", path)
+    with pytest.raises(WeightsError, match="do not fit CBraMod"):
+        Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots)
+
+
+class _RunsCodeWhenUnpickled:
+    """A checkpoint that would create a file if its pickle were executed."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_pickled_code_is_refused_and_never_runs(cbramod, tmp_path):
+    spec, roots, path = cbramod
+    marker = tmp_path / "code-ran"
+    with open(path, "wb") as handle:
+        pickle.dump({"state_dict": _RunsCodeWhenUnpickled(marker)}, handle)
+    with pytest.raises(WeightsError, match="cannot load weights"):
+        Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots)
+    assert not marker.exists()
+
+
+def test_corrupt_safetensors_is_a_weights_error(cbramod, tmp_path):
+    spec, roots, _ = cbramod
+    path = tmp_path / "broken.safetensors"
+    path.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+    with pytest.raises(WeightsError, match="cannot load weights"):
+        Encoder(dataclasses.replace(spec, weights=str(path)), ("a", "b"), roots)
+
+
+@pytest.mark.parametrize("model_id", ["labram_random", "eegpt_random"])
+def test_named_channel_models_refuse_unknown_names(model_id, night):
+    spec = model_spec(CONFIG, model_id)
+    encoder = Encoder(spec, ("EEG Fpz-Cz", "PZ"), {})  # the recorded label, not renamed
+    with pytest.raises(ModelError, match=r"no channel embedding for \['EEG Fpz-Cz'\]"):
+        encoder(epochs_for(spec, *night, wanted=("W",)))
+
+
+def test_channel_maps_cover_every_family_and_agree():
+    expanded = (CHANNEL_MAP_DIR / "sleep_edf_expanded.yaml").read_text()
+    assert expanded == (CHANNEL_MAP_DIR / f"{DATASET}.yaml").read_text()
+    families = {entry["family"] for entry in CONFIG["models"].values()}
+    assert families == set(WIDTH) == set(yaml.safe_load(expanded))
+    for family in families:
+        plan = channel_plan(DATASET, family)
+        assert plan.recorded == ("EEG Fpz-Cz", "EEG Pz-Oz"), family
+    assert channel_plan(DATASET, "labram").model_names == ("FPZ", "PZ")
+
+
+def test_make_weights_cli(tmp_path, capsys):
+    out = tmp_path / "w" / "biot.pt"
+    assert make_weights_main(["biot_pretrained", str(out)]) == 0
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    assert digest in capsys.readouterr().out
+    state = torch.load(out, weights_only=True)
+    assert all(isinstance(v, torch.Tensor) for v in state.values())
+    assert make_weights_main(["biot_pretrianed", str(tmp_path / "x.pt")]) == 2
+    assert "did you mean 'biot_pretrained'" in capsys.readouterr().err
+    assert not (tmp_path / "x.pt").exists()
