@@ -14,6 +14,7 @@ configfile: f"{workflow.basedir}/config/models.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/check.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/probe.smk"
 

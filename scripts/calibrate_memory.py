@@ -369,6 +369,15 @@ PLANS = {
 }
 
 
+# Constants that follow from what the code holds rather than from a fit.
+STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
+              "accumulator_copies", "cluster_wrapper_bytes"}
+
+
+def _unfitted(name: str) -> str:
+    return "structural" if name in STRUCTURAL else "default (not measurable here)"
+
+
 def run_children(tasks: list[tuple[str, dict]], jobs: int) -> list[dict]:
     """Children side by side (each peak is its own process's, so they do not disturb each
     other); results in the order of `tasks`."""
@@ -383,7 +392,7 @@ def calibrate(quick: bool, workdir: Path, old: dict, jobs: int = 2) -> tuple[dic
     constants = {job: dict(values) for job, values in estimates.DEFAULT_CONSTANTS.items()}
     for job, values in old.get("jobs", {}).items():
         constants.setdefault(job, {}).update(values)  # unfitted ones keep their old values
-    provenance = {job: {name: old.get("provenance", {}).get(job, {}).get(name, "default")
+    provenance = {job: {name: old.get("provenance", {}).get(job, {}).get(name, _unfitted(name))
                         for name in values} for job, values in constants.items()}
     report: dict[str, dict] = {}
 
@@ -402,7 +411,7 @@ def calibrate(quick: bool, workdir: Path, old: dict, jobs: int = 2) -> tuple[dic
         tasks.append(("embed", {"edf": str(edfs[hours, sfreq]),
                                 "weights": str(workdir / f"biot_{k}.pt"),
                                 "h5": str(workdir / f"embed_{k}.h5"), "batch_size": batch,
-                                "n_batches": n_batches}))
+                                "n_batches": n_batches, "hours": hours, "sfreq": sfreq}))
     max_iter = 3 if quick else 10
     for n, dim, n_classes, n_jobs in plan["probe_logistic"]:
         tasks.append(("probe_logistic", {"n": n, "dim": dim, "n_classes": n_classes,
@@ -625,8 +634,9 @@ HEADER = """\
 # Memory calibration: constants of the formulas in workflow/embedprobe/estimates.py, measured
 # and fitted by scripts/calibrate_memory.py in the environment below. Rerun the script rather
 # than editing by hand; it prints how every constant moved. Provenance: measured (a child's
-# kernel peak), fitted (non-negative least squares over runs of several sizes), default (not
-# measurable here: kept from the previous table or the code's defaults).
+# kernel peak), fitted (non-negative least squares over runs of several sizes), structural (what
+# the code holds, e.g. state dict + module = 2 copies of the weights), default (not measurable
+# here, e.g. CUDA on a machine without a GPU: the code's default or the previous table's value).
 """
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import pickle
 import sys
 from pathlib import Path
 
@@ -21,8 +20,9 @@ from embedprobe import demo_data  # noqa: E402
 from embedprobe.channel_maps import CHANNEL_MAP_DIR, channel_plan  # noqa: E402
 from embedprobe.config import load_config  # noqa: E402
 from embedprobe.errors import ModelError, WeightsError  # noqa: E402
+from embedprobe.models.architectures import ARCHITECTURES  # noqa: E402
 from embedprobe.models.encoder import Encoder  # noqa: E402
-from embedprobe.models.registry import build_model, model_spec, weights_path  # noqa: E402
+from embedprobe.models.registry import model_spec, weights_path  # noqa: E402
 from embedprobe.preprocess import cut_windows, resample, scale  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -81,13 +81,15 @@ def test_each_model_embeds_generated_eeg(model_id, night, weights_root):
     if path is not None:  # pretrained: a file written by scripts/make_weights.py, seed 7
         write_weights(model_id, path, seed=7)
     encoder = Encoder(spec, plan.model_names, roots_for(weights_root))
-    windows = epochs_for(spec, *night)
-    out = encoder(windows)
-    assert out.shape == (2, WIDTH[spec.family]) and out.dtype == np.float32
+    # The random variant covers the architecture on two stages; the pretrained one (same
+    # architecture, loaded weights) one epoch, to keep EEGPT's share of the time small.
+    stages = ("W", "3") if path is None else ("3",)
+    out = encoder(epochs_for(spec, *night, wanted=stages))
+    assert out.shape == (len(stages), WIDTH[spec.family]) and out.dtype == np.float32
     assert np.isfinite(out).all()
     assert out.std(axis=1).min() > 1e-6  # not constant across features
-    assert np.abs(out[0] - out[1]).max() > 1e-4 * np.abs(out).max()  # wake != N3
     if path is None:
+        assert np.abs(out[0] - out[1]).max() > 1e-4 * np.abs(out).max()  # wake != N3
         assert encoder.weights_sha256 == f"random:{spec.seed}"
     else:
         assert encoder.weights_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -101,7 +103,7 @@ def test_scaling_follows_each_models_convention(night):
         spec = model_spec(CONFIG, model_id)
         np.testing.assert_allclose(scale(raw, spec.scaling), raw * factor, rtol=1e-6)
     biot = scale(raw, model_spec(CONFIG, "biot_random").scaling)
-    np.testing.assert_allclose(np.quantile(np.abs(biot), 0.95, axis=-1), 1.0, rtol=1e-4)
+    np.testing.assert_allclose(np.quantile(np.abs(biot), 0.95, axis=-1), 1.0, rtol=1e-3)
 
 
 @pytest.fixture(scope="module")
@@ -112,20 +114,26 @@ def cbramod(weights_root):
     return spec, roots_for(weights_root), weights_path(spec, roots_for(weights_root))
 
 
+def read_tensors(path: Path) -> dict:
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+    return torch.load(path, weights_only=True)
+
+
 @pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
 def test_pretrained_loads_the_file_it_was_given(suffix, cbramod, tmp_path):
     spec, _, _ = cbramod
     path = tmp_path / f"ckpt{suffix}"
-    digest = write_weights("cbramod_pretrained", path, seed=11)
+    digest = write_weights("cbramod_pretrained", path, seed=11)  # the spec builds from seed 0
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
     spec = dataclasses.replace(spec, weights=str(path))  # absolute: weights_root not used
     encoder = Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots_for(tmp_path / "unused"))
     assert encoder.weights_sha256 == digest
-    loaded = encoder.model.state_dict()
-    for seed, same in [(11, True), (0, False)]:
-        built, _ = build_model(dataclasses.replace(spec, weights="random", seed=seed), 2, {})
-        expected = built.state_dict()
-        assert all(torch.equal(loaded[k], expected[k]) for k in expected) == same
+    loaded, saved = encoder.model.state_dict(), read_tensors(path)
+    assert sorted(loaded) == sorted(saved)
+    assert all(torch.equal(loaded[key], saved[key]) for key in saved)
 
 
 def test_missing_weights_name_the_path(cbramod):
@@ -142,14 +150,14 @@ def test_wrong_shapes_are_refused(cbramod):
     state = torch.load(path, weights_only=True)
     state["proj_out.0.weight"] = torch.zeros(3, 3)
     torch.save(state, path)
-    with pytest.raises(WeightsError, match=r"do not fit CBraMod.*proj_out\.0\.weight|size"):
+    with pytest.raises(WeightsError, match=r"do not fit CBraMod.*size mismatch for proj_out\.0"):
         Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots)
 
 
 def test_weights_of_another_architecture_are_refused(cbramod):
     spec, roots, path = cbramod
-    write_weights("labram_pretrained", path)
-    with pytest.raises(WeightsError, match="do not fit CBraMod"):
+    write_weights("biot_pretrained", path)
+    with pytest.raises(WeightsError, match="do not fit CBraMod.*Missing key"):
         Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots)
 
 
@@ -166,9 +174,9 @@ class _RunsCodeWhenUnpickled:
 def test_pickled_code_is_refused_and_never_runs(cbramod, tmp_path):
     spec, roots, path = cbramod
     marker = tmp_path / "code-ran"
-    with open(path, "wb") as handle:
-        pickle.dump({"state_dict": _RunsCodeWhenUnpickled(marker)}, handle)
-    with pytest.raises(WeightsError, match="cannot load weights"):
+    torch.save({"state_dict": _RunsCodeWhenUnpickled(marker)}, path)  # a valid torch file
+    assert not marker.exists()
+    with pytest.raises(WeightsError, match="cannot load weights.*Weights only load failed"):
         Encoder(spec, ("EEG Fpz-Cz", "EEG Pz-Oz"), roots)
     assert not marker.exists()
 
@@ -181,12 +189,13 @@ def test_corrupt_safetensors_is_a_weights_error(cbramod, tmp_path):
         Encoder(dataclasses.replace(spec, weights=str(path)), ("a", "b"), roots)
 
 
-@pytest.mark.parametrize("model_id", ["labram_random", "eegpt_random"])
-def test_named_channel_models_refuse_unknown_names(model_id, night):
-    spec = model_spec(CONFIG, model_id)
-    encoder = Encoder(spec, ("EEG Fpz-Cz", "PZ"), {})  # the recorded label, not renamed
-    with pytest.raises(ModelError, match=r"no channel embedding for \['EEG Fpz-Cz'\]"):
-        encoder(epochs_for(spec, *night, wanted=("W",)))
+@pytest.mark.parametrize("architecture", ["Labram", "EEGPT"])
+def test_named_channel_models_refuse_unknown_names(architecture):
+    # Refused before the model is touched (None stands in for it): no fallback embedding.
+    forward = ARCHITECTURES[architecture].forward
+    with pytest.raises(ModelError, match=r"no channel embedding for \['EEG Fpz-Cz'\]") as err:
+        forward(None, torch.zeros(1, 2, 2560), ("EEG Fpz-Cz", "PZ"))  # recorded, not renamed
+    assert "channel_maps" in err.value.fix
 
 
 def test_channel_maps_cover_every_family_and_agree():

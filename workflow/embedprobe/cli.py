@@ -49,13 +49,39 @@ def cmd_index(args, config, roots):
           f"labels {counts}", file=sys.stderr)
 
 
+def estimate_for(args, job_key: str) -> dict:
+    """This job's entry of the preflight JSON, or {} when run without one."""
+    if not getattr(args, "estimate", None):
+        return {}
+    return json.loads(Path(args.estimate).read_text())["jobs"][job_key]
+
+
+def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
+    """The runs-table record of this attempt (measured peak beside the estimate)."""
+    from .runs import JobRecord
+
+    estimate = estimate_for(args, job_key)
+    total = estimate.get("total")
+    return JobRecord(roots["results_root"], rule, job_key, dataset, model, args.attempt,
+                     round(total / 2**20, 1) if total else None,
+                     args.request_mb or estimate.get("request_mb"))
+
+
+def cmd_preflight(args, config, roots):
+    from .preflight import run_preflight
+
+    run_preflight(config, roots, args.dataset, args.model, Path(args.check), Path(args.index),
+                  Path(args.out))
+
+
 def cmd_embed(args, config, roots):
     from .embed import EmbedSettings, run_embed
 
     defaults = config.get("embed", {})
+    knobs = estimate_for(args, "embed").get("knobs", {})
     settings = EmbedSettings.from_environment(
-        batch_size=args.batch_size or defaults.get("batch_size", 32),
-        reader_threads=defaults.get("reader_threads", 2),
+        batch_size=args.batch_size or knobs.get("batch_size") or defaults.get("batch_size", 32),
+        reader_threads=knobs.get("n_workers", defaults.get("reader_threads", 2)),
         limit_batches=args.limit_batches,
         inject_oom_above=args.inject_oom_above,
     )
@@ -63,14 +89,21 @@ def cmd_embed(args, config, roots):
         import torch
 
         torch.set_num_threads(args.threads)
-    run_embed(config, roots, args.dataset, args.model, Path(args.index), Path(args.out), settings)
+    with recorded(args, roots, "embed", "embed", args.dataset, args.model):
+        run_embed(config, roots, args.dataset, args.model, Path(args.index), Path(args.out),
+                  settings)
 
 
 def cmd_probe(args, config, roots):
     from .probe_fold import run_probe_fold
 
-    run_probe_fold(config, args.benchmark, args.dataset, args.model, Path(args.embeddings),
-                   args.fold, Path(args.out), Path(args.predictions))
+    job_key = f"probe/{args.benchmark}/fold{args.fold}"
+    n_jobs = estimate_for(args, job_key).get("knobs", {}).get("n_jobs")
+    if n_jobs:
+        config.setdefault("probe", {})["n_jobs"] = n_jobs
+    with recorded(args, roots, "probe", job_key, args.dataset, args.model):
+        run_probe_fold(config, args.benchmark, args.dataset, args.model, Path(args.embeddings),
+                       args.fold, Path(args.out), Path(args.predictions))
 
 
 def cmd_aggregate(args, config, roots):
@@ -121,7 +154,14 @@ COMMANDS = {
     "probe": cmd_probe,
     "aggregate": cmd_aggregate,
     "check": cmd_check,
+    "preflight": cmd_preflight,
 }
+
+
+def add_accounting(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--estimate", help="the pair's preflight JSON (knobs and estimate)")
+    p.add_argument("--attempt", type=int, default=1, help="the scheduler's attempt number")
+    p.add_argument("--request-mb", type=int, help="the memory this attempt was given")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -144,11 +184,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--limit-batches", type=int, help="smoke test: stop after N batches")
     p.add_argument("--inject-oom-above", type=int,
                    help="fault injection: batches larger than this raise torch.OutOfMemoryError")
+    add_accounting(p)
+
+    p = sub.add_parser("preflight", help="predict the peak memory of every downstream job")
+    for name in ("--dataset", "--model", "--check", "--index", "--out"):
+        p.add_argument(name, required=True)
 
     p = sub.add_parser("probe", help="fit and score the probe on one fold")
     for name in ("--benchmark", "--dataset", "--model", "--embeddings", "--out", "--predictions"):
         p.add_argument(name, required=True)
     p.add_argument("--fold", type=int, required=True)
+    add_accounting(p)
 
     p = sub.add_parser("check", help="one real batch through each (dataset, model) pair")
     p.add_argument("benchmark_pos", nargs="?", metavar="BENCHMARK")

@@ -483,3 +483,134 @@ def _reference(X_train, y, classes, X_val, y_val, X_test, grid, n_jobs, progress
         "criterion": f"sklearn lbfgs tol {tol:g}, max_iter {max_iter}, every C on all rows",
         "raw_test": model.decision_function(scaler.transform(X_test)).astype(np.float32),
     }
+
+
+# ----------------------------------------------------------------------------------------------
+# The brain-age probe
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class RidgeProbeResult:
+    predictions: np.ndarray  # out-of-fold predicted age, one per subject (input order)
+    outer_fold: np.ndarray  # outer fold index of every subject
+    chosen_alpha_by_fold: list[float]
+    fold_mae: list[float]
+    inner_mae_by_alpha: list[dict[float, float]]  # per outer fold: mean inner-CV MAE per alpha
+    final_alpha: float  # inner CV on all subjects: the alpha a model of all data would use
+    metrics: dict[str, float]  # mae, pearson_r, r2 over the out-of-fold predictions
+    baseline_mae: float  # predicting each outer fold's training mean age
+    seconds: float
+
+    def summary(self) -> dict:
+        return {
+            "metrics": self.metrics,
+            "baseline_mae": self.baseline_mae,
+            "fold_mae": self.fold_mae,
+            "chosen_alpha_by_fold": self.chosen_alpha_by_fold,
+            "final_alpha": self.final_alpha,
+            "seconds": self.seconds,
+        }
+
+
+def age_bin_of(ages: np.ndarray, age_bins=AGE_BINS) -> np.ndarray:
+    """Index of each age's bin [edge_i, edge_i+1); a DataError for ages outside the edges."""
+    edges = np.asarray(age_bins, dtype=np.float64)
+    outside = (ages < edges[0]) | (ages >= edges[-1]) | ~np.isfinite(ages)
+    if outside.any():
+        raise DataError(
+            f"{int(outside.sum())} subject age(s) outside the age bins {list(age_bins)}: "
+            f"{ages[outside][:5].tolist()}",
+            fix="check the subjects table of the dataset (ages in years)",
+        )
+    return np.searchsorted(edges, ages, side="right") - 1
+
+
+def stratified_folds(strata: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
+    """Test indices of n_folds folds; every stratum is dealt round-robin after a shuffle, so each
+    fold holds floor or ceil of its share of every stratum (also for strata smaller than n_folds).
+    """
+    rng = np.random.default_rng(seed)
+    fold_of = np.empty(len(strata), dtype=np.int64)
+    offset = 0
+    for stratum in np.unique(strata):
+        members = rng.permutation(np.flatnonzero(strata == stratum))
+        # Continue the deal where the last stratum stopped, so fold sizes stay balanced too.
+        fold_of[members] = (offset + np.arange(len(members))) % n_folds
+        offset += len(members)
+    return [np.flatnonzero(fold_of == k) for k in range(n_folds)]
+
+
+def _ridge_predict(X_train, y_train, X_test, alpha: float) -> np.ndarray:
+    from sklearn.linear_model import Ridge
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(X_train)
+    model = Ridge(alpha=alpha).fit(scaler.transform(X_train), y_train)
+    return model.predict(scaler.transform(X_test))
+
+
+def _choose_alpha(X, ages, strata, alpha_grid, n_folds, seed) -> tuple[float, dict]:
+    """Alpha with the lowest mean MAE over an inner stratified n_folds CV."""
+    folds = stratified_folds(strata, n_folds, seed)
+    errors = {float(a): [] for a in alpha_grid}
+    for test in folds:
+        train = np.setdiff1d(np.arange(len(ages)), test)
+        for alpha in errors:
+            errors[alpha].append(mae(ages[test], _ridge_predict(X[train], ages[train], X[test], alpha)))
+    mean_error = {alpha: float(np.mean(e)) for alpha, e in errors.items()}
+    return min(mean_error, key=mean_error.get), mean_error
+
+
+def fit_age_probe(
+    X,
+    ages,
+    alpha_grid=ALPHA_GRID,
+    age_bins=AGE_BINS,
+    n_outer: int = 4,
+    seed: int = 42,
+    progress: Progress = None,
+) -> RidgeProbeResult:
+    """Nested CV brain-age probe on one mean embedding per subject (rows of X)."""
+    started = time.perf_counter()
+    X = np.asarray(X, dtype=np.float64)
+    ages = np.asarray(ages, dtype=np.float64)
+    if X.ndim != 2 or ages.shape != (X.shape[0],):
+        raise DataError(
+            f"brain age needs one embedding row per subject and one age each; got X {X.shape}, "
+            f"ages {ages.shape}",
+            fix="aggregate the cache to one mean embedding per subject before the probe",
+        )
+    if X.shape[0] < 2 * n_outer:
+        raise DataError(
+            f"{X.shape[0]} subjects are too few for {n_outer}-fold nested CV",
+            fix=f"use a dataset with at least {2 * n_outer * n_outer} subjects",
+        )
+    if not alpha_grid:
+        raise UsageError("the ridge alpha grid is empty", fix="set alpha_grid in the benchmark")
+    strata = age_bin_of(ages, age_bins)
+    predictions = np.empty_like(ages)
+    outer_fold = np.empty(len(ages), dtype=np.int64)
+    chosen, fold_mae, inner, baseline = [], [], [], []
+    for k, test in enumerate(stratified_folds(strata, n_outer, seed)):
+        train = np.setdiff1d(np.arange(len(ages)), test)
+        alpha, inner_error = _choose_alpha(
+            X[train], ages[train], strata[train], alpha_grid, n_outer, seed + 1 + k
+        )
+        predictions[test] = _ridge_predict(X[train], ages[train], X[test], alpha)
+        outer_fold[test] = k
+        chosen.append(alpha)
+        inner.append(inner_error)
+        fold_mae.append(mae(ages[test], predictions[test]))
+        baseline.append(np.abs(ages[test] - ages[train].mean()))
+        _notify(progress, k + 1, n_outer, f"outer fold {k}: alpha {alpha:g}, MAE {fold_mae[-1]:.2f}")
+    final_alpha, _ = _choose_alpha(X, ages, strata, alpha_grid, n_outer, seed)
+    return RidgeProbeResult(
+        predictions=predictions,
+        outer_fold=outer_fold,
+        chosen_alpha_by_fold=chosen,
+        fold_mae=fold_mae,
+        inner_mae_by_alpha=inner,
+        final_alpha=final_alpha,
+        metrics=regression_scores(ages, predictions),
+        baseline_mae=float(np.mean(np.concatenate(baseline))),
+        seconds=time.perf_counter() - started,
+    )

@@ -73,3 +73,39 @@ def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> lis
         for model in bench["models"]
         for k in range(bench.get("folds", 5))
     ]
+
+
+def pair_job_config_json(config: dict, dataset: str, model: str) -> str:
+    """The job config of a pair's preflight: every benchmark that runs the pair."""
+    sliced = json.loads(job_config_json(config, dataset=dataset, model=model))
+    sliced["benchmarks"] = {
+        b: e for b, e in config["benchmarks"].items()
+        if dataset in e["datasets"] and model in e["models"]
+    }
+    return json.dumps(sliced, sort_keys=True)
+
+
+def _estimate(estimate_path, job_key: str) -> dict:
+    return json.loads(Path(str(estimate_path)).read_text())["jobs"][job_key]
+
+
+def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -> int:
+    """The preflight request, scaled on retries (x memory_retry_factor per attempt) and capped
+    at the limit; `memory_first_request_factor` < 1 shrinks the first attempt on purpose."""
+    estimate = _estimate(estimate_path, job_key)
+    if attempt == 1:
+        factor = float(config.get("memory_first_request_factor", 1.0))
+    else:
+        factor = float(config.get("memory_retry_factor", 1.5)) ** (attempt - 1)
+    request = int(estimate["request_mb"] * factor)
+    limit = estimate.get("limit_mb")
+    return max(1, min(request, limit) if limit else request)
+
+
+def runtime_minutes(estimate_path, job_key: str, attempt: int) -> int:
+    """The preflight runtime, doubled on each retry (a timeout is a failure too)."""
+    return int(_estimate(estimate_path, job_key)["runtime_min"] * 2 ** (attempt - 1))
+
+
+def probe_key(wildcards) -> str:
+    return f"probe/{wildcards.benchmark}/fold{wildcards.fold}"

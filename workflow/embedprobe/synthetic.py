@@ -24,6 +24,7 @@ _CHUNK_ROWS = 16384
 import os
 
 SEP=float(os.environ.get('SEP','0.55'))
+EXP=float(os.environ.get("EXP","1.6"))
 WEAK=float(os.environ.get('WEAK','0'))
 
 
@@ -49,7 +50,7 @@ def _make_world(dim: int, n_classes: int, seed: int, label_noise: float) -> _Wor
     factor_mixing = rng.normal(size=(n_factors, dim)) / np.sqrt(n_factors)
     # Correlated noise: random rotation of a power-law spectrum (condition number ~ dim^1.6).
     rotation, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
-    spectrum = np.arange(1, dim + 1, dtype=np.float64) ** -1.6
+    spectrum = np.arange(1, dim + 1, dtype=np.float64) ** -EXP
     spectrum *= dim / spectrum.sum()
     noise_basis = np.sqrt(spectrum)[:, None] * rotation.T
     # Part of the class signal lives in the weakest noise directions: the probe needs large

@@ -14,7 +14,11 @@ from embedprobe.rules_support import (
     generated_datasets,
     index_inputs,
     job_config_json,
+    memory_request_mb,
     names_pattern,
+    pair_job_config_json,
+    probe_key,
+    runtime_minutes,
 )
 
 

@@ -6,6 +6,11 @@ rule demo_data:
     params:
         job=lambda w: job_config_json(config, dataset=GENERATED[w.dataset_path]),
         dataset=lambda w: GENERATED[w.dataset_path],
+    threads: 1
+    resources:
+        mem_mb=config["memory_small_job_mb"],
+        htcondor_request_mem_mb=config["memory_small_job_mb"],
+        runtime=20,
     log:
         f"{RESULTS}/logs/demo_data/{{dataset_path}}.log",
     benchmark:
@@ -21,6 +26,11 @@ rule index:
         f"{RESULTS}/index/{{dataset}}.tsv",
     params:
         job=lambda w: job_config_json(config, dataset=w.dataset),
+    threads: 1
+    resources:
+        mem_mb=config["memory_small_job_mb"],
+        htcondor_request_mem_mb=config["memory_small_job_mb"],
+        runtime=30,
     log:
         f"{RESULTS}/logs/index/{{dataset}}.log",
     benchmark:

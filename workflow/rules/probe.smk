@@ -1,12 +1,24 @@
 rule probe:
     input:
         embeddings=f"{CACHE}/embeddings/{{dataset}}/{{model}}.h5",
+        estimate=f"{RESULTS}/preflight/{{dataset}}/{{model}}.json",
     output:
         result=f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json",
         predictions=f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.npz",
     params:
         job=lambda w: job_config_json(config, w.benchmark, w.dataset, w.model),
     threads: config["probe"]["threads"]
+    resources:
+        mem_mb=lambda w, input, attempt: memory_request_mb(
+            config, input.estimate, probe_key(w), attempt
+        ),
+        htcondor_request_mem_mb=lambda w, input, attempt: memory_request_mb(
+            config, input.estimate, probe_key(w), attempt
+        ),
+        runtime=lambda w, input, attempt: runtime_minutes(
+            input.estimate, probe_key(w), attempt
+        ),
+        attempt_number=lambda w, attempt: attempt,
     log:
         f"{RESULTS}/logs/probe/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
     benchmark:
@@ -15,7 +27,9 @@ rule probe:
         "embedprobe --job-config {params.job:q} probe --benchmark {wildcards.benchmark}"
         " --dataset {wildcards.dataset} --model {wildcards.model}"
         " --embeddings {input.embeddings} --fold {wildcards.fold}"
-        " --out {output.result} --predictions {output.predictions} 2>&1 | tee {log}"
+        " --out {output.result} --predictions {output.predictions}"
+        " --estimate {input.estimate} --attempt {resources.attempt_number}"
+        " --request-mb {resources.mem_mb} 2>&1 | tee {log}"
 
 
 rule aggregate:
@@ -25,6 +39,11 @@ rule aggregate:
         f"{RESULTS}/{{benchmark}}/{{dataset}}/results.tsv",
     params:
         job=lambda w: job_config_json(config, w.benchmark, w.dataset),
+    threads: 1
+    resources:
+        mem_mb=config["memory_small_job_mb"],
+        htcondor_request_mem_mb=config["memory_small_job_mb"],
+        runtime=10,
     log:
         f"{RESULTS}/logs/aggregate/{{benchmark}}/{{dataset}}.log",
     benchmark:

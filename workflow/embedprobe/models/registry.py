@@ -59,11 +59,11 @@ def weights_state(spec: ModelSpec, roots: dict) -> str:
 
 def load_state_dict(path: Path) -> dict:
     """A checkpoint is untrusted: tensors only, never pickled code."""
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        return load_file(str(path))
     try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            return load_file(str(path))
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for bad or unsafe files
         raise WeightsError(
@@ -95,7 +95,7 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
     except RuntimeError as exc:
         raise WeightsError(
             f"weights {path} do not fit {spec.architecture} as configured for "
-            f"'{spec.model_id}': {str(exc).splitlines()[0]}",
+            f"'{spec.model_id}': {' '.join(str(exc).split())[:400]}",
             fix="check the checkpoint belongs to this architecture and its params in models.yaml",
         ) from exc
     return model.eval(), sha256_file(path)

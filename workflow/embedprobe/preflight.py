@@ -1,0 +1,146 @@
+"""preflight: predict every downstream job's peak memory for one (dataset, model) pair.
+
+Inputs are cheap and real: the feature width, parameter count, batch activations and batch
+time measured by the check job; row counts from the window index; shapes from the config.
+Each job gets named terms, a total, the request (with margin), the limit and a verdict; the
+cheaper knobs (smaller batch, fewer parallel fits) are used before asking for more memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .check import OK, read_result
+from .config import lookup
+from .datasets.registry import dataset_root, reader_for
+from .errors import OutOfMemory, UsageError
+from .estimates import fit_knobs, load_calibration
+from .folds import fold_split, subject_groups
+from .memory import job_memory_limit
+from .windows import read_index
+
+FLOAT64 = 8
+N_CLASSES = {"sleep_staging": 5}
+
+
+def longest_recording_samples(config: dict, roots: dict, dataset: str, channel: str) -> int:
+    """Samples of the longest night in one channel, from the EDF headers only."""
+    reader = reader_for(config, dataset)
+    recordings = reader.find_recordings(dataset_root(config, roots, dataset))
+    return max(reader.read_edf_header(r.psg).n_samples(channel) for r in recordings)
+
+
+def embed_inputs(config: dict, roots: dict, dataset: str, check, n_windows: int) -> dict:
+    spec = lookup(config, "models", check.model)
+    samples = longest_recording_samples(config, roots, dataset, _first_channel(dataset, spec))
+    recorded_sfreq = _recorded_sfreq(config, roots, dataset, spec)
+    return {
+        "batch_size": config.get("embed", {}).get("batch_size", 32),
+        "n_channels": check.n_chans,
+        "n_samples": check.n_times_epoch,
+        "feature_dim": check.feature_dim,
+        "weights_bytes": check.n_params * 4,
+        "recording_bytes": check.n_chans * samples * FLOAT64,
+        "resample_ratio": spec["sfreq"] / recorded_sfreq,
+        "n_workers": config.get("embed", {}).get("reader_threads", 2),
+        "n_windows": n_windows,
+        "batch_activation_bytes": check.batch_activation_bytes,
+        "activation_batch_size": check.batch_size,
+        "on_cluster": bool(config.get("memory_on_cluster")),
+    }
+
+
+def _first_channel(dataset: str, spec: dict) -> str:
+    from .channel_maps import channel_plan
+
+    return channel_plan(dataset, spec["family"]).recorded[0]
+
+
+def _recorded_sfreq(config, roots, dataset, spec) -> float:
+    reader = reader_for(config, dataset)
+    first = reader.find_recordings(dataset_root(config, roots, dataset))[0]
+    return reader.read_edf_header(first.psg).sfreq(_first_channel(dataset, spec))
+
+
+def probe_inputs(config: dict, bench: dict, subjects, fold: int, dim: int) -> dict:
+    n_folds, seed = bench.get("folds", 5), bench.get("fold_seed", 42)
+    groups = subject_groups(subjects, n_folds, seed)
+    masks = fold_split(np.array([groups[s] for s in subjects]), fold, n_folds)
+    return {
+        "n_train": int(masks["train"].sum()),
+        "n_val": int(masks["val"].sum()),
+        "n_test": int(masks["test"].sum()),
+        "dim": dim,
+        "n_classes": N_CLASSES[bench["task"]],
+        "n_jobs": config.get("probe", {}).get("n_jobs", 1),
+        "n_fits": len(bench.get("probe", {}).get("C_grid", range(6))),
+        "on_cluster": bool(config.get("memory_on_cluster")),
+    }
+
+
+def embed_runtime_minutes(check, n_windows: int) -> int:
+    """Three times the checked batch rate (reading, writing, a slower node), plus 10 min."""
+    batches = math.ceil(n_windows / max(check.batch_size, 1))
+    return int(math.ceil(batches * check.seconds * 3 / 60)) + 10
+
+
+def probe_runtime_minutes(inputs: dict) -> int:
+    """Generous: fits scale with rows x features x grid values (measured ~2 min per 1e9)."""
+    work = inputs["n_train"] * inputs["dim"] * inputs["n_fits"]
+    return int(math.ceil(work / 1e9 * 2 * 3)) + 10
+
+
+def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_path: Path,
+                  index_path: Path, out: Path) -> dict:
+    check = read_result(check_path)
+    if check.status != OK:
+        raise UsageError(f"check of {dataset}/{model} did not pass ({check.status}): "
+                         f"{check.reason}", fix=check.fix or "run the check step again")
+    table = read_index(index_path)
+    calibration = load_calibration()
+    cluster_mb = config.get("memory_limit_mb")
+    limit = job_memory_limit(cluster_mb)
+    margin = config.get("memory_margin", 0.15)
+    partitions = config.get("memory_partitions") or None
+    estimates, runtimes = {}, {}
+    estimates["embed"] = fit_knobs(
+        "embed_cpu", embed_inputs(config, roots, dataset, check, len(table)), calibration, limit,
+        margin, partitions)
+    runtimes["embed"] = embed_runtime_minutes(check, len(table))
+    subjects = table["subject"].astype(str).tolist()
+    for bench_id, bench in config.get("benchmarks", {}).items():
+        if dataset not in bench["datasets"] or model not in bench["models"]:
+            continue
+        for fold in range(bench.get("folds", 5)):
+            inputs = probe_inputs(config, bench, subjects, fold, check.feature_dim)
+            key = f"probe/{bench_id}/fold{fold}"
+            estimates[key] = fit_knobs("probe_logistic", inputs, calibration, limit, margin,
+                                       partitions)
+            runtimes[key] = probe_runtime_minutes(inputs)
+    jobs = {key: est.as_dict() | {"runtime_min": runtimes[key]}
+            for key, est in estimates.items()}
+    record = {
+        "dataset": dataset,
+        "model": model,
+        "limit_mb": int(limit // 2**20),
+        "limit_source": "config memory_limit_mb" if cluster_mb else "this machine (cgroup aware)",
+        "margin": margin,
+        "verdict": "ok" if all(j["verdict"] == "ok" for j in jobs.values()) else "too_big",
+        "jobs": jobs,
+    }
+    too_big = [key for key, job in jobs.items() if job["verdict"] != "ok"]
+    for key, job in jobs.items():
+        print(f"preflight {dataset}/{model} {key}: {job['verdict']}, request "
+              f"{job['request_mb']:,} MB of {record['limit_mb']:,} MB", file=sys.stderr)
+    if too_big:
+        worst = estimates[too_big[0]]
+        raise OutOfMemory(f"{dataset}/{model}: {', '.join(too_big)} cannot fit the memory "
+                          f"limit ({record['limit_mb']:,} MB)\n{worst}", fix=worst.fix)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    return record
