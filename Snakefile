@@ -2,7 +2,6 @@
 # Thin on purpose: the steps live in workflow/rules/, the logic in workflow/embedprobe/.
 from snakemake.utils import min_version
 
-
 min_version("9.0")
 
 

@@ -33,12 +33,15 @@ def test_dry_run_prints_the_plan(tmp_path, small_demo_config):
     run = snakemake(tmp_path, "--configfile", small_demo_config, "-n", "demo")
     assert run.returncode == 0, run.stderr
     out = run.stdout + run.stderr
-    for rule, count in (("demo_data", 1), ("index", 1), ("embed", 1), ("probe", 5),
-                        ("aggregate", 1)):
+    for rule, count in (("demo_data", 1), ("index", 1), ("check", 1), ("preflight", 1),
+                        ("embed", 1), ("probe", 5), ("aggregate", 1)):
         assert f"{rule:<9} " in out or f"{rule} " in out
         job_line = [line for line in out.splitlines() if line.split()[:1] == [rule]]
         assert job_line and job_line[0].split()[1] == str(count), job_line
     assert not (tmp_path / "data").exists(), "a dry run must not create data"
+    # Before preflight ran, the memory of embed and probe jobs is not known yet.
+    embed_block = out.split("rule embed:")[1].split("\n\n")[0]
+    assert "mem_mb=<TBD>" in embed_block and "htcondor_request_mem_mb=<TBD>" in embed_block
 
 
 def test_demo_end_to_end(demo_run):
@@ -95,3 +98,46 @@ def test_unknown_model_name_is_a_usage_error(tmp_path):
     assert run.returncode == 2
     assert "unknown model 'biot_randon' (did you mean 'biot_random'?)" in run.stderr
     assert "fix: use one of:" in run.stderr
+
+
+def test_memory_requests_come_from_preflight(demo_run, small_demo_config):
+    workdir, run = demo_run
+    preflight = json.loads(
+        (workdir / "results/preflight/sleep_edf_demo/biot_random.json").read_text())
+    assert preflight["verdict"] == "ok"
+    embed = preflight["jobs"]["embed"]
+    assert embed["total"] == sum(embed["terms"].values())
+    assert embed["request_mb"] >= embed["total"] / 2**20
+    # What Snakemake gave each job (its resources.mem_mb, recorded by the job itself).
+    runs = pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t")
+    assert sorted(runs["job"]) == ["embed"] + [f"probe/demo/fold{k}" for k in range(5)]
+    for row in runs.itertuples():
+        assert row.status == "ok" and row.attempt == 1
+        assert row.request_mb == preflight["jobs"][row.job]["request_mb"]
+        assert 0 < row.peak_mb < row.request_mb  # the request covered the measured peak
+    # The dry run after preflight shows the real numbers.
+    dry = snakemake(workdir, "--configfile", small_demo_config, "--forcerun", "embed", "-n",
+                    "demo")
+    embed_block = (dry.stdout + dry.stderr).split("rule embed:")[1].split("\n\n")[0]
+    assert f"mem_mb={embed['request_mb']}" in embed_block
+
+
+def test_check_json_has_what_preflight_reads(demo_run):
+    workdir, _ = demo_run
+    check = json.loads((workdir / "results/check/sleep_edf_demo/biot_random.json").read_text())
+    assert check["status"] == "ok" and check["forward"] == "(32, 256) finite"
+    assert check["feature_dim"] == 256 and check["n_chans"] == 2 and check["n_times_epoch"] == 6000
+    assert check["batch_activation_bytes"] > 0 and check["seconds"] > 0
+
+
+def test_limit_below_estimate_stops_before_embed(tmp_path, small_demo_config):
+    run = snakemake(tmp_path, "--configfile", small_demo_config, "--cores", "2", "demo",
+                    config=["memory_limit_mb=400"])
+    assert run.returncode == 1
+    out = run.stdout + run.stderr
+    assert "embed cannot fit its memory limit" in out or "cannot fit the memory limit" in out
+    assert "interpreter and libraries" in out and "fix: even at batch_size=1" in out
+    assert not list((tmp_path / "cache").rglob("*.h5*")), "embed must not have started"
+    record = json.loads((tmp_path / "results/preflight/sleep_edf_demo/"
+                         "biot_random.json.failure.json").read_text())
+    assert record["category"] == "oom" and record["step"] == "preflight"

@@ -6,6 +6,7 @@ Keeps the Snakefiles declarative: every decision lives here, where it is tested.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -21,6 +22,13 @@ def exit_on_error(func, *args, **kwargs):
     except EmbedprobeError as exc:
         print(exc.render(), file=sys.stderr)
         sys.exit(exc.exit_code)
+
+
+def expose_cli(basedir: str) -> None:
+    """Jobs call `embedprobe`: the one installed beside the Python running Snakemake, else the
+    checkout's wrapper (workflow/bin), which runs it with whatever `python` the job's env has."""
+    parts = [str(Path(sys.executable).parent), str(Path(basedir) / "workflow" / "bin")]
+    os.environ["PATH"] = os.pathsep.join([*parts, os.environ.get("PATH", "")])
 
 
 def checked_roots(config: dict) -> dict:

@@ -45,17 +45,17 @@ def _make_world(dim: int, n_classes: int, seed: int, label_noise: float) -> _Wor
     n_factors = 12
     # Ordinal-ish class means: neighbouring stages overlap more than distant ones.
     steps = rng.normal(size=(n_classes, n_factors))
-    class_means = SEP * np.cumsum(steps, axis=0) / np.sqrt(np.arange(1, n_classes + 1))[:, None]
+    class_means = CLASS_SEPARATION * np.cumsum(steps, axis=0) / np.sqrt(np.arange(1, n_classes + 1))[:, None]
     class_means -= class_means.mean(axis=0)
     factor_mixing = rng.normal(size=(n_factors, dim)) / np.sqrt(n_factors)
-    # Correlated noise: random rotation of a power-law spectrum (condition number ~ dim^1.6).
+    # Correlated noise: a random rotation of a power-law spectrum.
     rotation, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
-    spectrum = np.arange(1, dim + 1, dtype=np.float64) ** -EXP
+    spectrum = np.arange(1, dim + 1, dtype=np.float64) ** -SPECTRUM_POWER
     spectrum *= dim / spectrum.sum()
     noise_basis = np.sqrt(spectrum)[:, None] * rotation.T
     # Part of the class signal lives in the weakest noise directions: the probe needs large
     # weights there, which makes the problem ill-conditioned for lbfgs.
-    weak = rotation[:, -n_factors:].T * np.sqrt(spectrum[-n_factors:])[:, None] * WEAK
+    weak = rotation[:, -n_factors:].T * np.sqrt(spectrum[-n_factors:])[:, None] * WEAK_DIRECTION_SIGNAL
     class_offsets = class_means @ weak
     shares = np.asarray(CLASS_SHARES if n_classes == len(CLASS_SHARES) else [1.0] * n_classes)
     shares = shares / shares.sum()

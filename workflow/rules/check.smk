@@ -3,17 +3,19 @@ rule check:
         data=lambda w: index_inputs(config, ROOTS, w.dataset),
     output:
         f"{RESULTS}/check/{{dataset}}/{{model}}.json",
-    params:
-        job=lambda w: job_config_json(config, dataset=w.dataset, model=w.model),
+    log:
+        f"{RESULTS}/logs/check/{{dataset}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/check/{{dataset}}/{{model}}.tsv"
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=config["memory_small_job_mb"],
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=20,
-    log:
-        f"{RESULTS}/logs/check/{{dataset}}/{{model}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/check/{{dataset}}/{{model}}.tsv"
+    params:
+        job=lambda w: job_config_json(config, dataset=w.dataset, model=w.model),
     shell:
         "embedprobe --job-config {params.job:q} check --dataset {wildcards.dataset}"
         " --model {wildcards.model} --out {output} 2>&1 | tee {log}"
@@ -25,17 +27,19 @@ rule preflight:
         index=f"{RESULTS}/index/{{dataset}}.tsv",
     output:
         f"{RESULTS}/preflight/{{dataset}}/{{model}}.json",
-    params:
-        job=lambda w: pair_job_config_json(config, w.dataset, w.model),
+    log:
+        f"{RESULTS}/logs/preflight/{{dataset}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/preflight/{{dataset}}/{{model}}.tsv"
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=config["memory_small_job_mb"],
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=10,
-    log:
-        f"{RESULTS}/logs/preflight/{{dataset}}/{{model}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/preflight/{{dataset}}/{{model}}.tsv"
+    params:
+        job=lambda w: pair_job_config_json(config, w.dataset, w.model),
     shell:
         "embedprobe --job-config {params.job:q} preflight --dataset {wildcards.dataset}"
         " --model {wildcards.model} --check {input.check} --index {input.index}"

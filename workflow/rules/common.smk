@@ -1,14 +1,13 @@
-import os
 import sys
 
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
-# Jobs call `embedprobe`: find the one installed beside the Python running Snakemake.
-os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+CONDA_ENV = "../../envs/embedprobe.yaml"
 
 from embedprobe.rules_support import (
     benchmark_targets,
+    expose_cli,
     checked_roots,
     fold_results,
     generated_datasets,
@@ -21,7 +20,7 @@ from embedprobe.rules_support import (
     runtime_minutes,
 )
 
-
+expose_cli(workflow.basedir)
 ROOTS = checked_roots(config)
 validate(config, "../schemas/config.schema.yaml")
 DATA = ROOTS["data_root"]

@@ -1,20 +1,22 @@
 rule demo_data:
     output:
         manifest=f"{DATA}/{{dataset_path}}/MANIFEST.tsv",
+    log:
+        f"{RESULTS}/logs/demo_data/{{dataset_path}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/demo_data/{{dataset_path}}.tsv"
     wildcard_constraints:
         dataset_path=names_pattern(GENERATED) or "^$",
-    params:
-        job=lambda w: job_config_json(config, dataset=GENERATED[w.dataset_path]),
-        dataset=lambda w: GENERATED[w.dataset_path],
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=config["memory_small_job_mb"],
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=20,
-    log:
-        f"{RESULTS}/logs/demo_data/{{dataset_path}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/demo_data/{{dataset_path}}.tsv"
+    params:
+        job=lambda w: job_config_json(config, dataset=GENERATED[w.dataset_path]),
+        dataset=lambda w: GENERATED[w.dataset_path],
     shell:
         "embedprobe --job-config {params.job:q} demo-data --dataset {params.dataset} 2> {log}"
 
@@ -24,17 +26,19 @@ rule index:
         lambda w: index_inputs(config, ROOTS, w.dataset),
     output:
         f"{RESULTS}/index/{{dataset}}.tsv",
-    params:
-        job=lambda w: job_config_json(config, dataset=w.dataset),
+    log:
+        f"{RESULTS}/logs/index/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/index/{{dataset}}.tsv"
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=config["memory_small_job_mb"],
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=30,
-    log:
-        f"{RESULTS}/logs/index/{{dataset}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/index/{{dataset}}.tsv"
+    params:
+        job=lambda w: job_config_json(config, dataset=w.dataset),
     shell:
         "embedprobe --job-config {params.job:q} index --dataset {wildcards.dataset}"
         " --out {output} 2>&1 | tee {log}"

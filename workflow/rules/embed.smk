@@ -4,8 +4,12 @@ rule embed:
         estimate=f"{RESULTS}/preflight/{{dataset}}/{{model}}.json",
     output:
         f"{CACHE}/embeddings/{{dataset}}/{{model}}.h5",
-    params:
-        job=lambda w: job_config_json(config, dataset=w.dataset, model=w.model),
+    log:
+        f"{RESULTS}/logs/embed/{{dataset}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/embed/{{dataset}}/{{model}}.tsv"
+    conda:
+        CONDA_ENV
     threads: config["embed"]["threads"]
     resources:
         mem_mb=lambda w, input, attempt: memory_request_mb(
@@ -14,12 +18,12 @@ rule embed:
         htcondor_request_mem_mb=lambda w, input, attempt: memory_request_mb(
             config, input.estimate, "embed", attempt
         ),
-        runtime=lambda w, input, attempt: runtime_minutes(input.estimate, "embed", attempt),
+        runtime=lambda w, input, attempt: runtime_minutes(
+            input.estimate, "embed", attempt
+        ),
         attempt_number=lambda w, attempt: attempt,
-    log:
-        f"{RESULTS}/logs/embed/{{dataset}}/{{model}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/embed/{{dataset}}/{{model}}.tsv"
+    params:
+        job=lambda w: job_config_json(config, dataset=w.dataset, model=w.model),
     shell:
         "embedprobe --job-config {params.job:q} embed --dataset {wildcards.dataset}"
         " --model {wildcards.model} --index {input.index} --out {output}"

@@ -5,8 +5,12 @@ rule probe:
     output:
         result=f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json",
         predictions=f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.npz",
-    params:
-        job=lambda w: job_config_json(config, w.benchmark, w.dataset, w.model),
+    log:
+        f"{RESULTS}/logs/probe/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/probe/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.tsv"
+    conda:
+        CONDA_ENV
     threads: config["probe"]["threads"]
     resources:
         mem_mb=lambda w, input, attempt: memory_request_mb(
@@ -19,10 +23,8 @@ rule probe:
             input.estimate, probe_key(w), attempt
         ),
         attempt_number=lambda w, attempt: attempt,
-    log:
-        f"{RESULTS}/logs/probe/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/probe/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.tsv"
+    params:
+        job=lambda w: job_config_json(config, w.benchmark, w.dataset, w.model),
     shell:
         "embedprobe --job-config {params.job:q} probe --benchmark {wildcards.benchmark}"
         " --dataset {wildcards.dataset} --model {wildcards.model}"
@@ -37,17 +39,19 @@ rule aggregate:
         lambda w: fold_results(config, ROOTS, w.benchmark, w.dataset),
     output:
         f"{RESULTS}/{{benchmark}}/{{dataset}}/results.tsv",
-    params:
-        job=lambda w: job_config_json(config, w.benchmark, w.dataset),
+    log:
+        f"{RESULTS}/logs/aggregate/{{benchmark}}/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/aggregate/{{benchmark}}/{{dataset}}.tsv"
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=config["memory_small_job_mb"],
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=10,
-    log:
-        f"{RESULTS}/logs/aggregate/{{benchmark}}/{{dataset}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/aggregate/{{benchmark}}/{{dataset}}.tsv"
+    params:
+        job=lambda w: job_config_json(config, w.benchmark, w.dataset),
     shell:
         "embedprobe --job-config {params.job:q} aggregate --benchmark {wildcards.benchmark}"
         " --out {output} {input} 2>&1 | tee {log}"

@@ -1,0 +1,98 @@
+"""The htcondor profile through the real plugin (0.3.0) and the real htcondor2.Submit, with a fake
+schedd behind them (tests/htcondor_fake/sitecustomize.py): no HTCondor pool can run here.
+
+The fake runs every submitted job on this machine the way an execute point would with
+`getenv = false`, so the workflow really runs; what is checked is what HTCondor would be asked
+for: request_memory from the preflight estimate, request_cpus from the rule's threads, no GPU on
+a CPU run, and no secret from the submitting shell in any submit description.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import PROJECT, snakemake
+
+pytest.importorskip("snakemake_executor_plugin_htcondor")
+pytest.importorskip("htcondor2")
+
+pytestmark = pytest.mark.workflow
+
+FAKE_SCHEDD = Path(__file__).parent / "htcondor_fake"
+# Tiny demo: 5 one-night subjects, 30 min of sleep and 5 min of wake on each side (~400 windows).
+TINY_DEMO = {"datasets": {"sleep_edf_demo": {
+    "expected_recordings": 5, "trim_wake_minutes": 5,
+    "generator": {"subjects": 5, "nights": 1, "hours": 0.5, "seed": 0}}}}
+# What a user's shell may hold; none of it may reach a job.
+SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-secret-4f1c9e", "HF_TOKEN": "hf_token_8d2b7a",
+           "GITHUB_TOKEN": "ghp_token_61e0d3", "EMBEDPROBE_DB_PASSWORD": "db-password-93ac"}
+
+
+def memory_mb(request_memory: str) -> int:
+    """The plugin writes request_memory as <n>MB, or <n>GB when n MB is a whole number of GB."""
+    match = re.fullmatch(r"(\d+)(MB|GB)", request_memory)
+    assert match, f"unexpected request_memory {request_memory!r}"
+    return int(match.group(1)) * (1024 if match.group(2) == "GB" else 1)
+
+
+@pytest.fixture(scope="module")
+def condor_run(tmp_path_factory):
+    """The pair's embed (and every job before it) submitted through profiles/htcondor."""
+    workdir = tmp_path_factory.mktemp("htcondor")
+    configfile = workdir / "tiny_demo.yaml"
+    configfile.write_text(yaml.safe_dump(TINY_DEMO))
+    record = workdir / "submits.jsonl"
+    target = workdir / "cache/embeddings/sleep_edf_demo/biot_random.h5"
+    run = snakemake(
+        workdir, "--profile", str(PROJECT / "profiles/htcondor"), "--configfile", str(configfile),
+        "--seconds-between-status-checks", "1", str(target), timeout=600,
+        env_extra={"PYTHONPATH": str(FAKE_SCHEDD), "CONDOR_CONFIG": "/dev/null",
+                   "FAKE_HTCONDOR_RECORD": str(record), **SECRETS})
+    submits = [json.loads(line) for line in record.read_text().splitlines()] \
+        if record.exists() else []
+    return workdir, run, submits
+
+
+def submits_of(submits: list[dict], rule: str) -> list[dict]:
+    return [s["submit"] for s in submits if s["submit"]["batch_name"].startswith(f"{rule}-")]
+
+
+def test_every_job_went_through_the_schedd_and_succeeded(condor_run):
+    workdir, run, submits = condor_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    rules = sorted(s["submit"]["batch_name"].rsplit("-", 1)[0] for s in submits)
+    assert rules == ["check", "demo_data", "embed", "index", "preflight"]
+    assert (workdir / "cache/embeddings/sleep_edf_demo/biot_random.h5").stat().st_size > 0
+
+
+def test_embed_asks_for_the_preflight_estimate_and_its_threads(condor_run):
+    workdir, run, submits = condor_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    preflight = json.loads(
+        (workdir / "results/preflight/sleep_edf_demo/biot_random.json").read_text())
+    (embed,) = submits_of(submits, "embed")
+    assert memory_mb(embed["request_memory"]) == preflight["jobs"]["embed"]["request_mb"]
+    assert embed["request_cpus"] == "2"  # config/config.yaml embed.threads
+    assert "request_gpus" not in embed  # a CPU run asks for no GPU
+
+
+def test_every_job_asks_for_memory(condor_run):
+    _, run, submits = condor_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    for entry in submits:
+        submit = entry["submit"]
+        assert memory_mb(submit.get("request_memory", "")) >= 300, submit["batch_name"]
+        assert int(submit["request_cpus"]) >= 1
+
+
+def test_no_secret_reaches_a_submit_description(condor_run):
+    _, run, submits = condor_run
+    assert submits, run.stderr[-3000:]
+    for entry in submits:
+        submit = entry["submit"]
+        assert submit["getenv"] == "False", "jobs must not copy the submitting environment"
+        text = json.dumps(submit)
+        leaked = [name for name, value in SECRETS.items() if value in text or name in text]
+        assert not leaked, f"{submit['batch_name']} carries {leaked}"
