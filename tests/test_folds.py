@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from embedprobe.errors import UsageError
 from embedprobe.folds import fold_split, subject_groups
 
 
@@ -28,5 +29,5 @@ def test_fold_layout_test_k_val_k_plus_1_train_rest():
 
 
 def test_too_few_subjects_is_refused():
-    with pytest.raises(ValueError, match="3 subjects cannot fill 5 folds"):
+    with pytest.raises(UsageError, match="3 subjects cannot fill 5 folds"):
         subject_groups(["a", "b", "c"], 5, 42)

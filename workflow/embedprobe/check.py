@@ -1,26 +1,35 @@
 """check: one real batch through each (dataset, model) pair, with exactly the code a run uses.
 
-It reads one batch of the first recording, runs the forward pass and stops: it trains, caches
-and downloads nothing. A pair the channel map rules out is reported before any data is read.
+It reads the first batch of windows (reader, channel map, resampling, scaling), builds the model
+with its weights, runs the forward pass and pooling, and stops: it trains, caches and downloads
+nothing. A pair the channel map rules out, or whose map is missing or invalid, is reported before
+any data is read. Each pair's result is a JSON record that preflight reads (batch time, feature
+width, activation memory); a benchmark's results print as one table.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import time
-from dataclasses import asdict, dataclass, field
+import traceback
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import yaml
 
-from .channel_maps import channel_plan
+from .channel_maps import CHANNEL_MAP_DIR, ChannelPlan, channel_plan
 from .datasets.registry import data_status, fix_for, reader_for
-from .errors import EmbedprobeError
+from .errors import DataError, EmbedprobeError, UsageError
 from .memory import measure_peak_growth, self_peak_rss
-from .models.registry import model_spec, weights_path, weights_state
+from .models.registry import ModelSpec, model_spec, weights_path, weights_state
 
 OK, FAILED, SKIPPED, RULED_OUT = "ok", "failed", "skipped", "ruled out"
+WEIGHTS_WORDS = {"found": "found", "missing": "missing",
+                 "not needed": "not needed for random init"}
 
 
 @dataclass
@@ -32,10 +41,14 @@ class CheckResult:
     weights: str = ""
     channel_map: str = ""
     forward: str = "-"
-    seconds: float = 0.0
-    peak_mb: float = 0.0
+    seconds: float = 0.0  # the batch's forward pass (what embed repeats per batch)
+    peak_mb: float = 0.0  # this process's peak resident memory, batch included
     reason: str = ""
     fix: str = ""
+    # What stopped the pair (data, weights, channel_map, model, output, oom): for tools and the
+    # closing notes, which gather pairs skipped for the same cause.
+    category: str = ""
+    total_seconds: float = 0.0  # the whole pair: data status, reading, model build, forward
     # What preflight reads: the real width and cost of the checked batch.
     batch_size: int = 0
     feature_dim: int = 0
@@ -48,138 +61,289 @@ class CheckResult:
 
     @property
     def note(self) -> str:
+        """The lines printed under the pair's row: the reason, then the `fix:`."""
         return "\n".join(line for line in (self.reason, self.fix and f"fix: {self.fix}") if line)
 
     def as_dict(self) -> dict:
         return asdict(self) | {"note": self.note}
 
+    def stop(self, status: str, category: str, reason: str, fix: str = "") -> CheckResult:
+        """Mark the pair as not passed, with the cause and the lines printed under its row."""
+        self.status, self.category, self.reason, self.fix = status, category, reason, fix
+        return self
 
-def first_batch(config, roots, dataset, source_cls, spec, plan, batch_size):
-    """The first `batch_size` windows of the first recording, read like embed reads them."""
-    from .datasets.registry import dataset_root
 
+# ------------------------------------------------------------------------------- one pair
+
+
+def first_batch(config: dict, roots: dict, dataset: str, spec: ModelSpec, plan: ChannelPlan,
+                batch_size: int) -> np.ndarray:
+    """The first `batch_size` labelled windows, read and preprocessed as embed reads them.
+
+    The index's rows come from `read_labels` (as `build_index` makes them) and the signals from
+    embed's `WindowSource`; a recording with fewer windows than a batch is followed by the next.
+    """
+    import pandas as pd
+
+    from .embed import WindowSource
+
+    source = WindowSource(config, roots, dataset, spec, plan, pd.DataFrame())
     reader = reader_for(config, dataset)
-    entry = config["datasets"][dataset]
-    recordings = [r for r in reader.find_recordings(dataset_root(config, roots, dataset))
-                  if r.hypnogram is not None]
-    rec = recordings[0]
-    starts, labels, _ = reader.read_labels(rec, entry.get("trim_wake_minutes", 30))
-    rows = pd.DataFrame({"recording": rec.recording, "subject": rec.subject,
-                         "start": starts[:batch_size], "label": labels[:batch_size]})
-    source = source_cls(config, roots, dataset, spec, plan, rows)
-    return source.load(rec.recording, rows)
+    parts: list[np.ndarray] = []
+    held = 0
+    for rec in source.recordings.values():
+        if rec.hypnogram is None:  # as build_index: only complete recordings have windows
+            continue
+        starts, _, _ = reader.read_labels(rec, source.trim)
+        rows = pd.DataFrame({"start": starts[: batch_size - held]})
+        if len(rows):
+            parts.append(source.load(rec.recording, rows))
+            held += len(rows)
+        if held >= batch_size:
+            break
+    if not held:
+        raise DataError(f"dataset '{dataset}' has no labelled window to check",
+                        fix="check that the hypnograms hold scored sleep stages")
+    return np.concatenate(parts)
+
+
+def _apply_channel_map(result: CheckResult, dataset: str, family: str,
+                       map_dir: Path) -> ChannelPlan | None:
+    """The channel plan; a refusal (no map, no entry, a bad entry) or a rule-out stops the pair."""
+    try:
+        plan = channel_plan(dataset, family, map_dir)
+    except (UsageError, yaml.YAMLError, TypeError, AttributeError) as exc:
+        has_map = (Path(map_dir) / f"{dataset}.yaml").is_file()
+        result.channel_map, result.data = ("invalid" if has_map else "none"), "not read"
+        fix = getattr(exc, "fix", None) or f"fix the YAML in {Path(map_dir) / dataset}.yaml"
+        result.stop(FAILED, "channel_map",
+                    f"failed: refused before reading data: {getattr(exc, 'message', exc)}", fix)
+        return None
+    result.channel_map = plan.state
+    if plan.ruled_out:
+        result.data = "not read"
+        result.stop(RULED_OUT, "channel_map",
+                    f"ruled out: by the {dataset} channel map ({plan.reason})")
+    return plan
+
+
+def _check_data(result: CheckResult, config: dict, roots: dict, dataset: str) -> None:
+    """Skip the pair when a run would refuse the dataset; note a partial one a run accepts."""
+    status = data_status(config, roots, dataset)
+    result.data = status.describe()
+    problems = "; ".join(status.problems[:3])
+    if status.state == "missing":
+        result.stop(SKIPPED, "data", f"skipped: data missing: {problems}",
+                    fix_for(config, dataset, status))
+    elif status.state == "partial" and not config.get("allow_partial"):
+        result.stop(SKIPPED, "data", f"skipped: data partial, which a run refuses: {problems}",
+                    fix_for(config, dataset, status))
+    elif status.state == "partial":
+        result.reason = (f"note: data partial, the run uses the {status.found} complete "
+                         f"recordings: {problems}")
+
+
+def _check_weights(result: CheckResult, spec: ModelSpec, roots: dict) -> None:
+    if result.weights != "missing":
+        return
+    path = weights_path(spec, roots)
+    result.extra["weights_path"] = str(path)
+    result.stop(SKIPPED, "weights", f"skipped: weights not found at {path}",
+                f"copy the checkpoint for {spec.model_id} to {path} "
+                "(or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)")
+
+
+def _judge_output(result: CheckResult, output: np.ndarray, n_windows: int) -> CheckResult:
+    """Failed: a wrong shape, non-finite values, or the same embedding for every window."""
+    if output.ndim != 2 or output.shape[0] != n_windows:
+        result.forward = f"{tuple(output.shape)} wrong shape"
+        return result.stop(FAILED, "output",
+                           f"failed: expected ({n_windows}, features), got {output.shape}",
+                           "check the architecture's pooling in models/architectures.py")
+    bad = int(output.size - np.isfinite(output).sum())
+    shape = f"({output.shape[0]}, {output.shape[1]})"
+    if bad:
+        result.forward = f"{shape} non-finite"
+        return result.stop(FAILED, "output",
+                           f"failed: {bad} of {output.size} embedding values are NaN or infinite",
+                           "check the weights file and the model's amplitude scaling "
+                           "(config/models.yaml)")
+    # A tolerance, so that the rounding of batched kernels cannot hide a dead model.
+    spread = np.abs(output - output[0]).max()
+    if n_windows > 1 and spread <= 1e-6 * max(float(np.abs(output).max()), 1e-30):
+        result.forward = f"{shape} constant"
+        return result.stop(FAILED, "output",
+                           f"failed: every one of the {n_windows} windows got the same embedding",
+                           "check the weights and the channel map: the model ignores its input")
+    result.forward = f"{shape} finite"
+    return result
+
+
+def _failure(result: CheckResult, phase: str, exc: Exception) -> CheckResult:
+    """An exception while reading or in the model: this pair's failure, not check's."""
+    result.forward = f"error in {phase}"
+    result.extra["traceback"] = traceback.format_exc(limit=-8)
+    if isinstance(exc, EmbedprobeError):
+        return result.stop(FAILED, exc.category, f"failed: {exc.message}", exc.fix or "")
+    import torch
+
+    category = "oom" if isinstance(exc, torch.OutOfMemoryError) else phase
+    return result.stop(FAILED, category, f"failed in {phase}: {type(exc).__name__}: {exc}",
+                       "the traceback is in the pair's JSON (extra.traceback)")
 
 
 def check_pair(config: dict, roots: dict, dataset: str, model: str, batch_size: int = 32,
-               encoder_factory=None) -> CheckResult:
-    from .embed import WindowSource
-    from .models.encoder import Encoder
+               encoder_factory=None, map_dir: Path = CHANNEL_MAP_DIR) -> CheckResult:
+    """Check one pair; only unknown names raise (UsageError), every other problem is a row.
 
+    `encoder_factory(spec, ch_names, roots)` builds the encoder (default: the real `Encoder`);
+    `map_dir` holds the channel maps (default config/channel_maps).
+    """
+    started = time.monotonic()
+    result = _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir)
+    result.total_seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) -> CheckResult:
     result = CheckResult(dataset, model)
     spec = model_spec(config, model)
-    plan = channel_plan(dataset, spec.family)  # a family without an entry is refused here
-    result.channel_map = plan.state
-    result.weights = weights_state(spec, roots)
-    if plan.ruled_out:
-        result.status, result.data = RULED_OUT, "not read"
-        result.reason = f"ruled out: by the {dataset} channel map ({plan.reason})"
+    result.weights = WEIGHTS_WORDS[weights_state(spec, roots)]
+    plan = _apply_channel_map(result, dataset, spec.family, map_dir)
+    if result.status != OK:  # ruled out or refused: no data is touched
         return result
-    status = data_status(config, roots, dataset)
-    result.data = status.describe()
-    if status.state == "missing":
-        result.status, result.reason = SKIPPED, f"skipped: data missing ({status.root})"
-        result.fix = fix_for(config, dataset, status)
-        return result
-    if result.weights == "missing":
-        result.status = SKIPPED
-        result.reason = f"skipped: weights not found at {weights_path(spec, roots)}"
-        result.fix = f"copy the checkpoint for {model} to {weights_path(spec, roots)}"
-        return result
-    started = time.monotonic()
+    phase = "data"
     try:
-        windows = first_batch(config, roots, dataset, WindowSource, spec, plan, batch_size)
-        encoder = (encoder_factory or Encoder)(spec, plan.model_names, roots)
+        _check_data(result, config, roots, dataset)
+        _check_weights(result, spec, roots)
+        if result.status != OK:
+            return result
+        windows = first_batch(config, roots, dataset, spec, plan, batch_size)
+        phase = "model"
+        if encoder_factory is None:
+            from .models.encoder import Encoder
+
+            encoder_factory = Encoder
+        encoder = encoder_factory(spec, plan.model_names, roots)
+        forward_started = time.monotonic()
         output, growth = measure_peak_growth(lambda: encoder(windows))
-    except EmbedprobeError as exc:
-        result.status, result.reason, result.fix = FAILED, f"failed: {exc.message}", exc.fix or ""
-        return result
-    except Exception as exc:  # any model or reader crash is this pair's failure, not check's
-        result.status, result.reason = FAILED, f"failed: {type(exc).__name__}: {exc}"
-        result.fix = f"run `embedprobe check` for {dataset}/{model} and read the traceback"
-        return result
-    result.seconds = round(time.monotonic() - started, 2)
-    result.batch_size, result.feature_dim = output.shape[0], output.shape[1]
+        result.seconds = round(time.monotonic() - forward_started, 3)
+    except Exception as exc:  # any crash is reported in the pair's row, not raised
+        return _failure(result, phase, exc)
+    output = np.asarray(output)
+    result.batch_size = len(windows)
+    result.feature_dim = int(output.shape[-1]) if output.ndim else 0
     result.n_chans, result.n_times_epoch = windows.shape[1], windows.shape[2]
     result.n_params = sum(p.numel() for p in encoder.model.parameters())
     result.batch_activation_bytes = int(growth)
     result.process_peak_bytes = self_peak_rss()
     result.peak_mb = round(result.process_peak_bytes / 2**20, 1)
-    finite = bool(np.isfinite(output).all())
-    constant = output.shape[0] > 1 and bool(np.all(np.ptp(output, axis=0) == 0))
-    result.forward = f"{tuple(output.shape)} {'finite' if finite else 'non-finite'}"
-    if not finite:
-        result.status, result.reason = FAILED, "failed: the embeddings contain NaN or infinity"
-        result.fix = "check the model's amplitude scaling and weights (config/models.yaml)"
-    elif constant:
-        result.status = FAILED
-        result.reason = "failed: every window got the same embedding"
-        result.fix = "check the weights and the channel map: the model ignores its input"
-    return result
+    return _judge_output(result, output, len(windows))
+
+
+# ------------------------------------------------------------------------------- records
 
 
 def write_result(result: CheckResult, path: Path) -> None:
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result.as_dict(), indent=2) + "\n")
 
 
 def read_result(path: Path) -> CheckResult:
     data = json.loads(Path(path).read_text())
-    data.pop("note", None)
-    return CheckResult(**data)
+    known = {f.name for f in fields(CheckResult)}
+    return CheckResult(**{key: value for key, value in data.items() if key in known})
 
 
-COLUMNS = ("dataset", "model", "data", "weights", "channel_map", "forward", "seconds", "peak_mb")
+_PARSERS = {"int": int, "float": float, "str": str, "dict": json.loads}
+
+
+def to_csv(results: list[CheckResult]) -> str:
+    """One row per pair; the lines under a row go to `note`, `extra` is JSON."""
+    names = [f.name for f in fields(CheckResult)] + ["note"]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    for result in results:
+        writer.writerow(result.as_dict() | {"extra": json.dumps(result.extra, sort_keys=True)})
+    return out.getvalue()
+
+
+def from_csv(text: str) -> list[CheckResult]:
+    types = {f.name: _PARSERS[str(f.type)] for f in fields(CheckResult)}
+    return [CheckResult(**{name: types[name](value) for name, value in row.items()
+                           if name in types})
+            for row in csv.DictReader(io.StringIO(text))]
+
+
+# ------------------------------------------------------------------------------- the table
+
 HEADERS = ("dataset", "checkpoint", "data", "weights", "channel map", "forward pass", "time",
            "peak memory")
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.1f}s" if value < 10 else f"{value:.0f}s"
+
+
+def table_row(result: CheckResult) -> tuple[str, ...]:
+    ran = result.batch_size > 0  # the forward pass ran (passed or judged failed)
+    return (result.dataset, result.model, result.data, result.weights, result.channel_map,
+            result.forward, _seconds(result.seconds) if ran else "-",
+            f"{result.peak_mb:.0f} MB" if ran else "-")
+
+
 def format_table(results: list[CheckResult]) -> str:
-    cells = [HEADERS] + [
-        (r.dataset, r.model, r.data, r.weights, r.channel_map, r.forward,
-         f"{r.seconds:.0f}s" if r.status == OK else "-",
-         f"{r.peak_mb:.0f} MB" if r.status == OK else "-")
-        for r in results
-    ]
-    widths = [max(len(str(row[i])) for row in cells) for i in range(len(HEADERS))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(cells[0], widths, strict=True)).rstrip()]
-    for result, row in zip(results, cells[1:], strict=True):
-        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        lines.extend(f"  {line}" for line in result.note.splitlines())
+    """Aligned columns; under each pair that did not pass (or has a note), its note lines."""
+    rows = [HEADERS] + [table_row(r) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+
+    def line(row):
+        return "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+
+    lines = [line(HEADERS)]
+    for result, row in zip(results, rows[1:], strict=True):
+        lines.append(line(row))
+        lines.extend(f"  {note}" for note in result.note.splitlines())
     return "\n".join(lines)
 
 
 def summary_line(results: list[CheckResult], seconds: float) -> str:
-    counts = {s: sum(r.status == s for r in results) for s in (OK, FAILED, SKIPPED, RULED_OUT)}
-    return (f"{len(results)} pairs: {counts[OK]} ok, {counts[FAILED]} failed, "
-            f"{counts[SKIPPED]} skipped, {counts[RULED_OUT]} ruled out ({seconds:.0f}s)")
+    """`5 pairs: 2 ok, 0 failed, 3 skipped (27s)`, with `, 1 ruled out` when there are any."""
+    count = {s: sum(r.status == s for r in results) for s in (OK, FAILED, SKIPPED, RULED_OUT)}
+    ruled_out = f", {count[RULED_OUT]} ruled out" if count[RULED_OUT] else ""
+    pairs = "pair" if len(results) == 1 else "pairs"
+    return (f"{len(results)} {pairs}: {count[OK]} ok, {count[FAILED]} failed, "
+            f"{count[SKIPPED]} skipped{ruled_out} ({seconds:.0f}s)")
+
+
+def closing_notes(results: list[CheckResult]) -> list[str]:
+    """`note:` and `fix:` lines for a cause several pairs were skipped for (one fix for all)."""
+    skipped = defaultdict(list)
+    for result in results:
+        if result.status == SKIPPED:
+            skipped[result.category].append(result)
+    lines = []
+    weights = skipped.get("weights", [])
+    if len(weights) > 1:
+        paths = ", ".join(sorted({r.extra.get("weights_path", r.model) for r in weights}))
+        lines += [f"note: {len(weights)} checkpoints skipped for missing weights",
+                  f"fix: copy the checkpoints to {paths} "
+                  "(or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)"]
+    by_dataset = defaultdict(list)
+    for result in skipped.get("data", []):
+        by_dataset[result.dataset].append(result)
+    for dataset, pairs in by_dataset.items():
+        if len(pairs) > 1:
+            lines += [f"note: {len(pairs)} pairs skipped: dataset {dataset} is {pairs[0].data}",
+                      f"fix: {pairs[0].fix}"]
+    return lines
 
 
 def exit_code(results: list[CheckResult], strict: bool = False) -> int:
-    """0 when at least one pair passed and none failed (strict: and none skipped)."""
+    """0 when at least one pair passed and none failed (strict: and none skipped), else 1."""
     statuses = [r.status for r in results]
     if FAILED in statuses or OK not in statuses:
         return 1
     return 1 if strict and SKIPPED in statuses else 0
-
-
-def to_csv(results: list[CheckResult]) -> str:
-    frame = pd.DataFrame([r.as_dict() for r in results]).drop(columns=["extra"])
-    return frame.to_csv(index=False)
-
-
-def from_csv(text: str) -> list[CheckResult]:
-    import io
-
-    frame = pd.read_csv(io.StringIO(text), keep_default_na=False)
-    records = frame.drop(columns=["note"]).to_dict("records")
-    return [CheckResult(**record) for record in records]

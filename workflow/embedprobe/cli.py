@@ -116,10 +116,22 @@ def cmd_aggregate(args, config, roots):
 
 
 def cmd_check(args, config, roots):
-    """One pair (the workflow's check job) or every pair of a benchmark (the table)."""
+    """One pair (the workflow's check job) or every pair of a benchmark (the table).
+
+    Results go to stdout (table, JSON or CSV; the summary line closes the table, else it goes to
+    stderr) and each pair's JSON to results/check/; closing `note:`/`fix:` lines go to stderr.
+    """
     import time
 
-    from .check import check_pair, exit_code, format_table, summary_line, to_csv, write_result
+    from .check import (
+        check_pair,
+        closing_notes,
+        exit_code,
+        format_table,
+        summary_line,
+        to_csv,
+        write_result,
+    )
 
     started = time.monotonic()
     if args.benchmark:
@@ -127,23 +139,29 @@ def cmd_check(args, config, roots):
         datasets = [args.dataset] if args.dataset else bench["datasets"]
         models = args.model.split(",") if args.model else bench["models"]
     else:
-        datasets, models = [args.dataset], [args.model]
+        datasets, models = [args.dataset], args.model.split(",")
+    if args.out and len(datasets) * len(models) != 1:
+        raise UsageError("--out names one pair's JSON, but this check has "
+                         f"{len(datasets) * len(models)} pairs",
+                         fix="leave out --out: each pair's JSON goes to results/check/")
     batch = args.batch_size or config.get("embed", {}).get("batch_size", 32)
     results = []
     for dataset in datasets:
         for model in models:
             result = check_pair(config, roots, dataset, model, batch)
             results.append(result)
-            target = (Path(args.out) if args.out and len(datasets) * len(models) == 1
-                      else Path(roots["results_root"]) / "check" / dataset / f"{model}.json")
-            write_result(result, target)
+            write_result(result, Path(args.out) if args.out else
+                         Path(roots["results_root"]) / "check" / dataset / f"{model}.json")
     if args.format == "json":
         print(json.dumps([r.as_dict() for r in results], indent=2))
     elif args.format == "csv":
         print(to_csv(results), end="")
     else:
         print(format_table(results))
-        print(summary_line(results, time.monotonic() - started))
+    print(summary_line(results, time.monotonic() - started),
+          file=sys.stdout if args.format == "table" else sys.stderr)
+    for line in closing_notes(results):
+        print(line, file=sys.stderr)
     return exit_code(results, args.strict)
 
 

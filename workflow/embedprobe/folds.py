@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import UsageError
+
 
 def subject_groups(subjects, n_folds: int = 5, seed: int = 42) -> dict[str, int]:
     """Assign each subject (all of its nights) to one of n_folds groups, deterministically."""
     unique = np.array(sorted(set(subjects)))
     if len(unique) < n_folds:
-        raise ValueError(f"{len(unique)} subjects cannot fill {n_folds} folds")
+        raise UsageError(f"{len(unique)} subjects cannot fill {n_folds} folds",
+                         fix="use a dataset with more subjects or set the benchmark's `folds`")
     order = np.random.default_rng(seed).permutation(len(unique))
     return {str(unique[i]): int(rank % n_folds) for rank, i in enumerate(order)}
 

@@ -1,4 +1,4 @@
-"""Scores for probes: classification (kappa, balanced accuracy, macro F1) and regression (MAE, r, R2).
+"""Probe scores: classification (kappa, balanced accuracy, macro F1), regression (MAE, r, R2).
 
 Plain numpy, with scikit-learn's definitions (the tests check both against hand-computed values):
 labels are non-negative integers; a class absent from both arrays does not count.
@@ -110,7 +110,7 @@ def pearson_r(a, b) -> float:
 
 
 def r2(y_true, y_pred) -> float:
-    """Coefficient of determination 1 - SS_res / SS_tot (constant y_true: 1.0 if exact, else 0.0)."""
+    """1 - SS_res / SS_tot (for a constant y_true: 1.0 if exact, else 0.0, as sklearn)."""
     t, p = _values(y_true, y_pred)
     ss_tot = float(np.sum((t - t.mean()) ** 2))
     ss_res = float(np.sum((t - p) ** 2))

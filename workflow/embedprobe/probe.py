@@ -63,7 +63,7 @@ ALPHA_GRID = (0.1, 1, 5, 10, 20, 30, 50, 100)
 AGE_BINS = (0, 35, 50, 65, 80, 200)
 MAX_ITER = 1000
 TOL = 1e-4
-SEARCH_ROWS = 20_000
+PRECONDITIONER_ROWS = 20_000
 SCORE_CHUNK_ROWS = 16_384
 SOFTMAX_CURVATURE = 0.2
 
@@ -182,8 +182,9 @@ class _Objective:
         return self.last[1]
 
 
-def _fit_softmax(Z, y, n_classes, C, eigen, tol, max_iter, init=None) -> _Fit:
-    """Fit to the criterion max|grad (W, b)| <= tol; `init` = (coef, intercept) warm start."""
+def _fit_softmax(Z, y, n_classes, C, eigen, plan, init=None) -> _Fit:
+    """Fit until max|grad (W, b)| <= plan.tol; `init` = (coef, intercept) to start from."""
+    tol, max_iter = plan.tol, plan.max_iter
     objective = _Objective(Z, y, n_classes, C, eigen)
     p = Z.shape[1]
     if init is None:
@@ -323,6 +324,36 @@ def _stratified_subsample(y: np.ndarray, rows: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(picked))
 
 
+@dataclass
+class _Fold:
+    """One fold's validated splits; y is the class index (into `classes`) of every training row."""
+
+    X_train: np.ndarray
+    y: np.ndarray
+    classes: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    X_test: np.ndarray
+
+
+@dataclass
+class _Plan:
+    grid: tuple[float, ...]
+    n_jobs: int
+    progress: Progress
+    seed: int
+    search_rows: int | None
+    tol: float
+    max_iter: int
+    overwrite: bool
+    done: int = 0
+
+    def step(self, total: int, message: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, total, message)
+
+
 def fit_logistic_probe(
     X_train,
     y_train,
@@ -335,7 +366,7 @@ def fit_logistic_probe(
     n_jobs: int = 1,
     progress: Progress = None,
     seed: int = 0,
-    search_rows: int = SEARCH_ROWS,
+    search_rows: int | None = None,
     tol: float = TOL,
     max_iter: int = MAX_ITER,
     overwrite: bool = False,
@@ -343,15 +374,20 @@ def fit_logistic_probe(
     """Sleep-staging probe of one fold: C chosen on validation kappa, scored on test.
 
     method "fast" (default) or "reference" (module docstring). n_jobs > 1 fits that many C values
-    at once in threads. `overwrite=True` lets the fast method standardise X_train in place (saves
-    one n_train x p float32 copy; the caller's array then holds standardised values).
+    at once in threads. search_rows (fast only): None fits every C on all training rows; a number
+    searches C on that many stratified rows and refits two C values on all rows. overwrite=True
+    lets the fast method standardise X_train in place (saves one n_train x p float32 copy; the
+    caller's array then holds standardised values).
     """
     started = time.perf_counter()
     if method not in ("fast", "reference"):
         raise UsageError(f"unknown probe method {method!r}", fix="use method 'fast' or 'reference'")
     grid = tuple(sorted(float(c) for c in C_grid))
     if not grid or min(grid) <= 0:
-        raise UsageError(f"C grid must hold positive values, got {C_grid!r}")
+        raise UsageError(
+            f"the C grid must hold positive values, got {C_grid!r}",
+            fix=f"use the reference grid {list(C_GRID)}",
+        )
     X_train, y_train = _check_split("train", X_train, y_train, None)
     X_val, y_val = _check_split("validation", X_val, y_val, X_train.shape[1])
     X_test, y_test = _check_split("test", X_test, y_test, X_train.shape[1])
@@ -361,11 +397,9 @@ def fit_logistic_probe(
             f"the training split holds one class only ({classes.tolist()})",
             fix="check the labels of this dataset and the fold assignment",
         )
-    run = _reference if method == "reference" else _fast
-    result = run(
-        X_train, y_index, classes, X_val, y_val, X_test, grid, n_jobs, progress, seed,
-        search_rows, tol, max_iter, overwrite,
-    )  # fmt: skip
+    fold = _Fold(X_train, y_index, classes, X_val, y_val, X_test)
+    plan = _Plan(grid, n_jobs, progress, seed, search_rows, tol, max_iter, overwrite)
+    result = (_reference if method == "reference" else _fast)(fold, plan)
     raw_test = result.pop("raw_test")
     test_pred = classes[raw_test.argmax(axis=1)]
     return LogisticProbeResult(
@@ -379,58 +413,62 @@ def fit_logistic_probe(
     )
 
 
-def _notify(progress: Progress, done: int, total: int, message: str) -> None:
-    if progress is not None:
-        progress(done, total, message)
+def _best_C(kappa_by_C: dict[float, float]) -> float:
+    """Highest validation kappa; the smallest C among exact ties (as an argmax over the grid)."""
+    return max(kappa_by_C, key=lambda C: (kappa_by_C[C], -C))
 
 
-def _fast(X_train, y, classes, X_val, y_val, X_test, grid, n_jobs, progress, seed,
-          search_rows, tol, max_iter, overwrite) -> dict:  # fmt: skip
-    n_classes = len(classes)
-    scaler = Standardizer.fit(X_train)
-    in_place = overwrite and X_train.dtype == np.float32 and X_train.flags.c_contiguous
-    Z = scaler.transform(X_train, out=X_train if in_place else None)
-    subsample = len(y) > search_rows
-    rows = _stratified_subsample(y, search_rows, seed) if subsample else slice(None)
-    Z_search, y_search = (Z[rows], y[rows]) if subsample else (Z, y)
-    eigen = _covariance_eigen(Z_search)
-    total = len(grid) + (2 if subsample else 0)
-    done = 0
+def _fast(fold: _Fold, plan: _Plan) -> dict:
+    n_rows, n_classes = len(fold.y), len(fold.classes)
+    scaler = Standardizer.fit(fold.X_train)
+    X = fold.X_train
+    in_place = plan.overwrite and X.dtype == np.float32 and X.flags.c_contiguous
+    Z = scaler.transform(X, out=X if in_place else None)
+    subsample = plan.search_rows is not None and n_rows > plan.search_rows
+    if subsample:
+        rows = _stratified_subsample(fold.y, plan.search_rows, plan.seed)
+        Z_search, y_search = Z[rows], fold.y[rows]
+        eigen = _covariance_eigen(Z_search)
+    else:
+        Z_search, y_search = Z, fold.y
+        # The preconditioner only needs the covariance roughly: 20,000 rows are plenty.
+        few = _stratified_subsample(fold.y, PRECONDITIONER_ROWS, plan.seed)
+        eigen = _covariance_eigen(Z[few] if n_rows > PRECONDITIONER_ROWS else Z)
+    total = len(plan.grid) + (2 if subsample else 0)
 
-    def val_kappa(fit: _Fit) -> float:
-        raw = _decision(X_val, scaler, fit.coef, fit.intercept)
-        return cohen_kappa(y_val, classes[raw.argmax(axis=1)])
+    def scored(fit: _Fit) -> tuple[_Fit, float]:
+        raw = _decision(fold.X_val, scaler, fit.coef, fit.intercept)
+        return fit, cohen_kappa(fold.y_val, fold.classes[raw.argmax(axis=1)])
 
     def search(C: float) -> tuple[_Fit, float]:
-        nonlocal done
-        fit = _fit_softmax(Z_search, y_search, n_classes, C, eigen, tol, max_iter)
-        kappa = val_kappa(fit)
-        done += 1
-        _notify(progress, done, total, f"C={C:g}: val kappa {kappa:.4f} ({fit.n_iter} it)")
+        fit, kappa = scored(_fit_softmax(Z_search, y_search, n_classes, C, eigen, plan))
+        plan.step(total, f"C={C:g}: val kappa {kappa:.4f} ({fit.n_iter} iterations)")
         return fit, kappa
 
-    searched = dict(zip(grid, _map(search, grid, n_jobs), strict=True))
+    searched = dict(zip(plan.grid, _map(search, plan.grid, plan.n_jobs), strict=True))
     kappas = {C: k for C, (_, k) in searched.items()}
-    best = max(grid, key=lambda C: (kappas[C], -C))  # first (smallest) C among ties
     refits: dict[float, tuple[_Fit, float]] = {}
     if subsample:
-        candidates = [C for C in grid if C >= best][:2]
-        for C in candidates:
-            fit = _fit_softmax(
-                Z, y, n_classes, C, eigen, tol, max_iter, init=(searched[C][0].coef,
-                                                                  searched[C][0].intercept)
-            )
-            refits[C] = (fit, val_kappa(fit))
-            done += 1
-            _notify(progress, done, total, f"refit C={C:g} on all {len(y)} rows: "
-                    f"val kappa {refits[C][1]:.4f} ({fit.n_iter} it)")  # fmt: skip
-        chosen = max(refits, key=lambda C: (refits[C][1], -C))
-        final, final_kappa = refits[chosen]
-    else:
-        chosen = best
-        final, final_kappa = searched[best]
+        # A subsample's noisier fits favour a little more regularisation than all rows do:
+        # refit its best C and the next larger one, each from its own subsample solution.
+        best = _best_C(kappas)
+        for C in [C for C in plan.grid if C >= best][:2]:
+            start = (searched[C][0].coef, searched[C][0].intercept)
+            refits[C] = scored(_fit_softmax(Z, fold.y, n_classes, C, eigen, plan, start))
+            fit, kappa = refits[C]
+            plan.step(total, f"C={C:g} on all {n_rows} rows: val kappa {kappa:.4f} "
+                      f"({fit.n_iter} iterations)")  # fmt: skip
+    finalists = refits or searched
+    chosen = _best_C({C: k for C, (_, k) in finalists.items()})
+    final, final_kappa = finalists[chosen]
     converged = {C: f.converged for C, (f, _) in searched.items()}
     converged.update({C: f.converged for C, (f, _) in refits.items()})
+    where = (
+        f"C search on {len(y_search)} stratified training rows, refit of "
+        f"{len(refits)} C values on all {n_rows}"
+        if subsample
+        else f"every C on all {n_rows} training rows"
+    )
     return {
         "chosen_C": chosen,
         "val_kappa_by_C": kappas,
@@ -440,48 +478,45 @@ def _fast(X_train, y, classes, X_val, y_val, X_test, grid, n_jobs, progress, see
         "refit_iterations_by_C": {C: f.n_iter for C, (f, _) in refits.items()},
         "converged_by_C": converged,
         "search_rows": int(len(y_search)),
-        "criterion": f"max|grad(W,b)| <= {tol:g} of mean cross-entropy + ||W||^2/(2Cn), "
-        f"max_iter {max_iter}; C search on {len(y_search)} stratified training rows, "
-        f"refit on {len(y)}",
-        "raw_test": _decision(X_test, scaler, final.coef, final.intercept),
+        "criterion": f"preconditioned L-BFGS until max|grad(W,b)| <= {plan.tol:g} of mean "
+        f"cross-entropy + ||W||^2/(2 C n), from zero, max_iter {plan.max_iter}; {where}",
+        "raw_test": _decision(fold.X_test, scaler, final.coef, final.intercept),
     }
 
 
-def _reference(X_train, y, classes, X_val, y_val, X_test, grid, n_jobs, progress, seed,
-               search_rows, tol, max_iter, overwrite) -> dict:  # fmt: skip
-    """The straightforward protocol: StandardScaler, one independent lbfgs fit per C."""
+def _reference(fold: _Fold, plan: _Plan) -> dict:
+    """The straightforward protocol: StandardScaler, one independent sklearn lbfgs fit per C."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    scaler = StandardScaler().fit(X_train)
-    Z_train, Z_val = scaler.transform(X_train), scaler.transform(X_val)
-    done = 0
+    scaler = StandardScaler().fit(fold.X_train)
+    Z_train, Z_val = scaler.transform(fold.X_train), scaler.transform(fold.X_val)
 
     def fit(C: float):
-        nonlocal done
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = LogisticRegression(C=C, max_iter=max_iter, tol=tol).fit(Z_train, y)
-        kappa = cohen_kappa(y_val, classes[model.predict(Z_val)])
-        done += 1
-        _notify(progress, done, len(grid), f"C={C:g}: val kappa {kappa:.4f}")
+            model = LogisticRegression(C=C, max_iter=plan.max_iter, tol=plan.tol)
+            model.fit(Z_train, fold.y)
+        kappa = cohen_kappa(fold.y_val, fold.classes[model.predict(Z_val)])
+        plan.step(len(plan.grid), f"C={C:g}: val kappa {kappa:.4f} ({model.n_iter_[0]} iterations)")
         return model, kappa
 
-    fitted = dict(zip(grid, _map(fit, grid, n_jobs), strict=True))
+    fitted = dict(zip(plan.grid, _map(fit, plan.grid, plan.n_jobs), strict=True))
     kappas = {C: k for C, (_, k) in fitted.items()}
-    chosen = max(grid, key=lambda C: (kappas[C], -C))
-    model = fitted[chosen][0]
+    chosen = _best_C(kappas)
     iterations = {C: int(m.n_iter_[0]) for C, (m, _) in fitted.items()}
+    raw_test = fitted[chosen][0].decision_function(scaler.transform(fold.X_test))
     return {
         "chosen_C": chosen,
         "val_kappa_by_C": kappas,
         "iterations_by_C": iterations,
         "val_kappa": kappas[chosen],
-        "converged_by_C": {C: i < max_iter for C, i in iterations.items()},
-        "search_rows": int(len(y)),
-        "criterion": f"sklearn lbfgs tol {tol:g}, max_iter {max_iter}, every C on all rows",
-        "raw_test": model.decision_function(scaler.transform(X_test)).astype(np.float32),
+        "converged_by_C": {C: i < plan.max_iter for C, i in iterations.items()},
+        "search_rows": int(len(fold.y)),
+        "criterion": f"sklearn lbfgs tol {plan.tol:g}, max_iter {plan.max_iter}, from zero, "
+        f"every C on all {len(fold.y)} training rows",
+        "raw_test": raw_test.astype(np.float32),
     }
 
 
@@ -555,7 +590,8 @@ def _choose_alpha(X, ages, strata, alpha_grid, n_folds, seed) -> tuple[float, di
     for test in folds:
         train = np.setdiff1d(np.arange(len(ages)), test)
         for alpha in errors:
-            errors[alpha].append(mae(ages[test], _ridge_predict(X[train], ages[train], X[test], alpha)))
+            predicted = _ridge_predict(X[train], ages[train], X[test], alpha)
+            errors[alpha].append(mae(ages[test], predicted))
     mean_error = {alpha: float(np.mean(e)) for alpha, e in errors.items()}
     return min(mean_error, key=mean_error.get), mean_error
 
@@ -601,7 +637,8 @@ def fit_age_probe(
         inner.append(inner_error)
         fold_mae.append(mae(ages[test], predictions[test]))
         baseline.append(np.abs(ages[test] - ages[train].mean()))
-        _notify(progress, k + 1, n_outer, f"outer fold {k}: alpha {alpha:g}, MAE {fold_mae[-1]:.2f}")
+        if progress is not None:
+            progress(k + 1, n_outer, f"outer fold {k}: alpha {alpha:g}, MAE {fold_mae[-1]:.2f}")
     final_alpha, _ = _choose_alpha(X, ages, strata, alpha_grid, n_outer, seed)
     return RidgeProbeResult(
         predictions=predictions,

@@ -74,11 +74,20 @@ def benchmark_targets(config: dict, roots: dict, benchmark: str) -> list[str]:
     return [f"{roots['results_root']}/{benchmark}/{d}/results.tsv" for d in bench["datasets"]]
 
 
+def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
+    """The benchmark's models for this dataset, less those its channel map rules out."""
+    from .channel_maps import channel_plan
+
+    models = config["benchmarks"][benchmark]["models"]
+    return [m for m in models
+            if not exit_on_error(channel_plan, dataset, config["models"][m]["family"]).ruled_out]
+
+
 def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> list[str]:
     bench = config["benchmarks"][benchmark]
     return [
         f"{roots['results_root']}/{benchmark}/{dataset}/{model}/fold{k}.json"
-        for model in bench["models"]
+        for model in runnable_models(config, benchmark, dataset)
         for k in range(bench.get("folds", 5))
     ]
 
