@@ -16,6 +16,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/check.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/probe.smk"
+include: "workflow/rules/report.smk"
 
 
 rule sleep_stage:
@@ -23,6 +24,11 @@ rule sleep_stage:
         benchmark_targets(config, ROOTS, "sleep_stage"),
 
 
+rule brain_age:
+    input:
+        benchmark_targets(config, ROOTS, "brain_age"),
+
+
 rule demo:
     input:
-        benchmark_targets(config, ROOTS, "demo"),
+        benchmark_targets(config, ROOTS, "demo", "demo_brain_age"),

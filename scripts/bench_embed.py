@@ -14,7 +14,7 @@ Target: embed / forward throughput >= 0.9.
 
 Usage: python scripts/bench_embed.py [--models biot_random cbramod_random] [--subjects 4]
            [--nights 1] [--hours 0.5] [--batch-size 32] [--threads 2] [--reader-threads 2]
-           [--repeats 1] [--workdir DIR] [--profile OUT.prof]
+           [--repeats 2] [--workdir DIR] [--profile OUT.prof]
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                         help="torch threads (default: the CPUs this process may use)")
     parser.add_argument("--reader-threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=1,
+    parser.add_argument("--repeats", type=int, default=2,
                         help="embed runs per model (forward runs: one more)")
     parser.add_argument("--workdir", type=Path, help="keep the demo and caches here")
     parser.add_argument("--profile", help="write cProfile stats of the first embed to PATH.MODEL")

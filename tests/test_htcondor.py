@@ -49,8 +49,10 @@ def condor_run(tmp_path_factory):
     record = workdir / "submits.jsonl"
     target = workdir / "cache/embeddings/sleep_edf_demo/biot_random.h5"
     run = snakemake(
-        workdir, "--profile", str(PROJECT / "profiles/htcondor"), "--configfile", str(configfile),
+        workdir, "--profile", str(PROJECT / "profiles/htcondor"), f"--configfile={configfile}",
         "--seconds-between-status-checks", "1", str(target), timeout=600,
+        # The profile's `config:` mapping is replaced by the --config the helper passes (roots).
+        config=["memory_on_cluster=True"],
         env_extra={"PYTHONPATH": str(FAKE_SCHEDD), "CONDOR_CONFIG": "/dev/null",
                    "FAKE_HTCONDOR_RECORD": str(record), **SECRETS})
     submits = [json.loads(line) for line in record.read_text().splitlines()] \
@@ -77,6 +79,7 @@ def test_embed_asks_for_the_preflight_estimate_and_its_threads(condor_run):
         (workdir / "results/preflight/sleep_edf_demo/biot_random.json").read_text())
     (embed,) = submits_of(submits, "embed")
     assert memory_mb(embed["request_memory"]) == preflight["jobs"]["embed"]["request_mb"]
+    assert preflight["jobs"]["embed"]["terms"]["scheduler processes"] > 0  # memory_on_cluster
     assert embed["request_cpus"] == "2"  # config/config.yaml embed.threads
     assert "request_gpus" not in embed  # a CPU run asks for no GPU
 

@@ -9,7 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-METRICS = {"sleep_staging": ["kappa", "balanced_accuracy", "macro_f1"]}
+# The first metric of each task is its headline.
+METRICS = {
+    "sleep_staging": ["kappa", "balanced_accuracy", "macro_f1"],
+    "brain_age": ["mae", "pearson_r", "r2"],
+}
+CHOSEN = {"sleep_staging": "C", "brain_age": "alpha"}
 
 
 def aggregate_folds(fold_paths: list[Path], task: str, expected: int) -> pd.DataFrame:
@@ -19,15 +24,16 @@ def aggregate_folds(fold_paths: list[Path], task: str, expected: int) -> pd.Data
     for record in records:
         by_pair.setdefault((record["dataset"], record["model"]), []).append(record)
     for (dataset, model), folds in sorted(by_pair.items()):
-        ok = [f for f in folds if f.get("status") == "ok"]
+        ok = sorted((f for f in folds if f.get("status") == "ok"), key=lambda f: f["fold"])
         row = {"dataset": dataset, "model": model, "folds": f"{len(ok)}/{expected}"}
         for metric in METRICS[task]:
             values = np.array([f["metrics"][metric] for f in ok], dtype=float)
             row[f"{metric}_mean"] = round(float(values.mean()), 4) if len(values) else np.nan
             row[f"{metric}_sd"] = round(float(values.std(ddof=1)), 4) if len(values) > 1 else 0.0
-        chosen = Counter(f["chosen_C"] for f in ok)
-        row["chosen_C"] = ",".join(f"{c:g}" for c in (f["chosen_C"] for f in ok))
-        row["chosen_C_mode"] = chosen.most_common(1)[0][0] if chosen else np.nan
+        chosen = [f["chosen"] for f in ok]
+        row["chosen"] = ",".join(f"{c:g}" for c in chosen)
+        row["chosen_mode"] = Counter(chosen).most_common(1)[0][0] if chosen else np.nan
+        row["chosen_name"] = CHOSEN[task]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -35,11 +41,11 @@ def aggregate_folds(fold_paths: list[Path], task: str, expected: int) -> pd.Data
 def format_table(table: pd.DataFrame, task: str, benchmark: str) -> str:
     headline = METRICS[task][0]
     lines = [f"{benchmark}: {headline} mean +- SD over folds",
-             f"{'dataset':<22} {'model':<18} {headline:>16} {'folds':>6}  chosen C"]
+             f"{'dataset':<22} {'model':<18} {headline:>16} {'folds':>6}  chosen {CHOSEN[task]}"]
     for row in table.itertuples():
         score = f"{getattr(row, headline + '_mean'):.3f} +- {getattr(row, headline + '_sd'):.3f}"
         lines.append(f"{row.dataset:<22} {row.model:<18} {score:>16} {row.folds:>6}  "
-                     f"{row.chosen_C}")
+                     f"{row.chosen}")
     return "\n".join(lines)
 
 

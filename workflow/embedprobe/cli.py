@@ -165,6 +165,28 @@ def cmd_check(args, config, roots):
     return exit_code(results, args.strict)
 
 
+def cmd_summary(args, config, roots):
+    import pandas as pd
+
+    from .report import plot_scores, summary_markdown
+
+    bench = lookup(config, "benchmarks", args.benchmark)
+    tables = {}
+    for path in args.tables:
+        table = pd.read_csv(path, sep="\t")
+        tables[str(table["dataset"].iloc[0]) if len(table) else Path(path).parent.name] = table
+    markdown = summary_markdown(tables, bench["task"], args.benchmark)
+    Path(args.out).write_text(markdown)
+    plot_scores(tables, bench["task"], args.benchmark, Path(args.figure))
+    print(markdown)
+
+
+def cmd_confusion(args, config, roots):
+    from .report import plot_confusion
+
+    plot_confusion([Path(p) for p in args.predictions], args.title, Path(args.out))
+
+
 COMMANDS = {
     "demo-data": cmd_demo_data,
     "index": cmd_index,
@@ -173,6 +195,8 @@ COMMANDS = {
     "aggregate": cmd_aggregate,
     "check": cmd_check,
     "preflight": cmd_preflight,
+    "summary": cmd_summary,
+    "confusion": cmd_confusion,
 }
 
 
@@ -223,6 +247,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int)
     p.add_argument("--strict", action="store_true", help="a skipped pair counts as a failure")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+
+    p = sub.add_parser("summary", help="a benchmark's results tables -> summary.md + figure")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--figure", required=True)
+    p.add_argument("tables", nargs="+")
+
+    p = sub.add_parser("confusion", help="sleep-staging confusion matrix over the test folds")
+    p.add_argument("--title", default="")
+    p.add_argument("--out", required=True)
+    p.add_argument("predictions", nargs="+")
 
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
     p.add_argument("--benchmark", required=True)

@@ -6,42 +6,42 @@ StandardScaler fitted on the training split, then one multinomial LogisticRegres
 max_iter=1000, tol=1e-4) per C in C_GRID, C chosen on validation Cohen's kappa, the chosen model
 scored on test. `method="reference"` runs exactly that with scikit-learn, one independent fit per C.
 
-`method="fast"`: the same objective, the same stopping rule, far fewer passes over the data
--------------------------------------------------------------------------------------------
-Objective (identical to scikit-learn's for every fit):
-    mean cross-entropy of softmax(W z + b) over the rows fitted + ||W||^2 / (2 C n_rows)
-Convergence criterion (identical to scikit-learn's gtol, checked after every iteration):
-    max |gradient of that objective w.r.t. (W, b)| <= tol (default 1e-4), at most 1000 iterations.
-Steps:
-1. C search on a stratified subsample of the training rows (`search_rows`, default 20,000; the
-   class shares of the training split are kept). Every C of the grid is an independent fit from
-   zero on that subsample, run to the criterion above, and scored by kappa on the FULL validation
-   split. These are the `val_kappa_by_C` / `iterations_by_C` of the result.
-2. Refit on the full training split: the search's best C and the next larger C of the grid (a
-   subsample's noisier fits favour a little more regularisation than the full data does), each
-   warm-started from its own subsample solution and run to the same criterion. The refit with the
-   better full-validation kappa is the answer (`refit_val_kappa_by_C`, `refit_iterations_by_C`).
-   When the training split has no more than `search_rows` rows the search fits are the final fits.
-3. What makes each fit cheap is the solver, not a looser rule: L-BFGS on a preconditioned
-   parameterisation W = M V S. S = diag((k*lambda + 1/(C n))^-1/2) Q^T whitens the curvature
-   (Q, lambda: eigenvectors/values of the standardised training covariance, estimated on the
-   subsample; k = 0.2 approximates the softmax curvature), and M is an orthonormal basis of the
-   sum-to-zero class contrasts (the optimum has class-wise zero-sum weights; the common direction
-   only has the tiny penalty curvature and would stall L-BFGS). The objective and the gradient
-   tested by the criterion are those of the original (W, b).
-"Same answer" (checked by tests/test_probe.py and scripts/bench_probe.py): test kappa within 0.005
-of the reference protocol's, and the chosen C's reference validation kappa within 0.002 of the best
-reference validation kappa over the grid.
+`method="fast"` (default): the same fits, far fewer passes over the data
+--------------------------------------------------------------------------
+Every C of the grid is fitted from zero on ALL training rows, to this criterion:
+    objective  mean cross-entropy of softmax(W z + b) + ||W||^2 / (2 C n)   (scikit-learn's)
+    stop when  max |gradient of the objective w.r.t. (W, b)| <= tol = 1e-4 (scikit-learn's gtol),
+               checked after every iteration; at most 1000 iterations.
+C is chosen on validation kappa (first best), as the reference does. What changes is only the path
+to the optimum: L-BFGS on a preconditioned parameterisation W = M V S, where
+  * S = diag((k lambda + 1/(C n))^-1/2) Q^T whitens the curvature: Q, lambda are the eigenvectors
+    and eigenvalues of the standardised training covariance (estimated on 20,000 stratified rows;
+    it only steers the path, not the optimum), k = 0.2 approximates the softmax curvature. Plain
+    lbfgs on correlated embeddings crawls along the weak directions (hundreds of iterations); here
+    a fit takes 10-20 iterations.
+  * M is an orthonormal basis of the class contrasts (sum-to-zero over classes): the optimum has
+    zero-sum class weights, and the common direction, which only has the tiny penalty curvature
+    1/(C n), would stall L-BFGS.
+The objective and the gradient the criterion tests are those of the original (W, b), so the fits
+reach scikit-learn's own stopping rule (tests check they end at an objective no higher than
+scikit-learn's). `search_rows=N` adds a cheaper variant: every C fitted to the criterion on N
+stratified training rows, then the best C and the next larger C refitted on all rows from their
+subsample solutions, the better full-data validation kappa wins.
+"Same answer" (tests/test_probe.py, scripts/bench_probe.py): test kappa within 0.005 of the
+reference's, and the chosen C's reference validation kappa within 0.002 of the best reference
+validation kappa over the grid.
 
-Memory (n x p float32 matrices alive at the peak of `fit_logistic_probe`, beyond the caller's
-X_train/X_val/X_test): fast: one standardised copy of X_train (none with `overwrite=True` and
-float32 C-contiguous input), one search_rows x p subsample, chunks of 16,384 rows for
-validation/test scoring, a few n x n_classes float32 buffers per loss evaluation. reference: the
-standardised copies of all three splits (float32), plus StandardScaler.fit's transient float64
-n_train x p temporary.
+Memory (beyond the caller's X_train/X_val/X_test, at the peak of `fit_logistic_probe`):
+  fast: one standardised float32 copy of X_train (none with overwrite=True and float32
+  C-contiguous input) + a transient 20,000 x p float32 row sample for the covariance + about
+  8 float32 n_train x n_classes buffers per loss evaluation (x n_jobs); validation and test are
+  standardised 16,384 rows at a time, never copied whole. No float64 n x p array anywhere.
+  reference: float32 standardised copies of all three splits, plus StandardScaler.fit's transient
+  float64 n_train x p temporary (scikit-learn computes the variance of float32 input in float64).
 
-Brain age: StandardScaler + Ridge, alpha from ALPHA_GRID by inner 4-fold CV (lowest MAE), outer
-4-fold CV stratified on AGE_BINS gives an out-of-fold prediction for every subject.
+Brain age: StandardScaler + Ridge, alpha from ALPHA_GRID by inner 4-fold CV (lowest mean MAE),
+outer 4-fold CV stratified on AGE_BINS gives an out-of-fold prediction for every subject; the
+scaler is fitted inside every training split.
 """
 
 from __future__ import annotations

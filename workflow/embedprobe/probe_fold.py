@@ -47,6 +47,7 @@ def run_probe_fold(config: dict, benchmark: str, dataset: str, model: str, embed
         "n_val": int(masks["val"].sum()),
         "n_test": int(masks["test"].sum()),
         "test_subjects": sorted(windows["subject"][masks["test"]].unique().tolist()),
+        "chosen": result.chosen_C,
         "chosen_C": result.chosen_C,
         "val_kappa": result.val_kappa,
         "val_kappa_by_C": {str(c): k for c, k in result.val_kappa_by_C.items()},

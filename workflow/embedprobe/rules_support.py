@@ -69,9 +69,29 @@ def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> s
     return json.dumps(sliced, sort_keys=True)
 
 
-def benchmark_targets(config: dict, roots: dict, benchmark: str) -> list[str]:
+def benchmark_tables(config: dict, roots: dict, benchmark: str) -> list[str]:
     bench = config["benchmarks"][benchmark]
     return [f"{roots['results_root']}/{benchmark}/{d}/results.tsv" for d in bench["datasets"]]
+
+
+def benchmark_targets(config: dict, roots: dict, *benchmarks: str) -> list[str]:
+    """Each benchmark's summary and figures (which pull in every fold of every pair)."""
+    targets = []
+    for benchmark in benchmarks:
+        bench = config["benchmarks"][benchmark]
+        results = roots["results_root"]
+        targets += [f"{results}/{benchmark}/summary.md",
+                    f"{results}/{benchmark}/figures/scores.png"]
+        if bench["task"] == "sleep_staging":
+            targets += [f"{results}/{benchmark}/{d}/{m}/confusion.png" for d in bench["datasets"]
+                        for m in runnable_models(config, benchmark, d)]
+    return targets
+
+
+def fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, model: str):
+    folds = config["benchmarks"][benchmark].get("folds", 5)
+    return [f"{roots['results_root']}/{benchmark}/{dataset}/{model}/fold{k}.npz"
+            for k in range(folds)]
 
 
 def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:

@@ -6,9 +6,11 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 CONDA_ENV = "../../envs/embedprobe.yaml"
 
 from embedprobe.rules_support import (
+    benchmark_tables,
     benchmark_targets,
     expose_cli,
     checked_roots,
+    fold_predictions,
     fold_results,
     generated_datasets,
     index_inputs,

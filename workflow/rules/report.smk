@@ -1,0 +1,56 @@
+rule confusion:
+    input:
+        lambda w: fold_predictions(config, ROOTS, w.benchmark, w.dataset, w.model),
+    output:
+        report(
+            f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/confusion.png",
+            caption="../report/confusion.rst",
+            category="{benchmark}",
+            subcategory="confusion matrices",
+        ),
+    log:
+        f"{RESULTS}/logs/confusion/{{benchmark}}/{{dataset}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/confusion/{{benchmark}}/{{dataset}}/{{model}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=config["memory_small_job_mb"],
+        htcondor_request_mem_mb=config["memory_small_job_mb"],
+        runtime=10,
+    shell:
+        "embedprobe confusion --title '{wildcards.dataset} {wildcards.model}'"
+        " --out {output} {input} 2> {log}"
+
+
+rule summary:
+    input:
+        lambda w: benchmark_tables(config, ROOTS, w.benchmark),
+    output:
+        summary=report(
+            f"{RESULTS}/{{benchmark}}/summary.md",
+            caption="../report/summary.rst",
+            category="{benchmark}",
+        ),
+        scores=report(
+            f"{RESULTS}/{{benchmark}}/figures/scores.png",
+            caption="../report/scores.rst",
+            category="{benchmark}",
+        ),
+    log:
+        f"{RESULTS}/logs/summary/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/summary/{{benchmark}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=config["memory_small_job_mb"],
+        htcondor_request_mem_mb=config["memory_small_job_mb"],
+        runtime=10,
+    params:
+        job=lambda w: job_config_json(config, w.benchmark),
+    shell:
+        "embedprobe --job-config {params.job:q} summary --benchmark {wildcards.benchmark}"
+        " --out {output.summary} --figure {output.scores} {input} 2>&1 | tee {log}"
