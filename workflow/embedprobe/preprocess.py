@@ -27,8 +27,9 @@ def cut_windows(signals: np.ndarray, starts: np.ndarray, length: int) -> np.ndar
             f"({signals.shape[-1]} samples)",
             fix="rebuild the window index: it no longer matches the recording",
         )
-    index = starts[:, None] + np.arange(length)[None, :]
-    return np.ascontiguousarray(signals[:, index].transpose(1, 0, 2))
+    # A strided view selects the windows without building an index array of every sample.
+    view = np.lib.stride_tricks.sliding_window_view(signals, length, axis=-1)
+    return np.ascontiguousarray(view[:, starts].transpose(1, 0, 2))
 
 
 def scale(windows: np.ndarray, scaling: str) -> np.ndarray:
