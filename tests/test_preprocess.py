@@ -2,6 +2,7 @@ import io
 
 import numpy as np
 import pytest
+
 from embedprobe.errors import UsageError
 from embedprobe.preprocess import cut_windows, resample, scale, split_subwindows
 from embedprobe.progress import Progress
