@@ -1,18 +1,30 @@
 #!/usr/bin/env python
-"""Fit the memory calibration table from measured peaks of real step code.
+"""Fit the memory calibration table from measured peaks of the project's real jobs.
 
-Each workload runs in its own child process (memory.run_measured) on synthetic inputs of several
-sizes: the real library calls of each step (MNE reading an EDF file, embedprobe.preprocess,
-braindecode BIOT under inference_mode, h5py writes and chunked reads, StandardScaler +
-LogisticRegression(lbfgs) with joblib parallel fits, Ridge in primal and dual form). Peaks are
-the kernel's high-water marks: ru_maxrss of the child from wait4, and for a stage inside a child
-the growth of VmHWM after resetting it (memory.measure_peak_growth). Constants are fitted by
-non-negative least squares; the table is written with the environment it was measured in, and a
-drift table against the table it replaces is printed (constants that rose and that fell).
+Every workload is the code a workflow job runs, in its own child process, measured by the kernel
+(memory.run_measured: the child's ru_maxrss from wait4):
+
+  embed           `embedprobe check`, then `embedprobe embed` (run_embed: reader threads, the
+                  Encoder, preprocessing, the HDF5 store) on generated Sleep-EDF demo nights;
+                  its inputs are the ones preflight builds from the check JSON and the index
+                  (preflight.embed_inputs)
+  probe_logistic  `embedprobe probe` (probe_fold -> probe.fit_logistic_probe, the fast method)
+                  on an HDF5 store of hard synthetic embeddings; inputs from
+                  preflight.probe_inputs
+  probe_ridge     probe.fit_age_fold (StandardScaler + Ridge, alpha by inner CV, refit) on
+                  subject means, split into training and test subjects as probe_fold does
+  aggregate       EmbeddingStore.mean_by("subject") on a store (the brain-age job's first part)
+
+Baselines are measured: a child that imports what the step's job imports. The other constants are
+fitted by non-negative least squares of each job's whole measured peak on the job's own formula
+(estimates.FORMULAS): the total is linear in each fitted constant, so the fit evaluates the very
+terms the estimate uses. The sizes here differ from the ones scripts/validate_memory.py checks.
+The table is written with the environment it was measured in, and a drift table against the
+table it replaces is printed (constants that rose and that fell).
 
 Usage:
-  python scripts/calibrate_memory.py --quick          # < 2 minutes; the shipped table
-  python scripts/calibrate_memory.py                  # larger sizes, more runs
+  python scripts/calibrate_memory.py --quick          # ~4 minutes on 2 cores; the shipped table
+  python scripts/calibrate_memory.py                  # more and larger runs
   python scripts/calibrate_memory.py --quick --out /tmp/cal.yaml --no-drift
 """
 
@@ -26,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -40,21 +52,221 @@ from embedprobe import estimates, memory  # noqa: E402
 
 RESULT_TAG = "RESULT "
 MiB = estimates.MiB
-BIOT_SFREQ = 200
-BIOT_TIMES = 6000  # 30 s at 200 Hz
-BIOT_CHANNELS = 2
+DEMO_DATASET = "sleep_edf_demo"
+PROBE_BENCHMARK = "demo"  # sleep staging: 5 subject folds, the reference C grid
+AGE_BENCHMARK = "demo_brain_age"
+NIGHTS_PER_SUBJECT = 2
+WINDOWS_PER_NIGHT = 1000  # a Sleep-EDF night holds ~800-1100 scored 30 s windows
+CHILD_TIMEOUT_S = 900
 
-# What each step imports: the interpreter-and-libraries baseline of its jobs.
+# What each step's job imports: the interpreter-and-libraries baseline of its jobs.
 STEP_IMPORTS = {
-    "embed": "import numpy, pandas, scipy.signal, h5py, mne, torch, braindecode.models, "
-             "embedprobe.preprocess; torch.ones(8) @ torch.ones(8)",
-    "probe": "import numpy, pandas, h5py, joblib, sklearn.linear_model, sklearn.preprocessing, "
-             "sklearn.metrics",
-    "aggregate": "import numpy, pandas, h5py",
+    "embed": "import torch, mne, braindecode.models, embedprobe.cli, embedprobe.embed, "
+             "embedprobe.runs; torch.ones(8) @ torch.ones(8)",
+    "probe": "import sklearn.linear_model, sklearn.preprocessing, embedprobe.cli, "
+             "embedprobe.probe_fold, embedprobe.runs",
 }
 
 
-# ============================================================== child side: the workloads
+# ====================================================================== the real jobs
+
+
+def job_env() -> dict:
+    """The children's environment: the package on the path, no hub look-ups."""
+    return {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
+
+
+def cli_argv(config: dict, *args) -> list[str]:
+    """`embedprobe --job-config JSON ...` as the workflow's rules run it."""
+    return [sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(config),
+            *map(str, args)]
+
+
+def measure(argv: list[str], label: str) -> memory.MeasuredRun:
+    """Run one child to its end and return it with its kernel-measured peak; failures raise."""
+    run = memory.run_measured(argv, timeout=CHILD_TIMEOUT_S, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=job_env())
+    if not run.ok:
+        reason = f"signal {memory.signal_name(run.killed_by_signal)}" \
+            if run.killed_by_signal else f"exit {run.returncode}"
+        raise RuntimeError(f"{label} failed ({reason}):\n{(run.stderr or '')[-3000:]}")
+    return run
+
+
+def child_argv(workload: str, params: dict) -> list[str]:
+    """A workload of this script's child side (ridge, subject means, imports)."""
+    return [sys.executable, str(Path(__file__).resolve()), "--child", workload,
+            "--params", json.dumps(params)]
+
+
+def child_result(run: memory.MeasuredRun) -> dict:
+    line = [row for row in run.stdout.splitlines() if row.startswith(RESULT_TAG)][-1]
+    return json.loads(line[len(RESULT_TAG):])
+
+
+def write_estimate(path: Path, key: str, estimate) -> Path:
+    """A preflight-style JSON with one job, so the job reads its knobs as in the workflow."""
+    path.write_text(json.dumps({"jobs": {key: estimate.as_dict()}}))
+    return path
+
+
+@dataclass
+class DemoSet:
+    """A generated Sleep-EDF demo dataset, its window index and the job config that finds it."""
+
+    config: dict
+    roots: dict
+    index: Path
+    n_windows: int
+    hours: float
+
+    @property
+    def folder(self) -> Path:
+        return self.index.parent
+
+
+def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> DemoSet:
+    """Write `subjects` x `nights` demo nights of `hours` of sleep and their window index.
+
+    Four nights at least: embed holds reader_threads + 2 nights at once (two reading, one
+    queued, one being batched), so a smaller dataset never reaches the peak a real one does.
+    """
+    from embedprobe.config import load_config, resolve_roots
+    from embedprobe.datasets.registry import dataset_root
+    from embedprobe.demo_data import generate
+    from embedprobe.windows import build_index, write_index
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = load_config()
+    for key in ("data_root", "cache_root", "results_root", "weights_root"):
+        config[key] = str(folder / key.removesuffix("_root"))
+    config["datasets"][DEMO_DATASET].update(
+        expected_recordings=subjects * nights,
+        generator={"subjects": subjects, "nights": nights, "hours": hours, "seed": 0})
+    roots = resolve_roots(config)
+    index = folder / "index.tsv"
+    if not index.is_file():
+        generate(dataset_root(config, roots, DEMO_DATASET), subjects, nights, hours)
+        write_index(build_index(config, roots, DEMO_DATASET), index)
+    from embedprobe.windows import read_index
+
+    return DemoSet(config, roots, index, len(read_index(index)), hours)
+
+
+def run_check(demo: DemoSet, model: str):
+    """The workflow's check job for (demo, model) in its own process; its CheckResult."""
+    from embedprobe.check import OK, read_result
+
+    path = demo.folder / "check" / f"{model}.json"
+    if not path.is_file():
+        argv = cli_argv(demo.config, "check", "--dataset", DEMO_DATASET, "--model", model,
+                        "--out", path)
+        done = subprocess.run(argv, env=job_env(), capture_output=True, text=True,
+                              timeout=CHILD_TIMEOUT_S)
+        if not path.is_file():
+            raise RuntimeError(f"check {model} wrote no result:\n{done.stderr[-3000:]}")
+    result = read_result(path)
+    if result.status != OK:
+        raise RuntimeError(f"check {model}: {result.status}: {result.reason}")
+    return path, result
+
+
+def embed_inputs(demo: DemoSet, check) -> dict:
+    """The embed job's estimate inputs exactly as preflight builds them."""
+    from embedprobe.preflight import embed_inputs as preflight_embed_inputs
+
+    return preflight_embed_inputs(demo.config, demo.roots, DEMO_DATASET, check, demo.n_windows)
+
+
+def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> list[str]:
+    """The workflow's embed job (knobs from the estimate JSON, torch threads from the config)."""
+    out.unlink(missing_ok=True)
+    return cli_argv(demo.config, "embed", "--dataset", DEMO_DATASET, "--model", model,
+                    "--index", demo.index, "--out", out, "--estimate", estimate_path,
+                    "--threads", demo.config["embed"]["threads"])
+
+
+def window_table(labels: np.ndarray):
+    """A Sleep-EDF-like window table: WINDOWS_PER_NIGHT windows a night, two nights a subject."""
+    import pandas as pd
+
+    night = np.arange(len(labels)) // WINDOWS_PER_NIGHT
+    subject = [f"SC4{n // NIGHTS_PER_SUBJECT:03d}" for n in night]
+    return pd.DataFrame({
+        "recording": [f"{s}{n % NIGHTS_PER_SUBJECT + 1}E0" for s, n in zip(subject, night,
+                                                                            strict=True)],
+        "subject": subject,
+        "start": (np.arange(len(labels)) % WINDOWS_PER_NIGHT) * 3000,
+        "label": labels.astype(np.int8),
+    })
+
+
+def write_store(path: Path, X: np.ndarray, labels: np.ndarray) -> list[str]:
+    """A finished embedding cache of X (as embed writes it); returns its subject column."""
+    from embedprobe import __version__, cache
+
+    table = window_table(labels)
+    if not path.is_file():
+        identity = cache.CacheIdentity(
+            dataset=DEMO_DATASET, model="synthetic",
+            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
+            weights_sha256="0" * 64, code_version=__version__)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with cache.EmbeddingWriter(path, identity, len(X), X.shape[1], table) as writer:
+            for start in range(0, len(X), 8192):
+                writer.append(X[start:start + 8192])
+            writer.finish()
+    return table["subject"].tolist()
+
+
+def hard_rows(n_rows: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The hard synthetic embeddings (embedprobe.synthetic): what a probe has to work at."""
+    from embedprobe.synthetic import hard_embeddings
+
+    return hard_embeddings(n_rows, dim, seed=seed)
+
+
+def probe_config(base: dict, n_jobs: int) -> dict:
+    config = json.loads(json.dumps(base))
+    config.setdefault("probe", {})["n_jobs"] = n_jobs
+    return config
+
+
+def probe_logistic_inputs(config: dict, subjects: list[str], dim: int, fold: int = 0) -> dict:
+    """The probe job's estimate inputs exactly as preflight builds them."""
+    from embedprobe.preflight import probe_inputs
+
+    bench = config["benchmarks"][PROBE_BENCHMARK]
+    return probe_inputs(config, bench, subjects, fold, dim)
+
+
+def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: int = 0):
+    """The workflow's probe job for one fold of the sleep-staging benchmark."""
+    out.mkdir(parents=True, exist_ok=True)
+    return cli_argv(config, "probe", "--benchmark", PROBE_BENCHMARK, "--dataset", DEMO_DATASET,
+                    "--model", "synthetic", "--embeddings", store, "--fold", fold,
+                    "--out", out / "fold.json", "--predictions", out / "fold.npz",
+                    "--estimate", estimate_path)
+
+
+def ridge_params(folder: Path, n_train: int, n_subjects: int, p: int, seed: int = 0) -> dict:
+    """The ridge child's inputs: subject means (float64, as EmbeddingStore.mean_by returns
+    them) and ages of `n_subjects` subjects in .npy files; the first n_train are training."""
+    x_path, age_path = folder / f"means_{n_subjects}x{p}.npy", folder / f"ages_{n_subjects}.npy"
+    if not x_path.is_file():
+        rng = np.random.default_rng([seed, n_subjects, p])
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(x_path, rng.standard_normal((n_subjects, p)))
+        np.save(age_path, rng.uniform(25, 95, n_subjects).round())
+    return {"x": str(x_path), "ages": str(age_path), "n_train": n_train}
+
+
+def ridge_form_used(n: int, p: int) -> str:
+    """The form scikit-learn's Ridge solves in fit_age_fold's largest fit (all n rows)."""
+    return "dual" if p > n else "primal"
+
+
+# ================================================================== child side: workloads
 
 
 def _step_imports(step: str) -> None:
@@ -72,163 +284,24 @@ def child_imports(p: dict) -> None:
     _report()
 
 
-def _biot_architecture():
-    """How the project builds BIOT and reads its features (imported here: it imports torch)."""
-    from embedprobe.models.architectures import ARCHITECTURES
-
-    return ARCHITECTURES["BIOT"]
-
-
-def _biot():
-    import braindecode.models
-
-    kwargs = _biot_architecture().build_kwargs(BIOT_CHANNELS, BIOT_SFREQ, BIOT_TIMES)
-    return braindecode.models.BIOT(**kwargs)
-
-
-def child_embed(p: dict) -> None:
-    """The embed step on one night: model, read, resample, cut, scale, forward, HDF5 append."""
-    _step_imports("embed")
-    import h5py
-    import mne
-    import torch
-
-    from embedprobe.preprocess import cut_windows, resample, scale
-
-    model = _biot()
-    if not Path(p["weights"]).is_file():  # the first run writes the checkpoint the others load
-        torch.save(model.state_dict(), p["weights"])
-    model.load_state_dict(torch.load(p["weights"], weights_only=True))
-    model.eval()
-    weights_bytes = sum(t.numel() * 4 for t in model.parameters())
-
-    def read_and_window():
-        raw = mne.io.read_raw_edf(p["edf"], preload=True, verbose="error")
-        native = raw.info["sfreq"]
-        signals = raw.get_data()
-        del raw
-        recording_bytes = signals.nbytes
-        signals = resample(signals, native, BIOT_SFREQ)
-        starts = np.arange(signals.shape[-1] // BIOT_TIMES) * BIOT_TIMES
-        windows = scale(cut_windows(signals, starts, BIOT_TIMES), "percentile95")
-        return windows, recording_bytes, BIOT_SFREQ / native
-
-    (windows, recording_bytes, ratio), recording_growth = memory.measure_peak_growth(
-        read_and_window)
-    batch = p["batch_size"]
-
-    def forward(rows):
-        with torch.inference_mode():
-            return _biot_architecture().forward(model, torch.from_numpy(windows[rows]), ()).numpy()
-
-    def forward_stage():
-        """Batches into the store; the high-water mark after the first batch is what the
-        check job measures (one forward pass), the one at the end the whole stage's."""
-        with h5py.File(p["h5"], "w") as store:
-            out = forward(slice(0, batch))
-            first_batch_peak = memory.peak_since_reset()
-            data = store.create_dataset("embeddings", (0, out.shape[1]), "f4",
-                                        maxshape=(None, out.shape[1]), chunks=(batch, out.shape[1]))
-            for k in range(p["n_batches"]):
-                out = out if k == 0 else forward(slice(k * batch, (k + 1) * batch))
-                data.resize(data.shape[0] + len(out), axis=0)
-                data[-len(out):] = out
-                store.flush()
-        return first_batch_peak, out.shape[1]
-
-    resident_before = memory.resident_now()
-    (first_batch_peak, feature_dim), forward_growth = memory.measure_peak_growth(forward_stage)
-    _report(weights_bytes=weights_bytes, recording_bytes=recording_bytes, resample_ratio=ratio,
-            recording_growth=recording_growth,
-            batch_activation_bytes=max(0, first_batch_peak - resident_before),
-            forward_growth=forward_growth, feature_dim=int(feature_dim),
-            n_windows=int(len(windows)))
-
-
-def _fold_split(n: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    order = rng.permutation(n)
-    return order[: int(0.8 * n)], order[int(0.8 * n): int(0.9 * n)], order[int(0.9 * n):]
-
-
-def _worker_peak(fit, *args):
-    """Run a fit in a joblib worker and return its result with the worker's pid and peak."""
-    return fit(*args), os.getpid(), memory.self_peak_rss()
-
-
-def _run_fits(fit, grid, n_jobs: int) -> dict[int, int]:
-    """Fits over a grid, in parallel worker processes when n_jobs > 1; worker peaks by pid."""
-    if n_jobs <= 1:
-        for value in grid:
-            fit(value)
-        return {}
-    from joblib import Parallel, delayed
-
-    results = Parallel(n_jobs=n_jobs)(delayed(_worker_peak)(fit, v) for v in grid)
-    peaks: dict[int, int] = {}
-    for _, pid, peak in results:
-        peaks[pid] = max(peaks.get(pid, 0), peak)
-    return peaks
-
-
-def _logistic_fit(x, y, x_val, c_value, max_iter):
-    from sklearn.linear_model import LogisticRegression
-
-    model = LogisticRegression(C=c_value, solver="lbfgs", max_iter=max_iter, tol=1e-12)
-    model.fit(x, y)
-    return float(model.predict_proba(x_val).sum())
-
-
-def child_probe_logistic(p: dict) -> None:
-    """A staging probe fold: load, fold copies, StandardScaler, lbfgs fits over C in parallel."""
+def child_ridge(p: dict) -> None:
+    """The brain-age ridge path: fit_age_fold on the training subjects' mean embeddings."""
     _step_imports("probe")
-    import warnings
+    from embedprobe.probe import fit_age_fold
 
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.preprocessing import StandardScaler
-
-    warnings.filterwarnings("ignore", category=ConvergenceWarning)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((p["n"], p["dim"]), dtype=np.float32)  # the embeddings as loaded
-    y = rng.integers(0, p["n_classes"], p["n"])
-    x[np.arange(p["n"]), y % p["dim"]] += 1.0  # some signal, so lbfgs has work to do
-    train, val, test = _fold_split(p["n"], rng)
-    scaler = StandardScaler().fit(x[train])
-    x_train, x_val, x_test = (scaler.transform(x[rows]) for rows in (train, val, test))
-    assert x_train.dtype == np.float32, "StandardScaler must keep float32"
-    grid = np.logspace(-3, 2, p["n_fits"])
-    workers = _run_fits(lambda c: _logistic_fit(x_train, y[train], x_val, c, p["max_iter"]),
-                        grid, p["n_jobs"])
-    _report(worker_peaks=list(workers.values()), x_test=float(x_test.sum()))
+    means, ages = np.load(p["x"]), np.load(p["ages"])
+    train = np.arange(len(ages)) < p["n_train"]  # boolean masks copy, as in probe_fold
+    result = fit_age_fold(means[train], ages[train], means[~train], ages[~train])
+    _report(mae=result["metrics"]["mae"])
 
 
-def child_probe_ridge(p: dict) -> None:
-    """Ridge (solver chosen by shape: p x p gram when n >= p, n x n kernel otherwise)."""
+def child_subject_means(p: dict) -> None:
+    """The brain-age job's first part: one mean embedding per subject, streamed from the store."""
     _step_imports("probe")
-    from sklearn.linear_model import Ridge
-    from sklearn.preprocessing import StandardScaler
+    from embedprobe.cache import open_embeddings
 
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((p["n"], p["p"]), dtype=np.float32)
-    y = rng.standard_normal(p["n"]).astype(np.float32)
-    x_scaled = StandardScaler().fit_transform(x)
-    model = Ridge(alpha=1.0, solver="cholesky").fit(x_scaled, y)
-    _report(coef=float(model.coef_.sum()))
-
-
-def child_aggregate(p: dict) -> None:
-    """Subject means streamed from an HDF5 store by chunks of rows."""
-    _step_imports("aggregate")
-    import h5py
-
-    with h5py.File(p["h5"], "r") as store:
-        data = store["embeddings"]
-        subjects, codes = np.unique(store["subject"][:], return_inverse=True)
-        sums = np.zeros((len(subjects), data.shape[1]), np.float64)
-        counts = np.bincount(codes, minlength=len(subjects))
-        for start in range(0, data.shape[0], p["chunk_rows"]):
-            block = data[start: start + p["chunk_rows"]]
-            np.add.at(sums, codes[start: start + len(block)], block)
-        means = sums / counts[:, None]
+    with open_embeddings(p["store"]) as store:
+        subjects, means = store.mean_by("subject")
     _report(n_subjects=len(subjects), check=float(means.sum()))
 
 
@@ -240,13 +313,20 @@ def child_gpu(p: dict) -> None:
     if not torch.cuda.is_available():
         _report(cuda=False)
         return
+    from embedprobe.channel_maps import channel_plan
+    from embedprobe.config import load_config
+    from embedprobe.models.encoder import Encoder
+    from embedprobe.models.registry import model_spec
+
+    spec = model_spec(load_config(), p["model"])
+    plan = channel_plan(DEMO_DATASET, spec.family)
     free_before, total = torch.cuda.mem_get_info()
-    model = _biot().cuda().eval()
+    encoder = Encoder(spec, plan.model_names, {}, device="cuda")
+    n_times = int(round(30 * spec.sfreq))
 
     def run_batch(size):
-        with torch.inference_mode():
-            x = torch.randn(size, BIOT_CHANNELS, BIOT_TIMES, device="cuda")
-            _biot_architecture().forward(model, x, ())
+        encoder(np.random.default_rng(0).standard_normal(
+            (size, len(plan.recorded), n_times), dtype=np.float32))
 
     peaks = memory.gpu_batch_peaks(run_batch, [8, 32], "cuda")
     torch.cuda.synchronize()
@@ -258,55 +338,84 @@ def child_gpu(p: dict) -> None:
 
 CHILDREN = {
     "imports": child_imports,
-    "embed": child_embed,
-    "probe_logistic": child_probe_logistic,
-    "probe_ridge": child_probe_ridge,
-    "aggregate": child_aggregate,
+    "ridge": child_ridge,
+    "subject_means": child_subject_means,
     "gpu": child_gpu,
 }
 
 
-# ============================================================= parent side: plan and fit
+# ============================================================== parent side: plan and fit
+
+PLANS = {
+    # Sizes differ from scripts/validate_memory.py's grid, so the validation is out of sample.
+    # embed: (model, hours of sleep a night); 2 subjects x 2 nights each
+    # probe_logistic: (rows, width, parallel fits); probe_ridge: (training subjects, width)
+    # subject_means: (rows, width)
+    True: {
+        "embed": [("biot_random", 1.0), ("cbramod_random", 2.0), ("labram_random", 0.25)],
+        "probe_logistic": [(10_000, 64, 1), (40_000, 128, 1), (24_000, 512, 1),
+                           (12_000, 1024, 1), (40_000, 128, 2), (16_000, 1024, 2)],
+        "probe_ridge": [(100, 512), (400, 1024), (1_200, 128), (2_500, 64), (1_500, 384),
+                        (600, 3_000)],
+        "subject_means": [(200_000, 32), (50_000, 512), (100_000, 128)],
+    },
+    False: {
+        "embed": [("biot_random", 1.0), ("biot_random", 4.0), ("cbramod_random", 2.0),
+                  ("labram_random", 0.25), ("labram_random", 2.5)],
+        "probe_logistic": [(10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
+                           (24_000, 512, 1), (12_000, 1024, 1), (40_000, 1536, 1),
+                           (40_000, 128, 2), (16_000, 1024, 2), (80_000, 384, 3)],
+        "probe_ridge": [(100, 512), (400, 1024), (1_200, 128), (2_500, 64), (1_500, 384),
+                        (600, 3_000), (4_000, 512)],
+        "subject_means": [(200_000, 32), (50_000, 512), (100_000, 128), (400_000, 64)],
+    },
+}
+
+# What each job's fit sets: constants fitted on its runs. The rest are measured (baselines),
+# structural (what the code holds) or keep their value (not measurable here).
+FITTED = {
+    "embed_cpu": ("recording_copies", "window_copies", "activation_factor"),
+    "probe_logistic": ("embeddings_copies", "window_row_bytes", "fit_data_copies",
+                       "workspace_factor", "square_copies"),
+    "probe_ridge": ("data_copies", "gram_factor", "kernel_factor"),
+    "aggregate_subject_mean": ("chunk_copies", "index_row_bytes"),
+}
+STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
+              "accumulator_copies", "cluster_wrapper_bytes"}
+BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "probe",
+                 "aggregate_subject_mean": "probe"}
 
 
-def run_child(workload: str, params: dict) -> dict:
-    """One workload in a fresh child; its measured peak and what it reported."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
-    argv = [sys.executable, str(Path(__file__).resolve()), "--child", workload,
-            "--params", json.dumps(params)]
-    run = memory.run_measured(argv, timeout=600, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env)
-    if not run.ok:
-        reason = f"signal {memory.signal_name(run.killed_by_signal)}" \
-            if run.killed_by_signal else f"exit {run.returncode}"
-        raise RuntimeError(f"calibration workload {workload} {params} failed ({reason}):\n"
-                           f"{run.stderr[-3000:]}")
-    line = [row for row in run.stdout.splitlines() if row.startswith(RESULT_TAG)][-1]
-    result = json.loads(line[len(RESULT_TAG):])
-    # Worker processes hold their own memory: the job's total is the sum of the processes.
-    workers = result.get("worker_peaks", [])
-    result["peak"] = max(run.peak_bytes, result["self_peak"] + sum(workers))
-    result["seconds"] = run.seconds
-    result["params"] = params
-    print(f"  {workload:<15} {json.dumps(params)[:70]:<70} peak {result['peak'] / MiB:8.1f} MB"
-          f"  {run.seconds:5.1f} s", flush=True)
-    return result
+def _unfitted(job: str, name: str) -> str:
+    if name in STRUCTURAL and name not in FITTED.get(job, ()):
+        return "structural"
+    return "default (not measurable here)"
 
 
-def nnls_fit(rows: list[dict], columns: dict, target) -> tuple[dict, float]:
-    """Non-negative least squares of target(row) on named columns(row).
+def fit_constants(job: str, runs: list[dict], names, constants: dict) -> tuple[dict, float]:
+    """NNLS of the runs' measured peaks on the job's own formula.
 
-    Returns the constants and the largest absolute miss of the fit over the rows, in bytes.
+    Every term is linear in each fitted constant, so a run's column for constant k is the
+    estimate with k = 1 (the other fitted ones 0) minus the estimate with all of them 0. Runs
+    are {"inputs": estimate inputs, "peak": bytes}. Returns the constants and the largest
+    absolute miss of the fit, in bytes.
     """
     from scipy.optimize import nnls
 
-    names = list(columns)
-    design = np.array([[columns[n](r) for n in names] for r in rows], float)
-    y = np.array([target(r) for r in rows], float)
+    def total(values: dict, inputs: dict) -> float:
+        return float(estimates.estimate(job, inputs, {"jobs": {job: values}}, None).total)
+
+    zero = {**constants, **dict.fromkeys(names, 0.0)}
+    design, target = [], []
+    for run in runs:
+        base = total(zero, run["inputs"])
+        design.append([total({**zero, name: 1.0}, run["inputs"]) - base for name in names])
+        target.append(run["peak"] - base)
+    design, target = np.array(design), np.array(target)
     scale = np.where(design.max(axis=0) > 0, design.max(axis=0), 1.0)
-    coef, _ = nnls(design / scale, y)
+    coef, _ = nnls(design / scale, target)
     coef = coef / scale
-    miss = float(np.abs(design @ coef - y).max())
+    miss = float(np.abs(design @ coef - target).max())
     return dict(zip(names, coef.tolist(), strict=True)), miss
 
 
@@ -315,84 +424,87 @@ def rounded(name: str, value: float) -> float | int:
     return int(round(value)) if name.endswith("_bytes") else float(f"{value:.4g}")
 
 
-def write_edf(path: Path, hours: float, sfreq: float, rng) -> Path:
-    """A synthetic night (two EEG channels of noise, microvolts) as a real EDF+ file."""
-    import edfio
-
-    n = int(hours * 3600 * sfreq)
-    signals = [
-        edfio.EdfSignal(np.clip(rng.normal(0, 30, n), -400, 400), sfreq, label=label,
-                        physical_dimension="uV", physical_range=(-500, 500))
-        for label in ("EEG Fpz-Cz", "EEG Pz-Oz")
-    ]
-    edfio.Edf(signals, data_record_duration=30).write(path)
-    return path
+def _print_run(job: str, label: str, run: memory.MeasuredRun) -> None:
+    print(f"  {job:<15} {label:<44} peak {run.peak_bytes / MiB:8.1f} MB  {run.seconds:6.1f} s",
+          flush=True)
 
 
-def write_store(path: Path, n_rows: int, dim: int, n_subjects: int, rng) -> Path:
-    """A synthetic embedding store: float32 rows chunked as the cache writes them."""
-    import h5py
-
-    with h5py.File(path, "w") as store:
-        data = store.create_dataset("embeddings", (n_rows, dim), "f4",
-                                    chunks=(min(n_rows, 1024), dim))
-        step = 65536
-        for start in range(0, n_rows, step):
-            stop = min(n_rows, start + step)
-            data[start:stop] = rng.standard_normal((stop - start, dim), dtype=np.float32)
-        store["subject"] = np.sort(rng.integers(0, n_subjects, n_rows))
-    return path
-
-
-PLANS = {
-    # embed: (hours, recorded rate, batch size, batches); probe: (n, dim, classes, n_jobs)
-    True: {
-        "embed": [(8, 100, 8, 2), (8, 100, 32, 2), (16, 200, 16, 2)],
-        "probe_logistic": [(15_000, 128, 5, 1), (60_000, 256, 5, 1), (60_000, 64, 2, 1),
-                           (15_000, 256, 5, 2), (60_000, 256, 5, 2)],
-        "probe_ridge": [(20_000, 256), (8_000, 768), (500, 10_000), (1_500, 6_000)],
-        "aggregate": [(1_000_000, 32, 80, 8192), (1_000_000, 32, 80, 131_072),
-                      (50_000, 512, 1000, 4096), (50_000, 512, 1000, 50_000)],
-    },
-    False: {
-        "embed": [(8, 100, 8, 3), (8, 100, 32, 3), (8, 100, 64, 3), (24, 100, 8, 3),
-                  (24, 200, 32, 3), (24, 256, 64, 3)],
-        "probe_logistic": [(40_000, 128, 5, 1), (160_000, 256, 5, 1), (320_000, 256, 5, 1),
-                           (160_000, 64, 2, 1), (160_000, 256, 10, 1), (40_000, 256, 5, 2),
-                           (160_000, 256, 5, 2), (160_000, 256, 5, 3)],
-        "probe_ridge": [(40_000, 256), (80_000, 512), (20_000, 2048), (500, 20_000),
-                        (2_000, 10_000), (4_000, 20_000)],
-        "aggregate": [(1_000_000, 32, 80, 8192), (1_000_000, 32, 80, 131_072),
-                      (4_000_000, 16, 500, 65_536), (100_000, 512, 1000, 4096),
-                      (100_000, 512, 1000, 65_536)],
-    },
-}
+def measure_embed(plan, workdir: Path) -> list[dict]:
+    runs = []
+    for model, hours in plan:
+        demo = demo_set(workdir / f"embed_{hours:g}h", hours)
+        _, check = run_check(demo, model)
+        inputs = embed_inputs(demo, check)
+        estimate = estimates.estimate("embed_cpu", inputs, estimates.load_calibration(), None)
+        estimate_path = write_estimate(demo.folder / f"estimate_{model}.json", "embed", estimate)
+        run = measure(embed_argv(demo, model, estimate_path, demo.folder / f"{model}.h5"),
+                      f"embed {model} {hours} h")
+        _print_run("embed", f"{model}, {demo.n_windows} windows, {hours:g} h nights", run)
+        runs.append({"inputs": inputs, "peak": run.peak_bytes, "label": f"{model} {hours:g} h"})
+    return runs
 
 
-# Constants that follow from what the code holds rather than from a fit.
-STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
-              "accumulator_copies", "cluster_wrapper_bytes"}
+def measure_probe_logistic(plan, workdir: Path, base_config: dict) -> list[dict]:
+    runs = []
+    for rows, dim, n_jobs in plan:
+        X, y = hard_rows(rows, dim)
+        store = workdir / f"store_{rows}x{dim}.h5"
+        subjects = write_store(store, X, y)
+        del X
+        config = probe_config(base_config, n_jobs)
+        inputs = probe_logistic_inputs(config, subjects, dim)
+        estimate = estimates.estimate("probe_logistic", inputs, estimates.load_calibration(), None)
+        key = f"probe/{PROBE_BENCHMARK}/fold0"
+        estimate_path = write_estimate(workdir / f"estimate_{rows}x{dim}_{n_jobs}.json", key,
+                                       estimate)
+        run = measure(probe_argv(config, store, estimate_path, workdir / "probe_out"),
+                      f"probe {rows} x {dim}")
+        _print_run("probe_logistic", f"{rows} rows x {dim}, {n_jobs} parallel fits", run)
+        runs.append({"inputs": inputs, "peak": run.peak_bytes,
+                     "label": f"{rows} x {dim}, n_jobs {n_jobs}"})
+    return runs
 
 
-def _unfitted(name: str) -> str:
-    return "structural" if name in STRUCTURAL else "default (not measurable here)"
+def measure_probe_ridge(plan, workdir: Path) -> list[dict]:
+    runs = []
+    for n, p in plan:
+        params = ridge_params(workdir, n, n + n // 4, p)  # a fifth of the subjects test
+        run = measure(child_argv("ridge", params), f"ridge {n} x {p}")
+        _print_run("probe_ridge", f"{n} subjects x {p}", run)
+        inputs = {"n": n, "p": p, "ridge_form": ridge_form_used(n, p)}
+        runs.append({"inputs": inputs, "peak": run.peak_bytes, "label": f"{n} x {p}"})
+    return runs
 
 
-def run_children(tasks: list[tuple[str, dict]], jobs: int) -> list[dict]:
-    """Children side by side (each peak is its own process's, so they do not disturb each
-    other); results in the order of `tasks`."""
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda task: run_child(*task), tasks))
+def measure_subject_means(plan, workdir: Path) -> list[dict]:
+    from embedprobe.preflight import subject_mean_inputs
 
-
-def calibrate(quick: bool, workdir: Path, old: dict, jobs: int = 2) -> tuple[dict, dict, dict]:
-    """Run every workload; returns (constants by job, provenance, fit report)."""
-    plan = PLANS[quick]
+    runs = []
     rng = np.random.default_rng(0)
+    for rows, dim in plan:
+        store = workdir / f"means_store_{rows}x{dim}.h5"
+        subjects = write_store(store, rng.standard_normal((rows, dim), dtype=np.float32),
+                               rng.integers(0, 5, rows))
+        run = measure(child_argv("subject_means", {"store": str(store)}),
+                      f"subject means {rows} x {dim}")
+        _print_run("subject_means", f"{rows} rows x {dim}", run)
+        runs.append({"inputs": subject_mean_inputs({}, subjects, dim), "peak": run.peak_bytes,
+                     "label": f"{rows} x {dim}"})
+    return runs
+
+
+def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
+    """Run every workload; returns (constants by job, provenance, fit report)."""
+    from embedprobe.config import load_config
+
+    plan = PLANS[quick]
     constants = {job: dict(values) for job, values in estimates.DEFAULT_CONSTANTS.items()}
     for job, values in old.get("jobs", {}).items():
-        constants.setdefault(job, {}).update(values)  # unfitted ones keep their old values
-    provenance = {job: {name: old.get("provenance", {}).get(job, {}).get(name, _unfitted(name))
+        known = estimates.DEFAULT_CONSTANTS.get(job, {})
+        constants.setdefault(job, {}).update(  # unfitted ones keep their old values
+            {name: value for name, value in values.items() if name in known})
+    provenance = {job: {name: old.get("provenance", {}).get(job, {}).get(name,
+                                                                        _unfitted(job, name))
                         for name in values} for job, values in constants.items()}
     report: dict[str, dict] = {}
 
@@ -401,158 +513,56 @@ def calibrate(quick: bool, workdir: Path, old: dict, jobs: int = 2) -> tuple[dic
             constants[job][name] = rounded(name, value)
             provenance[job][name] = how
 
-    # Inputs first (real EDF files, HDF5 stores), then every child, then the fits.
-    tasks: list[tuple[str, dict]] = [("imports", {"step": step}) for step in STEP_IMPORTS]
-    edfs: dict[tuple, Path] = {}
-    for k, (hours, sfreq, batch, n_batches) in enumerate(plan["embed"]):
-        if (hours, sfreq) not in edfs:
-            edfs[hours, sfreq] = write_edf(workdir / f"night_{hours}h_{sfreq}hz.edf", hours,
-                                           sfreq, rng)
-        tasks.append(("embed", {"edf": str(edfs[hours, sfreq]),
-                                "weights": str(workdir / f"biot_{k}.pt"),
-                                "h5": str(workdir / f"embed_{k}.h5"), "batch_size": batch,
-                                "n_batches": n_batches, "hours": hours, "sfreq": sfreq}))
-    max_iter = 3 if quick else 10
-    for n, dim, n_classes, n_jobs in plan["probe_logistic"]:
-        tasks.append(("probe_logistic", {"n": n, "dim": dim, "n_classes": n_classes,
-                                         "n_jobs": n_jobs, "n_fits": max(2, n_jobs),
-                                         "max_iter": max_iter}))
-    shape = {"n": 20_000, "dim": 256, "n_classes": 5, "n_jobs": 1, "n_fits": 1}
-    iterations = (max_iter, 10 * max_iter)
-    tasks += [("probe_logistic", {**shape, "max_iter": it}) for it in iterations]
-    tasks += [("probe_ridge", {"n": n, "p": p}) for n, p in plan["probe_ridge"]]
-    stores: dict[tuple, Path] = {}
-    for n_rows, dim, n_subjects, chunk_rows in plan["aggregate"]:
-        key = (n_rows, dim, n_subjects)
-        if key not in stores:
-            stores[key] = write_store(workdir / f"store_{n_rows}_{dim}.h5", n_rows, dim,
-                                      n_subjects, rng)
-        tasks.append(("aggregate", {"h5": str(stores[key]), "chunk_rows": chunk_rows,
-                                    "n_rows": n_rows, "dim": dim}))
-    if Path("/proc/driver/nvidia").exists():
-        tasks.append(("gpu", {}))
-    print(f"{len(tasks)} measured children, {jobs} at a time:")
-    results = run_children(tasks, jobs)
-    runs: dict[str, list[dict]] = {}
-    for (workload, _), result in zip(tasks, results, strict=True):
-        runs.setdefault(workload, []).append(result)
-
-    baseline = {r["params"]["step"]: r["peak"] for r in runs["imports"]}
-    for job, step in (("embed_cpu", "embed"), ("probe_logistic", "probe"),
-                      ("probe_ridge", "probe"), ("aggregate_subject_mean", "aggregate")):
+    print("measured children, one at a time:")
+    baseline = {}
+    for step in STEP_IMPORTS:
+        run = measure(child_argv("imports", {"step": step}), f"imports {step}")
+        _print_run("imports", step, run)
+        baseline[step] = run.peak_bytes
+    for job, step in BASELINE_STEP.items():
         fitted(job, {"baseline_bytes": baseline[step]}, "measured")
 
-    embed_runs = runs["embed"]
-    recording, err_rec = nnls_fit(
-        embed_runs,
-        {"recording_copies": lambda r: r["recording_bytes"],
-         "window_copies": lambda r: r["recording_bytes"] * r["resample_ratio"]},
-        lambda r: r["recording_growth"])
-    activation, err_act = nnls_fit(
-        embed_runs, {"activation_factor": lambda r: r["batch_activation_bytes"]},
-        lambda r: r["forward_growth"])
-    fitted("embed_cpu", {**recording, **activation})
+    runs = {
+        "embed_cpu": measure_embed(plan["embed"], workdir),
+        "probe_logistic": measure_probe_logistic(plan["probe_logistic"], workdir,
+                                                 load_config()),
+        "probe_ridge": measure_probe_ridge(plan["probe_ridge"], workdir),
+        "aggregate_subject_mean": measure_subject_means(plan["subject_means"], workdir),
+    }
+    for job, job_runs in runs.items():
+        values, miss = fit_constants(job, job_runs, FITTED[job], constants[job])
+        fitted(job, values)
+        report[job] = {"fit_max_miss_mb": miss / MiB}
     for name in ("recording_copies", "window_copies"):  # the host side is the same on a GPU
         fitted("embed_gpu", {name: constants["embed_cpu"][name]})
-    report["embed_cpu"] = {"fit_max_miss_mb": {"recording stage": err_rec / MiB,
-                                               "forward stage": err_act / MiB}}
 
-    *logistic_runs, short, long_ = runs["probe_logistic"]
-
-    def fits(r):
-        return max(1, min(r["params"]["n_jobs"], r["params"]["n_fits"]))
-
-    def n_train(r):
-        return int(0.8 * r["params"]["n"])
-
-    values, err = nnls_fit(
-        logistic_runs,
-        {"embeddings_copies": lambda r: r["params"]["n"] * r["params"]["dim"] * 4,
-         "fit_data_copies": lambda r: fits(r) * n_train(r) * r["params"]["dim"] * 4,
-         "workspace_factor": lambda r: fits(r) * n_train(r) * r["params"]["n_classes"] * 8,
-         "worker_baseline_bytes": lambda r: fits(r) if fits(r) > 1 else 0},
-        lambda r: r["peak"] - baseline["probe"])
-    fitted("probe_logistic", values)
-    fitted("probe_ridge", {"worker_baseline_bytes": values["worker_baseline_bytes"],
-                           "fit_data_copies": values["fit_data_copies"]})
-    report["probe_logistic"] = {
-        "fit_max_miss_mb": err / MiB,
-        f"peak_change_{iterations[0]}_to_{iterations[1]}_iterations":
-            (long_["peak"] - short["peak"]) / short["peak"],
-    }
-
-    ridge_runs = runs["probe_ridge"]
-    values, err = nnls_fit(
-        ridge_runs,
-        {"data_copies": lambda r: r["params"]["n"] * r["params"]["p"] * 4,
-         "gram_factor": lambda r: r["params"]["p"] ** 2 * 8
-         if r["params"]["n"] >= r["params"]["p"] else 0,
-         "kernel_factor": lambda r: r["params"]["n"] ** 2 * 8
-         if r["params"]["n"] < r["params"]["p"] else 0},
-        lambda r: r["peak"] - baseline["probe"])
-    fitted("probe_ridge", values)
-    report["probe_ridge"] = {"fit_max_miss_mb": err / MiB}
-
-    aggregate_runs = runs["aggregate"]
-    agg = constants["aggregate_subject_mean"]
-    values, err = nnls_fit(
-        aggregate_runs,
-        {"chunk_copies": lambda r: r["params"]["chunk_rows"] * r["params"]["dim"] * 4,
-         "index_row_bytes": lambda r: r["params"]["n_rows"]},
-        lambda r: r["peak"] - baseline["aggregate"] - agg["hdf5_buffer_bytes"]
-        - r["n_subjects"] * r["params"]["dim"] * 8 * agg["accumulator_copies"])
-    fitted("aggregate_subject_mean", values)
-    report["aggregate_subject_mean"] = {"fit_max_miss_mb": err / MiB}
-
-    for gpu in runs.get("gpu", []):
+    if Path("/proc/driver/nvidia").exists():
+        gpu = child_result(measure(child_argv("gpu", {"model": "biot_random"}), "gpu"))
         if gpu.get("cuda"):
-            fitted("embed_gpu", {"baseline_bytes": gpu["peak"]}, "measured")
+            fitted("embed_gpu", {"baseline_bytes": gpu["self_peak"]}, "measured")
             fitted("embed_gpu_device", {"cuda_context_bytes": gpu["cuda_context_bytes"]},
                    "measured")
 
-    report["validation"] = validate({"jobs": constants}, embed_runs, logistic_runs,
-                                    ridge_runs, aggregate_runs)
+    report["validation"] = in_sample_errors({"jobs": constants}, runs)
     return constants, provenance, report
 
 
-def validate(calibration: dict, embed_runs, logistic_runs, ridge_runs, aggregate_runs) -> list:
-    """Each run's whole measured peak against the full formula with the fitted constants."""
-    cases = []
-    for r in embed_runs:
-        cases.append(("embed_cpu", r, {
-            "batch_size": r["params"]["batch_size"], "n_channels": BIOT_CHANNELS,
-            "n_samples": BIOT_TIMES, "feature_dim": r["feature_dim"],
-            "weights_bytes": r["weights_bytes"], "recording_bytes": r["recording_bytes"],
-            "resample_ratio": r["resample_ratio"], "n_windows": 0,
-            "batch_activation_bytes": r["batch_activation_bytes"]}))
-    for r in logistic_runs:
-        n = r["params"]["n"]
-        cases.append(("probe_logistic", r, {
-            "n_train": int(0.8 * n), "n_val": int(0.9 * n) - int(0.8 * n),
-            "n_test": n - int(0.9 * n), "dim": r["params"]["dim"],
-            "n_classes": r["params"]["n_classes"], "n_jobs": r["params"]["n_jobs"],
-            "n_fits": r["params"]["n_fits"]}))
-    for r in ridge_runs:
-        cases.append(("probe_ridge", r, {"n": r["params"]["n"], "p": r["params"]["p"],
-                                         "dtype_bytes": 4}))
-    for r in aggregate_runs:
-        cases.append(("aggregate_subject_mean", r, {
-            "dim": r["params"]["dim"], "chunk_rows": r["params"]["chunk_rows"],
-            "n_subjects": r["n_subjects"], "n_rows": r["params"]["n_rows"]}))
+def in_sample_errors(calibration: dict, runs: dict[str, list[dict]]) -> list:
+    """Each calibration run's measured peak against the fitted formula (no margin).
+
+    In sample: scripts/validate_memory.py checks other sizes, models and widths.
+    """
     rows = []
-    print("\nvalidation: whole measured peak against the formula (no margin)")
-    print(f"  {'job':<24} {'measured MB':>12} {'estimate MB':>12} {'error':>8}")
-    for job, run, inputs in cases:
-        total = estimates.estimate(job, inputs, calibration, None).total
-        error = (total - run["peak"]) / run["peak"]
-        params = {k: v for k, v in run["params"].items() if k not in ("edf", "weights", "h5")}
-        rows.append({"job": job, "params": params, "measured_bytes": run["peak"],
-                     "estimate_bytes": total, "error": round(error, 4)})
-        print(f"  {job:<24} {run['peak'] / MiB:12.1f} {total / MiB:12.1f} {error:+8.1%}")
-    for job in dict.fromkeys(row["job"] for row in rows):
-        errors = [row["error"] for row in rows if row["job"] == job]
-        print(f"  {job}: from {min(errors):+.1%} to {max(errors):+.1%} "
-              "(negative: under-estimated, covered by the request margin)")
+    print("\nin-sample fit: whole measured peak against the formula (no margin)")
+    print(f"  {'job':<24} {'run':<32} {'measured MB':>12} {'estimate MB':>12} {'error':>8}")
+    for job, job_runs in runs.items():
+        for run in job_runs:
+            total = estimates.estimate(job, run["inputs"], calibration, None).total
+            error = (total - run["peak"]) / run["peak"]
+            rows.append({"job": job, "run": run["label"], "measured_bytes": run["peak"],
+                         "estimate_bytes": total, "error": round(error, 4)})
+            print(f"  {job:<24} {run['label']:<32} {run['peak'] / MiB:12.1f} "
+                  f"{total / MiB:12.1f} {error:+8.1%}")
     return rows
 
 
@@ -584,8 +594,8 @@ REFERENCE_JOBS = {
         "n_train": 160_000, "n_val": 20_000, "n_test": 20_000, "dim": 256, "n_classes": 5,
         "n_jobs": 2, "n_fits": 6}),
     "brain-age ridge, 78 subjects x 256": ("probe_ridge", {"n": 78, "p": 256}),
-    "subject means, 200k rows x 256, 78 subjects, 8192-row chunks": ("aggregate_subject_mean", {
-        "dim": 256, "chunk_rows": 8192, "n_subjects": 78, "n_rows": 200_000}),
+    "subject means, 200k rows x 256, 78 subjects, 65536-row chunks": ("aggregate_subject_mean", {
+        "dim": 256, "chunk_rows": 65536, "n_subjects": 78, "n_rows": 200_000}),
 }
 
 
@@ -632,22 +642,26 @@ def tidy(value):
 
 HEADER = """\
 # Memory calibration: constants of the formulas in workflow/embedprobe/estimates.py, measured
-# and fitted by scripts/calibrate_memory.py in the environment below. Rerun the script rather
-# than editing by hand; it prints how every constant moved. Provenance: measured (a child's
-# kernel peak), fitted (non-negative least squares over runs of several sizes), structural (what
-# the code holds, e.g. state dict + module = 2 copies of the weights), default (not measurable
-# here, e.g. CUDA on a machine without a GPU: the code's default or the previous table's value).
+# and fitted by scripts/calibrate_memory.py in the environment below, from the project's real
+# jobs (embed, the sleep-staging probe, the brain-age ridge, subject means). Rerun the script
+# rather than editing by hand; it prints how every constant moved. Provenance: measured (a
+# child's kernel peak), fitted (non-negative least squares of whole peaks on the formula over
+# runs of several sizes), structural (what the code holds, e.g. state dict + module = 2 copies
+# of the weights), default (not measurable here, e.g. CUDA on a machine without a GPU: the
+# code's default or the previous table's value). scripts/validate_memory.py checks the table
+# out of sample.
 """
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, under 2 minutes")
+    parser.add_argument("--quick", action="store_true", help="fewer and smaller runs")
     parser.add_argument("--out", type=Path, default=estimates.CALIBRATION_PATH)
     parser.add_argument("--previous", type=Path, default=None,
                         help="table to compare against (default: the one at --out)")
     parser.add_argument("--no-drift", action="store_true", help="do not print the drift table")
-    parser.add_argument("--jobs", type=int, default=2, help="children measured side by side")
+    parser.add_argument("--workdir", type=Path,
+                        help="keep generated inputs here and reuse them (default: a temp dir)")
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -659,7 +673,8 @@ def main(argv=None) -> int:
     old = yaml.safe_load(previous_path.read_text()) if previous_path.is_file() else {}
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="calibrate_memory_") as tmp:
-        constants, provenance, report = calibrate(args.quick, Path(tmp), old or {}, args.jobs)
+        workdir = args.workdir or Path(tmp)
+        constants, provenance, report = calibrate(args.quick, workdir, old or {})
     table = {
         "environment": environment(args.quick, time.monotonic() - start),
         "jobs": constants,

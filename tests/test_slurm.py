@@ -14,6 +14,7 @@ Snakemake.
 
 import json
 import re
+import shutil
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -69,7 +70,7 @@ def local_demo(tmp_path_factory, small_demo):
     """The reference: the same demo on this machine. Its generated data serves every run."""
     workdir = tmp_path_factory.mktemp("local")
     run = snakemake(workdir, "--profile", str(PROJECT / "profiles/local"),
-                    f"--configfile={small_demo}", BENCH)
+                    f"--configfile={small_demo}", str(results_file(workdir)))
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir
 
@@ -78,6 +79,11 @@ def on_slurm(workdir: Path, small_demo: str, local_demo: Path, *args: str, confi
     return snakemake(workdir, "--profile", str(PROJECT / "profiles/slurm"), *FAST_POLL,
                      f"--configfile={small_demo}", *args, timeout=600,
                      config=[*CLUSTER_CONFIG, f"data_root={local_demo}/data", *config])
+
+
+def results_file(workdir: Path) -> Path:
+    """The demo benchmark's table: the target of every run here (no report rules)."""
+    return workdir / f"results/{BENCH}/{DATASET}/results.tsv"
 
 
 def preflight(workdir: Path) -> dict:
@@ -93,8 +99,7 @@ def fold_paths(workdir: Path) -> list[Path]:
 
 
 def assert_same_results(workdir: Path, reference: Path) -> None:
-    results = f"results/{BENCH}/{DATASET}/results.tsv"
-    assert (workdir / results).read_text() == (reference / results).read_text()
+    assert results_file(workdir).read_text() == results_file(reference).read_text()
     for k in range(FOLDS):
         name = f"results/{BENCH}/{DATASET}/{MODEL}/fold{k}.npz"
         with np.load(workdir / name) as got, np.load(reference / name) as want:
@@ -109,8 +114,19 @@ def assert_same_results(workdir: Path, reference: Path) -> None:
 @pytest.fixture(scope="module")
 def slurm_demo(tmp_path_factory, small_demo, local_demo):
     workdir = tmp_path_factory.mktemp("slurm_demo")
-    run = on_slurm(workdir, small_demo, local_demo, BENCH)
+    run = on_slurm(workdir, small_demo, local_demo, str(results_file(workdir)))
     return workdir, run, slurm_jobs(workdir)
+
+
+def after_preflight(tmp_path_factory, name: str, slurm_demo) -> Path:
+    """A fresh workdir holding the SLURM demo's index, check and preflight (mtimes kept), so
+    a scenario starts at embed. Without metadata for them, Snakemake keeps them as they are."""
+    source, run, _ = slurm_demo
+    assert run.returncode == 0, run.stderr[-3000:]
+    workdir = tmp_path_factory.mktemp(name)
+    for step in ("index", "check", "preflight"):
+        shutil.copytree(source / "results" / step, workdir / "results" / step)
+    return workdir
 
 
 def test_every_job_asked_slurm_for_its_preflight_memory(slurm_demo):
@@ -155,14 +171,16 @@ def test_slurm_results_equal_a_local_run(slurm_demo, local_demo):
 
 
 def test_out_of_memory_kill_is_rerun_with_the_scaled_request(tmp_path_factory, small_demo,
-                                                             local_demo):
-    workdir = tmp_path_factory.mktemp("slurm_oom")
+                                                             local_demo, slurm_demo):
+    workdir = after_preflight(tmp_path_factory, "slurm_oom", slurm_demo)
     target = workdir / f"cache/embeddings/{DATASET}/{MODEL}.h5"
     run = on_slurm(workdir, small_demo, local_demo, str(target),
                    config=[f"memory_first_request_factor={FIRST_REQUEST_FACTOR}"])
     assert run.returncode == 0, run.stderr[-3000:]
     request = preflight(workdir)["jobs"]["embed"]["request_mb"]
-    killed, rerun = [j for j in slurm_jobs(workdir) if j.is_rule("embed", DATASET, MODEL)]
+    jobs = slurm_jobs(workdir)
+    assert all(j.is_rule("embed", DATASET, MODEL) for j in jobs), jobs
+    killed, rerun = jobs
     # Polling enforcement ends a killed job FAILED, cgroup enforcement OUT_OF_MEMORY.
     assert killed.state in ("FAILED", "OUT_OF_MEMORY"), killed
     assert killed.mem_mb == int(request * FIRST_REQUEST_FACTOR)
@@ -240,14 +258,15 @@ def cancel_leftovers(workdir: Path) -> list[int]:
 
 def test_killed_session_resumes_embed_and_refits_no_finished_fold(
         tmp_path_factory, small_demo, local_demo, slurm_demo):
-    workdir = tmp_path_factory.mktemp("slurm_crash")
+    workdir = after_preflight(tmp_path_factory, "slurm_crash", slurm_demo)
+    target = str(results_file(workdir))
 
     def session():
-        return on_slurm(workdir, small_demo, local_demo, BENCH)
+        return on_slurm(workdir, small_demo, local_demo, target)
 
     def unlock():
         # A SIGKILLed snakemake leaves its lock behind (README: Running on a cluster).
-        result = on_slurm(workdir, small_demo, local_demo, "--unlock", BENCH)
+        result = on_slurm(workdir, small_demo, local_demo, "--unlock", target)
         assert result.returncode == 0, result.stderr[-3000:]
 
     # 1. Killed in the middle of embed; its SLURM job keeps running until cancelled.

@@ -9,11 +9,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-# The first metric of each task is its headline.
+from .metrics import regression_scores
+
+# Mean +- SD over folds; the first metric of each task is its headline.
 METRICS = {
     "sleep_staging": ["kappa", "balanced_accuracy", "macro_f1"],
-    "brain_age": ["mae", "pearson_r", "r2"],
+    "brain_age": ["mae"],
 }
+# Computed once over every fold's test subjects: a fold holds too few subjects for r or R2.
+POOLED = {"sleep_staging": [], "brain_age": ["pearson_r", "r2"]}
 CHOSEN = {"sleep_staging": "C", "brain_age": "alpha"}
 
 
@@ -30,6 +34,13 @@ def aggregate_folds(fold_paths: list[Path], task: str, expected: int) -> pd.Data
             values = np.array([f["metrics"][metric] for f in ok], dtype=float)
             row[f"{metric}_mean"] = round(float(values.mean()), 4) if len(values) else np.nan
             row[f"{metric}_sd"] = round(float(values.std(ddof=1)), 4) if len(values) > 1 else 0.0
+        if POOLED[task] and ok:
+            pairs = [(p["age"], p["predicted"]) for f in ok for p in f["predictions"]]
+            truth, predicted = np.array(pairs).T
+            pooled = regression_scores(truth, predicted)
+            for metric in POOLED[task]:
+                row[f"{metric}_pooled"] = round(float(pooled[metric]), 4)
+            row["baseline_mae_mean"] = round(float(np.mean([f["baseline_mae"] for f in ok])), 4)
         chosen = [f["chosen"] for f in ok]
         row["chosen"] = ",".join(f"{c:g}" for c in chosen)
         row["chosen_mode"] = Counter(chosen).most_common(1)[0][0] if chosen else np.nan

@@ -102,8 +102,8 @@ def cmd_probe(args, config, roots):
     if n_jobs:
         config.setdefault("probe", {})["n_jobs"] = n_jobs
     with recorded(args, roots, "probe", job_key, args.dataset, args.model):
-        run_probe_fold(config, args.benchmark, args.dataset, args.model, Path(args.embeddings),
-                       args.fold, Path(args.out), Path(args.predictions))
+        run_probe_fold(config, roots, args.benchmark, args.dataset, args.model,
+                       Path(args.embeddings), args.fold, Path(args.out), Path(args.predictions))
 
 
 def cmd_aggregate(args, config, roots):

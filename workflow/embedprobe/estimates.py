@@ -13,9 +13,13 @@ Inputs (bytes unless said otherwise):
     (CPU; memory.measure_peak_growth of one forward pass); embed_gpu also gpu_peaks
     ({batch size: allocator peak}, two or more sizes; memory.gpu_batch_peaks) and
     gpu_total_bytes.
-  probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (parallel fits), n_fits
-    (values of C), dtype_bytes.
-  probe_ridge: n, p, n_jobs, n_fits, dtype_bytes, ridge_form ("auto", "primal" or "dual").
+  probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (fits at once, in threads),
+    n_fits (values of C), dtype_bytes (of the cached embeddings). It models the probe job:
+    probe_fold loads the whole store and cuts the fold's splits, probe.fit_logistic_probe
+    (method "fast") standardises one float32 copy of the training rows, builds a p x p
+    preconditioner and runs preconditioned L-BFGS fits that share that copy.
+  probe_ridge: n, p, n_jobs, n_fits, dtype_bytes (fit_age_probe computes in float64),
+    ridge_form ("auto", "primal" or "dual").
   aggregate_subject_mean: dim, chunk_rows, n_subjects, n_rows.
   every job: on_cluster (adds the scheduler's own processes in the job's allocation).
 """
@@ -52,7 +56,7 @@ def _parallel_fits(i: Inputs) -> int:
 
 
 def _worker_processes(i: Inputs) -> int:
-    """joblib runs parallel fits in worker processes; one fit runs in the job's own process."""
+    """Parallel ridge fits run in worker processes; one fit runs in the job's own process."""
     fits = _parallel_fits(i)
     return fits if fits > 1 else 0
 
@@ -89,6 +93,11 @@ def _gpu_measured(i: Inputs) -> tuple[int, float, float]:
 def _gpu_allocated(i: Inputs) -> float:
     low, peak_low, per_window = _gpu_measured(i)
     return peak_low + per_window * max(0, i["batch_size"] - low)
+
+
+def _logistic_rows(i: Inputs) -> int:
+    """Every row of the store: the job loads them all before cutting the fold."""
+    return i["n_train"] + i["n_val"] + i["n_test"]
 
 
 def _logistic_workspace(i: Inputs, c: Constants) -> float:
@@ -153,16 +162,16 @@ FORMULAS: dict[str, list[Term]] = {
     ],
     "probe_logistic": [
         ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
-        ("probe data and its copies (load, fold index, scaled)",
-         lambda i, c: (i["n_train"] + i["n_val"] + i["n_test"]) * i["dim"] * i["dtype_bytes"]
-         * c["embeddings_copies"]),
-        ("training copies per parallel fit",
-         lambda i, c: _parallel_fits(i) * i["n_train"] * i["dim"] * i["dtype_bytes"]
-         * c["fit_data_copies"]),
+        ("embeddings as loaded and the fold's splits",
+         lambda i, c: _logistic_rows(i) * i["dim"] * i["dtype_bytes"] * c["embeddings_copies"]),
+        ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
+        ("standardised training rows (float32, shared by the fits)",
+         lambda i, c: i["n_train"] * i["dim"] * FLOAT32 * c["fit_data_copies"]),
         ("solver workspace per parallel fit",
          lambda i, c: _parallel_fits(i) * _logistic_workspace(i, c)),
-        ("parallel worker processes", lambda i, c: _worker_processes(i)
-         * c["worker_baseline_bytes"]),
+        # The covariance, its eigenvectors and eigh's workspace, plus each fit's own scaling.
+        ("preconditioner (p x p float64)",
+         lambda i, c: (c["square_copies"] + _parallel_fits(i)) * i["dim"] ** 2 * FLOAT64),
         ("scheduler processes", _job_wrapper),
     ],
     "probe_ridge": [
@@ -207,7 +216,8 @@ DEFAULT_INPUTS: dict[str, dict] = {
     "embed_gpu": _EMBED_DEFAULTS,
     "embed_gpu_device": _EMBED_DEFAULTS,
     "probe_logistic": {"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32},
-    "probe_ridge": {"n_jobs": 1, "n_fits": 8, "dtype_bytes": FLOAT32, "ridge_form": "auto"},
+    # fit_age_probe casts the subject means to float64
+    "probe_ridge": {"n_jobs": 1, "n_fits": 8, "dtype_bytes": FLOAT64, "ridge_form": "auto"},
     "aggregate_subject_mean": {},
 }
 
@@ -237,8 +247,8 @@ DEFAULT_CONSTANTS: dict[str, dict[str, float]] = {
     },
     "embed_gpu_device": {"cuda_context_bytes": 600 * MiB, "allocator_slack": 0.2},
     "probe_logistic": {
-        "baseline_bytes": 250 * MiB, "embeddings_copies": 3.0, "fit_data_copies": 1.0,
-        "workspace_factor": 4.0, "worker_baseline_bytes": 150 * MiB,
+        "baseline_bytes": 250 * MiB, "embeddings_copies": 2.0, "window_row_bytes": 200.0,
+        "fit_data_copies": 1.0, "workspace_factor": 2.0, "square_copies": 3.0,
     },
     "probe_ridge": {
         "baseline_bytes": 250 * MiB, "data_copies": 3.0, "fit_data_copies": 1.0,

@@ -83,6 +83,36 @@ def probe_inputs(config: dict, bench: dict, subjects, fold: int, dim: int) -> di
     }
 
 
+def brain_age_inputs(config: dict, bench: dict, subjects, fold: int, dim: int) -> dict:
+    """Ridge on one mean embedding per subject of the fold's training and validation groups."""
+    unique = sorted(set(subjects))
+    n_folds = bench.get("folds", 5)
+    groups = subject_groups(unique, n_folds, bench.get("fold_seed", 42))
+    test = sum(1 for s in unique if groups[s] == fold)
+    return {"n": len(unique) - test, "p": dim,
+            "n_fits": len(bench.get("probe", {}).get("alpha_grid", range(8))) * 4,
+            "on_cluster": bool(config.get("memory_on_cluster"))}
+
+
+def subject_mean_inputs(config: dict, subjects, dim: int) -> dict:
+    return {"dim": dim, "chunk_rows": max(1, (64 << 20) // (dim * 4)),
+            "n_subjects": len(set(subjects)), "n_rows": len(subjects),
+            "on_cluster": bool(config.get("memory_on_cluster"))}
+
+
+def probe_estimate(config, bench, subjects, fold, dim, calibration, limit, margin, partitions):
+    """The probe job's estimate; brain age streams subject means, then fits ridge: the larger."""
+    if bench["task"] == "brain_age":
+        ridge = fit_knobs("probe_ridge", brain_age_inputs(config, bench, subjects, fold, dim),
+                          calibration, limit, margin, partitions)
+        means = fit_knobs("aggregate_subject_mean", subject_mean_inputs(config, subjects, dim),
+                          calibration, limit, margin, partitions)
+        return max(ridge, means, key=lambda e: e.total), 15
+    inputs = probe_inputs(config, bench, subjects, fold, dim)
+    estimate = fit_knobs("probe_logistic", inputs, calibration, limit, margin, partitions)
+    return estimate, probe_runtime_minutes(inputs)
+
+
 def embed_runtime_minutes(check, n_windows: int) -> int:
     """Three times the checked batch rate (reading, writing, a slower node), plus 10 min."""
     batches = math.ceil(n_windows / max(check.batch_size, 1))
@@ -117,11 +147,10 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
         if dataset not in bench["datasets"] or model not in bench["models"]:
             continue
         for fold in range(bench.get("folds", 5)):
-            inputs = probe_inputs(config, bench, subjects, fold, check.feature_dim)
             key = f"probe/{bench_id}/fold{fold}"
-            estimates[key] = fit_knobs("probe_logistic", inputs, calibration, limit, margin,
-                                       partitions)
-            runtimes[key] = probe_runtime_minutes(inputs)
+            estimates[key], runtimes[key] = probe_estimate(
+                config, bench, subjects, fold, check.feature_dim, calibration, limit, margin,
+                partitions)
     jobs = {key: est.as_dict() | {"runtime_min": runtimes[key]}
             for key, est in estimates.items()}
     record = {

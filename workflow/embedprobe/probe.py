@@ -25,17 +25,18 @@ to the optimum: L-BFGS on a preconditioned parameterisation W = M V S, where
 The objective and the gradient the criterion tests are those of the original (W, b), so the fits
 reach scikit-learn's own stopping rule (tests check they end at an objective no higher than
 scikit-learn's). `search_rows=N` adds a cheaper variant: every C fitted to the criterion on N
-stratified training rows, then the best C and the next larger C refitted on all rows from their
-subsample solutions, the better full-data validation kappa wins.
+stratified training rows, then the best C and its larger neighbour (smaller for the largest C)
+refitted on all rows from their subsample solutions; the better full-data validation kappa wins.
 "Same answer" (tests/test_probe.py, scripts/bench_probe.py): test kappa within 0.005 of the
 reference's, and the chosen C's reference validation kappa within 0.002 of the best reference
 validation kappa over the grid.
 
 Memory (beyond the caller's X_train/X_val/X_test, at the peak of `fit_logistic_probe`):
   fast: one standardised float32 copy of X_train (none with overwrite=True and float32
-  C-contiguous input) + a transient 20,000 x p float32 row sample for the covariance + about
-  8 float32 n_train x n_classes buffers per loss evaluation (x n_jobs); validation and test are
-  standardised 16,384 rows at a time, never copied whole. No float64 n x p array anywhere.
+  C-contiguous input), plus transients: about 50 bytes x n_train of loss buffers per fit running
+  (x n_jobs), or one 8,192-row float32 block while standardising or scoring (2,048-row float64
+  blocks while fitting the scaler), and a few p x p float64 matrices. Validation and test are
+  never copied whole. search_rows=N adds one N x p float32 subsample. No float64 n x p array.
   reference: float32 standardised copies of all three splits, plus StandardScaler.fit's transient
   float64 n_train x p temporary (scikit-learn computes the variance of float32 input in float64).
 
@@ -64,7 +65,8 @@ AGE_BINS = (0, 35, 50, 65, 80, 200)
 MAX_ITER = 1000
 TOL = 1e-4
 PRECONDITIONER_ROWS = 20_000
-SCORE_CHUNK_ROWS = 16_384
+CHUNK_ROWS = 8192  # rows standardised at a time (validation/test scoring, copies)
+FIT_CHUNK_ROWS = 2048  # rows per block while fitting the scaler (float64) or the covariance
 SOFTMAX_CURVATURE = 0.2
 
 Progress = Callable[[int, int, str], None] | None
@@ -81,7 +83,7 @@ class Standardizer:
     scale: np.ndarray
 
     @classmethod
-    def fit(cls, X: np.ndarray, chunk_rows: int = SCORE_CHUNK_ROWS) -> Standardizer:
+    def fit(cls, X: np.ndarray, chunk_rows: int = FIT_CHUNK_ROWS) -> Standardizer:
         n = X.shape[0]
         total = np.zeros(X.shape[1])
         for start in range(0, n, chunk_rows):
@@ -89,23 +91,33 @@ class Standardizer:
         mean = total / n
         squares = np.zeros(X.shape[1])
         for start in range(0, n, chunk_rows):
-            centred = X[start : start + chunk_rows] - mean  # float64, one chunk
+            centred = X[start : start + chunk_rows] - mean  # float64, one small chunk
             squares += np.einsum("ij,ij->j", centred, centred)
         scale = np.sqrt(squares / n)
         # StandardScaler treats a (near-)constant column as scale 1.
         scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
         return cls(mean, scale)
 
+    def _standardise(self, block: np.ndarray) -> None:
+        # In place on float32; numpy computes each element in float64 (as StandardScaler does)
+        # through small internal buffers, so no float64 block is allocated.
+        block -= self.mean
+        block /= self.scale
+
     def transform_chunk(self, chunk: np.ndarray) -> np.ndarray:
-        return ((chunk - self.mean) / self.scale).astype(np.float32)
+        block = chunk.astype(np.float32, copy=True)
+        self._standardise(block)
+        return block
 
     def transform(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Standardised float32 copy of X (or written into `out`, which may be X itself)."""
         if out is None:
             out = np.empty(X.shape, dtype=np.float32)
-        for start in range(0, X.shape[0], SCORE_CHUNK_ROWS):
-            stop = start + SCORE_CHUNK_ROWS
-            out[start:stop] = self.transform_chunk(X[start:stop])
+        for start in range(0, X.shape[0], CHUNK_ROWS):
+            block = out[start : start + CHUNK_ROWS]
+            if out is not X:
+                block[...] = X[start : start + CHUNK_ROWS]
+            self._standardise(block)
         return out
 
 
@@ -133,7 +145,9 @@ class _Objective:
     def __init__(self, Z: np.ndarray, y: np.ndarray, n_classes: int, C: float, eigen):
         self.Z, self.y, self.n_classes = Z, y, n_classes
         self.n = Z.shape[0]
-        self.l2 = 1.0 / (C * self.n)
+        # With two classes scikit-learn fits one weight vector w = W[1] - W[0] and penalises
+        # ||w||^2 = 2 ||W||^2 (W zero-sum): the same objective needs twice the penalty here.
+        self.l2 = (2.0 if n_classes == 2 else 1.0) / (C * self.n)
         eigval, eigvec = eigen
         self.s = 1.0 / np.sqrt(SOFTMAX_CURVATURE * np.maximum(eigval, 0.0) + self.l2)
         self.S = self.s[:, None] * eigvec.T  # (p, p): W = M V S
@@ -213,10 +227,15 @@ def _fit_softmax(Z, y, n_classes, C, eigen, plan, init=None) -> _Fit:
     return _Fit(coef, intercept, int(result.nit), grad_max <= tol, grad_max)
 
 
-def _covariance_eigen(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigen-decomposition of the (standardised) rows' covariance, for the preconditioner."""
-    cov = (Z.T @ Z).astype(np.float64) / Z.shape[0]
-    return np.linalg.eigh(cov)
+def _covariance_eigen(Z: np.ndarray, rows: np.ndarray | None = None):
+    """Eigen-decomposition (values, vectors) of the standardised rows' covariance, for the
+    preconditioner; `rows` picks the rows to use, gathered a small block at a time (no copy)."""
+    rows = np.arange(len(Z)) if rows is None else rows
+    cov = np.zeros((Z.shape[1], Z.shape[1]))
+    for start in range(0, len(rows), FIT_CHUNK_ROWS):
+        block = Z[rows[start : start + FIT_CHUNK_ROWS]]
+        cov += block.T @ block
+    return np.linalg.eigh(cov / len(rows))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -225,9 +244,10 @@ def _covariance_eigen(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _decision(X, scaler, coef, intercept) -> np.ndarray:
     out = np.empty((X.shape[0], coef.shape[0]), dtype=np.float32)
     W, b = coef.astype(np.float32).T, intercept.astype(np.float32)
-    for start in range(0, X.shape[0], SCORE_CHUNK_ROWS):
-        stop = start + SCORE_CHUNK_ROWS
-        out[start:stop] = scaler.transform_chunk(X[start:stop]) @ W + b
+    for start in range(0, X.shape[0], CHUNK_ROWS):
+        stop = start + CHUNK_ROWS
+        out[start:stop] = scaler.transform_chunk(X[start:stop]) @ W
+    out += b
     return out
 
 
@@ -242,7 +262,7 @@ def _softmax(raw: np.ndarray) -> np.ndarray:
 @dataclass
 class LogisticProbeResult:
     chosen_C: float
-    val_kappa_by_C: dict[float, float]  # fast: search fits (subsample); reference: full fits
+    val_kappa_by_C: dict[float, float]  # of the fit per C on the search rows (all rows by default)
     iterations_by_C: dict[float, int]
     test_pred: np.ndarray
     test_proba: np.ndarray
@@ -261,6 +281,7 @@ class LogisticProbeResult:
         """JSON-ready summary (no per-row arrays)."""
         return {
             "method": self.method,
+            "classes": self.classes.tolist(),
             "chosen_C": self.chosen_C,
             "val_kappa": self.val_kappa,
             "test_metrics": self.test_metrics,
@@ -294,11 +315,14 @@ def _check_split(name: str, X, y, n_features: int | None) -> tuple[np.ndarray, n
             fix="all splits must come from one embedding cache",
         )
     if not np.issubdtype(y.dtype, np.integer):
-        raise DataError(f"{name}: labels must be integer class indices, got {y.dtype}")
-    if not np.isfinite(X[: min(len(X), 4096)]).all():
+        raise DataError(
+            f"{name}: labels must be integer class indices, got {y.dtype}",
+            fix="map the dataset's stage names to class indices before probing",
+        )
+    if not all(np.isfinite(X[i : i + CHUNK_ROWS]).all() for i in range(0, len(X), CHUNK_ROWS)):
         raise DataError(
             f"{name}: embeddings contain NaN or infinity",
-            fix="verify the embedding cache (`embedprobe embed --verify`) and re-embed",
+            fix="the embedding cache of this dataset and model is damaged: embed it again",
         )
     return X, y
 
@@ -418,11 +442,20 @@ def _best_C(kappa_by_C: dict[float, float]) -> float:
     return max(kappa_by_C, key=lambda C: (kappa_by_C[C], -C))
 
 
+def _refit_candidates(grid: tuple[float, ...], best: float) -> list[float]:
+    """The subsample's best C and its larger neighbour (smaller one for the largest C): a
+    subsample's noisier fits favour a little more regularisation than all rows do."""
+    i = grid.index(best)
+    return list(grid[i : i + 2]) if i + 1 < len(grid) else list(grid[max(0, i - 1) :])
+
+
 def _fast(fold: _Fold, plan: _Plan) -> dict:
     n_rows, n_classes = len(fold.y), len(fold.classes)
     scaler = Standardizer.fit(fold.X_train)
     X = fold.X_train
-    in_place = plan.overwrite and X.dtype == np.float32 and X.flags.c_contiguous
+    in_place = (
+        plan.overwrite and X.dtype == np.float32 and X.flags.c_contiguous and X.flags.writeable
+    )
     Z = scaler.transform(X, out=X if in_place else None)
     subsample = plan.search_rows is not None and n_rows > plan.search_rows
     if subsample:
@@ -432,9 +465,10 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
     else:
         Z_search, y_search = Z, fold.y
         # The preconditioner only needs the covariance roughly: 20,000 rows are plenty.
-        few = _stratified_subsample(fold.y, PRECONDITIONER_ROWS, plan.seed)
-        eigen = _covariance_eigen(Z[few] if n_rows > PRECONDITIONER_ROWS else Z)
-    total = len(plan.grid) + (2 if subsample else 0)
+        few = n_rows > PRECONDITIONER_ROWS
+        rows = _stratified_subsample(fold.y, PRECONDITIONER_ROWS, plan.seed) if few else None
+        eigen = _covariance_eigen(Z, rows)
+    total = len(plan.grid) + (len(_refit_candidates(plan.grid, plan.grid[0])) if subsample else 0)
 
     def scored(fit: _Fit) -> tuple[_Fit, float]:
         raw = _decision(fold.X_val, scaler, fit.coef, fit.intercept)
@@ -449,10 +483,7 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
     kappas = {C: k for C, (_, k) in searched.items()}
     refits: dict[float, tuple[_Fit, float]] = {}
     if subsample:
-        # A subsample's noisier fits favour a little more regularisation than all rows do:
-        # refit its best C and the next larger one, each from its own subsample solution.
-        best = _best_C(kappas)
-        for C in [C for C in plan.grid if C >= best][:2]:
+        for C in _refit_candidates(plan.grid, _best_C(kappas)):
             start = (searched[C][0].coef, searched[C][0].intercept)
             refits[C] = scored(_fit_softmax(Z, fold.y, n_classes, C, eigen, plan, start))
             fit, kappa = refits[C]
@@ -507,6 +538,8 @@ def _reference(fold: _Fold, plan: _Plan) -> dict:
     chosen = _best_C(kappas)
     iterations = {C: int(m.n_iter_[0]) for C, (m, _) in fitted.items()}
     raw_test = fitted[chosen][0].decision_function(scaler.transform(fold.X_test))
+    if raw_test.ndim == 1:  # two classes: logit difference d; softmax([-d/2, d/2]) = sigmoid(d)
+        raw_test = np.column_stack([-raw_test / 2, raw_test / 2])
     return {
         "chosen_C": chosen,
         "val_kappa_by_C": kappas,
@@ -625,29 +658,65 @@ def fit_age_probe(
     strata = age_bin_of(ages, age_bins)
     predictions = np.empty_like(ages)
     outer_fold = np.empty(len(ages), dtype=np.int64)
-    chosen, fold_mae, inner, baseline = [], [], [], []
+    folds = []
     for k, test in enumerate(stratified_folds(strata, n_outer, seed)):
         train = np.setdiff1d(np.arange(len(ages)), test)
-        alpha, inner_error = _choose_alpha(
-            X[train], ages[train], strata[train], alpha_grid, n_outer, seed + 1 + k
+        fold = fit_age_fold(
+            X[train], ages[train], X[test], ages[test], alpha_grid, age_bins, n_outer, seed + 1 + k
         )
-        predictions[test] = _ridge_predict(X[train], ages[train], X[test], alpha)
-        outer_fold[test] = k
-        chosen.append(alpha)
-        inner.append(inner_error)
-        fold_mae.append(mae(ages[test], predictions[test]))
-        baseline.append(np.abs(ages[test] - ages[train].mean()))
+        predictions[test], outer_fold[test] = fold["predictions"], k
+        folds.append(fold)
         if progress is not None:
-            progress(k + 1, n_outer, f"outer fold {k}: alpha {alpha:g}, MAE {fold_mae[-1]:.2f}")
+            message = f"outer fold {k}: alpha {fold['alpha']:g}, MAE {fold['metrics']['mae']:.2f}"
+            progress(k + 1, n_outer, message)
     final_alpha, _ = _choose_alpha(X, ages, strata, alpha_grid, n_outer, seed)
+    test_sizes = np.bincount(outer_fold, minlength=n_outer)
     return RidgeProbeResult(
         predictions=predictions,
         outer_fold=outer_fold,
-        chosen_alpha_by_fold=chosen,
-        fold_mae=fold_mae,
-        inner_mae_by_alpha=inner,
+        chosen_alpha_by_fold=[f["alpha"] for f in folds],
+        fold_mae=[f["metrics"]["mae"] for f in folds],
+        inner_mae_by_alpha=[f["inner_mae_by_alpha"] for f in folds],
         final_alpha=final_alpha,
         metrics=regression_scores(ages, predictions),
-        baseline_mae=float(np.mean(np.concatenate(baseline))),
+        baseline_mae=float(np.average([f["baseline_mae"] for f in folds], weights=test_sizes)),
         seconds=time.perf_counter() - started,
     )
+
+
+def fit_age_fold(
+    X_train,
+    ages_train,
+    X_test,
+    ages_test,
+    alpha_grid=ALPHA_GRID,
+    age_bins=AGE_BINS,
+    n_inner: int = 4,
+    seed: int = 42,
+) -> dict:
+    """One outer fold of brain age: alpha by inner stratified CV on the training subjects
+    (mean embeddings), refit on all of them, score the test subjects in years."""
+    X_train = np.asarray(X_train, dtype=np.float64)
+    ages_train = np.asarray(ages_train, dtype=np.float64)
+    ages_test = np.asarray(ages_test, dtype=np.float64)
+    if len(ages_train) < n_inner or len(ages_test) == 0:
+        raise DataError(
+            f"brain age needs at least {n_inner} training subjects and one test subject per "
+            f"fold; got {len(ages_train)} and {len(ages_test)}",
+            fix="use a dataset with more subjects with known ages, or fewer folds",
+        )
+    strata = age_bin_of(ages_train, age_bins)
+    alpha, inner = _choose_alpha(X_train, ages_train, strata, alpha_grid, n_inner, seed)
+    predictions = _ridge_predict(X_train, ages_train, np.asarray(X_test, np.float64), alpha)
+    scores = (
+        regression_scores(ages_test, predictions)
+        if len(ages_test) > 1
+        else {"mae": mae(ages_test, predictions), "pearson_r": float("nan"), "r2": float("nan")}
+    )
+    return {
+        "alpha": alpha,
+        "inner_mae_by_alpha": inner,
+        "predictions": predictions,
+        "metrics": {k: float(v) for k, v in scores.items()},
+        "baseline_mae": mae(ages_test, np.full_like(ages_test, ages_train.mean())),
+    }

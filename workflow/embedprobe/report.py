@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .aggregate import METRICS  # noqa: E402
+from .aggregate import METRICS, POOLED  # noqa: E402
 from .metrics import confusion  # noqa: E402
 
 STAGE_NAMES = ("W", "N1", "N2", "N3", "REM")
@@ -20,14 +20,22 @@ LOWER_IS_BETTER = {"mae"}
 
 def summary_markdown(tables: dict[str, pd.DataFrame], task: str, benchmark: str) -> str:
     headline = METRICS[task][0]
+    pooled = [f"{m} (pooled)" for m in POOLED[task]]
+    columns = METRICS[task] + pooled
     lines = [f"# {benchmark}", "", f"Headline: {headline} (mean +- SD over folds).", "",
-             "| dataset | model | " + " | ".join(METRICS[task]) + " | folds | chosen |",
-             "|---|---|" + "---|" * len(METRICS[task]) + "---|---|"]
+             "| dataset | model | " + " | ".join(columns) + " | folds | chosen |",
+             "|---|---|" + "---|" * len(columns) + "---|---|"]
     for dataset, table in tables.items():
         for row in table.itertuples():
-            scores = " | ".join(f"{getattr(row, m + '_mean'):.3f} +- {getattr(row, m + '_sd'):.3f}"
-                                for m in METRICS[task])
-            lines.append(f"| {dataset} | {row.model} | {scores} | {row.folds} | {row.chosen} |")
+            scores = [f"{getattr(row, m + '_mean'):.3f} +- {getattr(row, m + '_sd'):.3f}"
+                      for m in METRICS[task]]
+            scores += [f"{getattr(row, m + '_pooled'):.3f}" for m in POOLED[task]]
+            lines.append(f"| {dataset} | {row.model} | {' | '.join(scores)} | {row.folds} | "
+                         f"{row.chosen} |")
+    if task == "brain_age":
+        lines += ["", "Baseline (predicting each fold's training mean age), MAE: "
+                  + ", ".join(f"{d}/{r.model} {r.baseline_mae_mean:.2f}"
+                              for d, t in tables.items() for r in t.itertuples())]
     return "\n".join(lines) + "\n"
 
 
@@ -36,13 +44,13 @@ def plot_scores(tables: dict[str, pd.DataFrame], task: str, benchmark: str, out:
     headline = METRICS[task][0]
     rows = [(f"{d}\n{r.model}", getattr(r, headline + "_mean"), getattr(r, headline + "_sd"))
             for d, t in tables.items() for r in t.itertuples()]
-    fig, ax = plt.subplots(figsize=(max(4, 1.4 * len(rows)), 3.5))
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.4 * len(rows)), 3.5))
     ax.bar(range(len(rows)), [r[1] for r in rows], yerr=[r[2] for r in rows], capsize=4,
            color="#4C72B0")
     ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     arrow = "lower is better" if headline in LOWER_IS_BETTER else "higher is better"
     ax.set_ylabel(f"{headline} ({arrow})")
-    ax.set_title(f"{benchmark}: {headline}, mean +- SD over folds")
+    ax.set_title(f"{benchmark}: {headline}, mean +- SD over folds", fontsize=10)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
