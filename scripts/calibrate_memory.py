@@ -125,21 +125,30 @@ class DemoSet:
         return self.index.parent
 
 
+def job_config(folder: Path) -> dict:
+    """The project's config with every root (data, cache, results, weights) under `folder`,
+    so jobs write their runs tables and caches there, not into the working tree."""
+    from embedprobe.config import load_config
+
+    config = load_config()
+    for key in ("data_root", "cache_root", "results_root", "weights_root"):
+        config[key] = str(folder / key.removesuffix("_root"))
+    return config
+
+
 def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> DemoSet:
     """Write `subjects` x `nights` demo nights of `hours` of sleep and their window index.
 
     Four nights at least: embed holds reader_threads + 2 nights at once (two reading, one
     queued, one being batched), so a smaller dataset never reaches the peak a real one does.
     """
-    from embedprobe.config import load_config, resolve_roots
+    from embedprobe.config import resolve_roots
     from embedprobe.datasets.registry import dataset_root
     from embedprobe.demo_data import generate
     from embedprobe.windows import build_index, write_index
 
     folder.mkdir(parents=True, exist_ok=True)
-    config = load_config()
-    for key in ("data_root", "cache_root", "results_root", "weights_root"):
-        config[key] = str(folder / key.removesuffix("_root"))
+    config = job_config(folder)
     config["datasets"][DEMO_DATASET].update(
         expected_recordings=subjects * nights,
         generator={"subjects": subjects, "nights": nights, "hours": hours, "seed": 0})
@@ -179,8 +188,12 @@ def embed_inputs(demo: DemoSet, check) -> dict:
 
 
 def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> list[str]:
-    """The workflow's embed job (knobs from the estimate JSON, torch threads from the config)."""
+    """The workflow's embed job (knobs from the estimate JSON, torch threads from the config),
+    from scratch: an earlier run's store or partial file is removed first."""
+    from embedprobe.cache import partial_path
+
     out.unlink(missing_ok=True)
+    partial_path(out).unlink(missing_ok=True)
     return cli_argv(demo.config, "embed", "--dataset", DEMO_DATASET, "--model", model,
                     "--index", demo.index, "--out", out, "--estimate", estimate_path,
                     "--threads", demo.config["embed"]["threads"])
@@ -226,8 +239,8 @@ def hard_rows(n_rows: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndar
     return hard_embeddings(n_rows, dim, seed=seed)
 
 
-def probe_config(base: dict, n_jobs: int) -> dict:
-    config = json.loads(json.dumps(base))
+def probe_config(folder: Path, n_jobs: int) -> dict:
+    config = job_config(folder)
     config.setdefault("probe", {})["n_jobs"] = n_jobs
     return config
 
@@ -444,14 +457,14 @@ def measure_embed(plan, workdir: Path) -> list[dict]:
     return runs
 
 
-def measure_probe_logistic(plan, workdir: Path, base_config: dict) -> list[dict]:
+def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
     runs = []
     for rows, dim, n_jobs in plan:
         X, y = hard_rows(rows, dim)
         store = workdir / f"store_{rows}x{dim}.h5"
         subjects = write_store(store, X, y)
         del X
-        config = probe_config(base_config, n_jobs)
+        config = probe_config(workdir, n_jobs)
         inputs = probe_logistic_inputs(config, subjects, dim)
         estimate = estimates.estimate("probe_logistic", inputs, estimates.load_calibration(), None)
         key = f"probe/{PROBE_BENCHMARK}/fold0"
@@ -495,8 +508,6 @@ def measure_subject_means(plan, workdir: Path) -> list[dict]:
 
 def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
     """Run every workload; returns (constants by job, provenance, fit report)."""
-    from embedprobe.config import load_config
-
     plan = PLANS[quick]
     constants = {job: dict(values) for job, values in estimates.DEFAULT_CONSTANTS.items()}
     for job, values in old.get("jobs", {}).items():
@@ -524,8 +535,7 @@ def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
 
     runs = {
         "embed_cpu": measure_embed(plan["embed"], workdir),
-        "probe_logistic": measure_probe_logistic(plan["probe_logistic"], workdir,
-                                                 load_config()),
+        "probe_logistic": measure_probe_logistic(plan["probe_logistic"], workdir),
         "probe_ridge": measure_probe_ridge(plan["probe_ridge"], workdir),
         "aggregate_subject_mean": measure_subject_means(plan["subject_means"], workdir),
     }

@@ -100,21 +100,24 @@ def test_each_formula_is_at_least_each_term_and_grows_with_each(job):
 
 
 def test_logistic_known_answer():
-    constants = {"baseline_bytes": 100 * MiB, "embeddings_copies": 2.0, "fit_data_copies": 1.0,
-                 "workspace_factor": 1.0, "worker_baseline_bytes": 50 * MiB}
+    constants = {"baseline_bytes": 100 * MiB, "embeddings_copies": 2.0, "window_row_bytes": 150,
+                 "fit_data_copies": 1.0, "workspace_factor": 1.0, "square_copies": 2.0}
     calibration = {"jobs": {"probe_logistic": constants}}
     inputs = {"n_train": 100_000, "n_val": 10_000, "n_test": 10_000, "dim": 256,
               "n_classes": 5, "n_jobs": 3, "n_fits": 6}
     result = estimate("probe_logistic", inputs, calibration, limit_bytes=4 * GiB)
     terms = result.terms
     assert terms["interpreter and libraries"] == 100 * MiB
-    assert terms["probe data and its copies (load, fold index, scaled)"] == 120_000 * 256 * 4 * 2
-    assert terms["training copies per parallel fit"] == 3 * 100_000 * 256 * 4
+    assert terms["embeddings as loaded and the fold's splits"] == 120_000 * 256 * 4 * 2
+    assert terms["window table"] == 120_000 * 150
+    # the fits run in threads: one standardised copy, whatever n_jobs
+    assert terms["standardised training rows (float32, shared by the fits)"] \
+        == 100_000 * 256 * 4
     assert terms["solver workspace per parallel fit"] == 3 * (100_000 * 5 * 8 + 20 * 257 * 5 * 8)
-    assert terms["parallel worker processes"] == 3 * 50 * MiB
+    assert terms["preconditioner (p x p float64)"] == (2 + 3) * 256 * 256 * 8
     assert terms["scheduler processes"] == 0
-    assert result.total == sum(terms.values()) == 827_720_800
-    assert result.request_mb == 908  # ceil(827,720,800 * 1.15 / 2**20)
+    assert result.total == sum(terms.values()) == 486_255_840
+    assert result.request_mb == 534  # ceil(486,255,840 * 1.15 / 2**20)
     assert result.limit_mb == 4096 and result.verdict == "ok"
     assert result.knobs == {"n_jobs": 3}
 
@@ -185,7 +188,7 @@ def test_too_big_names_the_knobs_tried_and_the_partition_that_fits():
     assert f"{result.request_mb:,} MB" in result.fix
     with pytest.raises(OutOfMemory) as caught:
         result.raise_if_too_big()
-    assert caught.value.fix == result.fix and "probe data and its copies" in caught.value.message
+    assert caught.value.fix == result.fix and "embeddings as loaded" in caught.value.message
     alone = fit_knobs("probe_logistic", inputs, CALIBRATION, 32 * GiB)
     assert "at least" in alone.fix and "partition '" not in alone.fix
 

@@ -34,7 +34,8 @@ def test_dry_run_prints_the_plan(tmp_path, small_demo_config):
     assert run.returncode == 0, run.stderr
     out = run.stdout + run.stderr
     for rule, count in (("demo_data", 1), ("index", 1), ("check", 1), ("preflight", 1),
-                        ("embed", 1), ("probe", 5), ("aggregate", 1)):
+                        ("embed", 1), ("probe", 10), ("aggregate", 2), ("summary", 2),
+                        ("confusion", 1)):
         assert f"{rule:<9} " in out or f"{rule} " in out
         job_line = [line for line in out.splitlines() if line.split()[:1] == [rule]]
         assert job_line and job_line[0].split()[1] == str(count), job_line
@@ -110,7 +111,8 @@ def test_memory_requests_come_from_preflight(demo_run, small_demo_config):
     assert embed["request_mb"] >= embed["total"] / 2**20
     # What Snakemake gave each job (its resources.mem_mb, recorded by the job itself).
     runs = pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t")
-    assert sorted(runs["job"]) == ["embed"] + [f"probe/demo/fold{k}" for k in range(5)]
+    assert sorted(runs["job"]) == sorted(
+        ["embed"] + [f"probe/{b}/fold{k}" for b in ("demo", "demo_brain_age") for k in range(5)])
     for row in runs.itertuples():
         assert row.status == "ok" and row.attempt == 1
         assert row.request_mb == preflight["jobs"][row.job]["request_mb"]
@@ -141,3 +143,50 @@ def test_limit_below_estimate_stops_before_embed(tmp_path, small_demo_config):
     record = json.loads((tmp_path / "results/preflight/sleep_edf_demo/"
                          "biot_random.json.failure.json").read_text())
     assert record["category"] == "oom" and record["step"] == "preflight"
+
+
+def test_brain_age_beats_the_training_mean_from_the_same_embeddings(demo_run):
+    workdir, run = demo_run
+    table = pd.read_csv(workdir / "results/demo_brain_age/sleep_edf_demo/results.tsv", sep="\t")
+    row = table.set_index("model").loc["biot_random"]
+    assert row["folds"] == "5/5"
+    # The generator lowers slow-wave and spindle power with age: the probe must beat
+    # predicting each fold's training mean age (measured: 10.4 vs 24.6 years on this demo).
+    assert row["mae_mean"] < 0.75 * row["baseline_mae_mean"], row
+    assert row["pearson_r_pooled"] > 0.5
+    out = run.stdout + run.stderr
+    assert out.count("rule embed:") == 1, "brain_age must reuse the sleep-staging embeddings"
+    assert "[1/5] sleep_edf_demo biot_random fold 0: ok, MAE(years)" in out
+
+
+def test_summary_figures_and_report(demo_run, small_demo_config):
+    workdir, _ = demo_run
+    summary = (workdir / "results/demo/summary.md").read_text()
+    assert "| sleep_edf_demo | biot_random |" in summary and "5/5" in summary
+    for png in ("results/demo/figures/scores.png",
+                "results/demo/sleep_edf_demo/biot_random/confusion.png",
+                "results/demo_brain_age/figures/scores.png"):
+        assert (workdir / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = snakemake(workdir, "--configfile", small_demo_config, "--report",
+                       str(workdir / "report.html"), "demo")
+    assert report.returncode == 0, report.stderr[-2000:]
+    html = (workdir / "report.html").read_text(errors="replace")
+    assert "confusion.png" in html and "scores.png" in html and "summary.md" in html
+
+
+def test_saved_predictions_are_reused_and_refitted_on_request(demo_run, small_demo_config):
+    workdir, _ = demo_run
+    fold0 = workdir / "results/demo/sleep_edf_demo/biot_random/fold0.json"
+    before = fold0.stat().st_mtime_ns
+    again = snakemake(workdir, "--configfile", small_demo_config, "--cores", "2", "demo")
+    assert again.returncode == 0
+    assert "Nothing to be done" in again.stdout + again.stderr
+    assert fold0.stat().st_mtime_ns == before
+    runs_before = len(pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t"))
+    refit = snakemake(workdir, "--configfile", small_demo_config, "--cores", "2",
+                      "--forcerun", "probe", "--", "demo")
+    assert refit.returncode == 0, refit.stderr[-2000:]
+    assert fold0.stat().st_mtime_ns > before
+    runs = pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t")
+    assert len(runs) == runs_before + 10  # 5 sleep-staging + 5 brain-age folds refitted
+    assert "rule embed:" not in refit.stdout + refit.stderr

@@ -1,0 +1,260 @@
+#!/usr/bin/env python
+"""Check the memory estimates against real runs: predicted against measured peak of each job.
+
+A grid of real jobs, each run in its own child process and measured by the kernel (its
+ru_maxrss from wait4, memory.run_measured), each predicted the way the workflow predicts it:
+
+  embed           3 registered models x 3 night lengths of the Sleep-EDF demo (4 nights each):
+                  `embedprobe check`, preflight.run_preflight (the shipped calibration), then the
+                  `embedprobe embed` job with that preflight JSON as its --estimate
+  logistic probe  3 feature widths x 3 row counts of hard synthetic embeddings in an HDF5 store:
+                  the `embedprobe probe` job (sleep staging, fold 0), inputs from
+                  preflight.probe_inputs, estimate from estimates.fit_knobs
+  ridge probe     3 widths x 3 numbers of subjects: probe.fit_age_fold on subject means, inputs
+                  from preflight.brain_age_inputs
+
+error = (predicted - measured) / measured. Targets: median |error| <= 10%, no error below -10%,
+and every request (the estimate plus the margin, what the scheduler is asked for) above the
+measured peak. Exit 1 when a target fails. The sizes differ from the calibration's
+(scripts/calibrate_memory.py), so this is out of sample.
+
+Usage:
+  python scripts/validate_memory.py                 # the full grid (~15-20 min on 2 busy cores)
+  python scripts/validate_memory.py --quick         # smaller sizes, one embed model (~4 min)
+  python scripts/validate_memory.py --out validation.tsv   # also the rows (.jsonl: JSON lines)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import calibrate_memory as jobs  # the real-job workloads, shared with the calibration
+
+from embedprobe import estimates, memory
+from embedprobe.config import load_config
+
+MiB = estimates.MiB
+MEDIAN_TARGET = 0.10
+UNDER_TARGET = -0.10
+WIDTH_OF = {200: "LaBraM/CBraMod", 256: "BIOT", 2048: "EEGPT"}
+
+GRIDS = {
+    # embed: models x hours of sleep a night; probes: width -> row counts (the wide model's
+    # fits are slow on 2 cores, so it gets smaller stores); ridge: widths x subjects
+    False: {
+        "embed_models": ("biot_random", "cbramod_random", "labram_random"),
+        "embed_hours": (1 / 6, 0.5, 1.5),
+        "probe_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
+                       2048: (10_000, 20_000, 40_000)},
+        "ridge_widths": (200, 256, 2048),
+        "ridge_subjects": (150, 600, 1_800),
+    },
+    True: {
+        "embed_models": ("biot_random",),
+        "embed_hours": (1 / 6, 0.5, 1.0),
+        "probe_rows": {200: (8_000, 16_000, 32_000), 256: (8_000, 16_000, 32_000),
+                       2048: (4_000, 8_000, 16_000)},
+        "ridge_widths": (200, 256, 2048),
+        "ridge_subjects": (100, 300, 800),
+    },
+}
+
+
+@dataclass
+class Row:
+    job: str
+    model: str
+    size: str
+    predicted_mb: float
+    request_mb: int
+    measured_mb: float
+    seconds: float
+
+    @property
+    def error(self) -> float:
+        return (self.predicted_mb - self.measured_mb) / self.measured_mb
+
+    @property
+    def covered(self) -> bool:
+        return self.request_mb > self.measured_mb
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"error": round(self.error, 4), "covered": self.covered}
+
+
+def _row(job, model, size, estimate: dict, run: memory.MeasuredRun) -> Row:
+    return Row(job, model, size, round(estimate["total"] / MiB, 1), int(estimate["request_mb"]),
+               round(run.peak_bytes / MiB, 1), round(run.seconds, 1))
+
+
+def embed_rows(grid: dict, workdir: Path) -> Iterator[Row]:
+    """The embed job of each model on each night length, predicted by run_preflight."""
+    from embedprobe.preflight import run_preflight
+
+    checks: dict[str, Path] = {}
+    for hours in grid["embed_hours"]:
+        demo = jobs.demo_set(workdir / f"embed_{hours:.3g}h", hours)
+        for model in grid["embed_models"]:
+            if model not in checks:  # the check depends on the model and the data's format
+                checks[model], _ = jobs.run_check(demo, model)
+            preflight_path = demo.folder / "preflight" / f"{model}.json"
+            with contextlib.redirect_stderr(io.StringIO()):
+                record = run_preflight(demo.config, demo.roots, jobs.DEMO_DATASET, model,
+                                       checks[model], demo.index, preflight_path)
+            run = jobs.measure(jobs.embed_argv(demo, model, preflight_path,
+                                               demo.folder / f"{model}.h5"),
+                               f"embed {model} {hours:.3g} h")
+            nights = f"{demo.n_windows} windows, {hours * 60:.0f} min sleep/night"
+            yield _row("embed", model, nights, record["jobs"]["embed"], run)
+
+
+def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
+               margin: float) -> Iterator[Row]:
+    """The sleep-staging probe job (fold 0) on stores of each width and row count."""
+    config = jobs.probe_config(workdir, n_jobs=1)
+    key = f"probe/{jobs.PROBE_BENCHMARK}/fold0"
+    for dim, sizes in grid["probe_rows"].items():
+        X, y = jobs.hard_rows(max(sizes), dim)
+        for rows in sizes:
+            store = workdir / f"store_{rows}x{dim}.h5"
+            subjects = jobs.write_store(store, X[:rows], y[:rows])
+            inputs = jobs.probe_logistic_inputs(config, subjects, dim)
+            estimate = estimates.fit_knobs("probe_logistic", inputs, calibration, limit, margin)
+            estimate_path = jobs.write_estimate(workdir / f"estimate_{rows}x{dim}.json", key,
+                                                estimate)
+            run = jobs.measure(jobs.probe_argv(config, store, estimate_path,
+                                               workdir / "probe_out"), f"probe {rows} x {dim}")
+            yield _row("logistic probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
+                       f"{rows:,} windows", estimate.as_dict(), run)
+        del X, y
+
+
+def ridge_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
+               margin: float) -> Iterator[Row]:
+    """The brain-age ridge of fold 0 on subject means of each width and number of subjects."""
+    from embedprobe.preflight import brain_age_inputs
+
+    config = jobs.job_config(workdir)
+    bench = config["benchmarks"][jobs.AGE_BENCHMARK]
+    for dim in grid["ridge_widths"]:
+        for n_subjects in grid["ridge_subjects"]:
+            subjects = [f"SC{k:05d}" for k in range(n_subjects)]
+            inputs = brain_age_inputs(config, bench, subjects, 0, dim)
+            estimate = estimates.fit_knobs("probe_ridge", inputs, calibration, limit, margin)
+            params = jobs.ridge_params(workdir, inputs["n"], n_subjects, dim)
+            run = jobs.measure(jobs.child_argv("ridge", params),
+                               f"ridge {n_subjects} x {dim}")
+            yield _row("ridge probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
+                       f"{n_subjects:,} subjects ({inputs['n']} train)", estimate.as_dict(), run)
+
+
+# ------------------------------------------------------------------------------ the report
+
+COLUMNS = ("job", "model", "size", "predicted MB", "requested MB", "measured MB", "error",
+           "covered")
+
+
+def table_line(row: Row) -> str:
+    return (f"| {row.job} | {row.model} | {row.size} | {row.predicted_mb:,.0f} | "
+            f"{row.request_mb:,} | {row.measured_mb:,.0f} | {row.error:+.1%} | "
+            f"{'yes' if row.covered else 'NO'} |")
+
+
+def table_header() -> list[str]:
+    return ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+
+
+def verdicts(rows: list[Row]) -> list[tuple[str, bool]]:
+    """Each target as (line, passed)."""
+    errors = [row.error for row in rows]
+    median = statistics.median(abs(e) for e in errors)
+    worst = min(errors)
+    worst_row = rows[errors.index(worst)]
+    uncovered = [row for row in rows if not row.covered]
+    return [
+        (f"median |error| {median:.1%} (target <= {MEDIAN_TARGET:.0%})", median <= MEDIAN_TARGET),
+        (f"worst under-prediction {min(worst, 0.0):+.1%} ({worst_row.job}, {worst_row.model}, "
+         f"{worst_row.size}; target >= {UNDER_TARGET:+.0%})", worst >= UNDER_TARGET),
+        (f"requests above the measured peak: {len(rows) - len(uncovered)} of {len(rows)}",
+         not uncovered),
+    ]
+
+
+def per_job_lines(rows: list[Row]) -> list[str]:
+    lines = []
+    for job in dict.fromkeys(row.job for row in rows):
+        errors = [row.error for row in rows if row.job == job]
+        lines.append(f"{job}: median |error| {statistics.median(abs(e) for e in errors):.1%}, "
+                     f"from {min(errors):+.1%} to {max(errors):+.1%}")
+    return lines
+
+
+def write_rows(rows: list[Row], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(row.as_dict()) + "\n" for row in rows))
+        return
+    keys = list(rows[0].as_dict())
+    lines = ["\t".join(keys)] + ["\t".join(str(row.as_dict()[k]) for k in keys) for row in rows]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, one embed model")
+    parser.add_argument("--out", type=Path, help="also write the rows here (.tsv or .jsonl)")
+    parser.add_argument("--jobs", default="embed,logistic,ridge",
+                        help="which job types to run (comma-separated; default all three)")
+    parser.add_argument("--workdir", type=Path,
+                        help="keep generated inputs here and reuse them (default: a temp dir)")
+    args = parser.parse_args(argv)
+    chosen = set(args.jobs.split(","))
+    unknown = chosen - {"embed", "logistic", "ridge"}
+    if unknown:
+        parser.error(f"unknown job types {sorted(unknown)}; use embed, logistic, ridge")
+    grid = GRIDS[args.quick]
+    calibration = estimates.load_calibration()
+    config = load_config()
+    limit = memory.job_memory_limit(config.get("memory_limit_mb"))
+    margin = config.get("memory_margin", 0.15)
+    started = time.monotonic()
+    rows: list[Row] = []
+    print(f"calibration {estimates.CALIBRATION_PATH} ({calibration['environment']['date']}); "
+          f"margin {margin:.0%}; every job in its own measured child process", flush=True)
+    print("\n".join(table_header()), flush=True)
+    with tempfile.TemporaryDirectory(prefix="validate_memory_") as tmp:
+        workdir = args.workdir or Path(tmp)
+        sources = {
+            "embed": lambda: embed_rows(grid, workdir / "embed"),
+            "logistic": lambda: probe_rows(grid, workdir / "probe", calibration, limit, margin),
+            "ridge": lambda: ridge_rows(grid, workdir / "ridge", calibration, limit, margin),
+        }
+        for name, source in sources.items():
+            if name in chosen:
+                for row in source():
+                    rows.append(row)
+                    print(table_line(row), flush=True)
+    print()
+    print("\n".join(per_job_lines(rows)))
+    results = verdicts(rows)
+    for line, passed in results:
+        print(f"{'PASS' if passed else 'FAIL'}: {line}")
+    print(f"{len(rows)} jobs in {time.monotonic() - started:.0f} s")
+    if args.out:
+        write_rows(rows, args.out)
+        print(f"wrote {args.out}")
+    return 0 if all(passed for _, passed in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
