@@ -63,7 +63,10 @@ CHILD_TIMEOUT_S = 900
 STEP_IMPORTS = {
     "embed": "import torch, mne, braindecode.models, embedprobe.cli, embedprobe.embed, "
              "embedprobe.runs; torch.ones(8) @ torch.ones(8)",
-    "probe": "import sklearn.linear_model, sklearn.preprocessing, embedprobe.cli, "
+    # the probe job; its sleep-staging path (probe.py's own L-BFGS) imports no scikit-learn
+    "probe": "import embedprobe.cli, embedprobe.probe_fold, embedprobe.runs",
+    # the brain-age ridge also imports scikit-learn's Ridge and StandardScaler
+    "ridge": "import sklearn.linear_model, sklearn.preprocessing, embedprobe.cli, "
              "embedprobe.probe_fold, embedprobe.runs",
 }
 
@@ -299,7 +302,7 @@ def child_imports(p: dict) -> None:
 
 def child_ridge(p: dict) -> None:
     """The brain-age ridge path: fit_age_fold on the training subjects' mean embeddings."""
-    _step_imports("probe")
+    _step_imports("ridge")
     from embedprobe.probe import fit_age_fold
 
     means, ages = np.load(p["x"]), np.load(p["ages"])
@@ -395,7 +398,7 @@ FITTED = {
 }
 STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
               "accumulator_copies", "cluster_wrapper_bytes"}
-BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "probe",
+BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
                  "aggregate_subject_mean": "probe"}
 
 

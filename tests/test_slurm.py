@@ -35,11 +35,12 @@ DATASET, MODEL, BENCH = "sleep_edf_demo", "biot_random", "demo"
 FOLDS = 3
 SMALL_JOB_MB = 1500  # no profile default has it: a rule that sends no request shows
 FIRST_REQUEST_FACTOR = 0.2
-# 5 one-night subjects, 30 min of sleep and 2 min of wake each side (~340 windows); probes on one
-# core, so the 2-core node runs two at once.
+# 5 one-night subjects, 10 min of sleep and 2 min of wake each side (~130 windows, 5 batches):
+# the embed job stays within the plugin's third status check (~36 s after submission; the checks
+# back off by 10 s while nothing finishes). Probes on one core: the 2-core node runs two at once.
 SMALL_DEMO = {
     "datasets": {DATASET: {"expected_recordings": 5, "trim_wake_minutes": 2,
-                           "generator": {"subjects": 5, "nights": 1, "hours": 0.5, "seed": 0}}},
+                           "generator": {"subjects": 5, "nights": 1, "hours": 1 / 6, "seed": 0}}},
     "benchmarks": {BENCH: {"folds": FOLDS}},
     "probe": {"threads": 1},
     "memory_small_job_mb": SMALL_JOB_MB,
@@ -91,7 +92,7 @@ def preflight(workdir: Path) -> dict:
 
 
 def runs_table(workdir: Path) -> pd.DataFrame:
-    return pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t")
+    return pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t", keep_default_na=False)
 
 
 def fold_paths(workdir: Path) -> list[Path]:
@@ -187,7 +188,7 @@ def test_out_of_memory_kill_is_rerun_with_the_scaled_request(tmp_path_factory, s
     assert rerun.state == "COMPLETED" and rerun.mem_mb == int(request * 1.5), rerun
     slurm_log = workdir / f".snakemake/slurm_logs/rule_embed/{DATASET}_{MODEL}/{killed.job_id}.log"
     assert re.search(r"exceeded memory limit|oom.kill", slurm_log.read_text(), re.I)
-    rows = runs_table(workdir).fillna("").query("job == 'embed'")
+    rows = runs_table(workdir).query("job == 'embed'")
     attempts = rows[["attempt", "request_mb", "status", "category"]].to_dict("records")
     assert attempts == [
         {"attempt": 1, "request_mb": killed.mem_mb, "status": "oom", "category": "oom"},
@@ -300,8 +301,12 @@ def test_killed_session_resumes_embed_and_refits_no_finished_fold(
         fold = path.stem.removeprefix("fold")
         assert not [j for j in resubmitted if j.is_rule("probe", BENCH, DATASET, MODEL, fold)]
         assert (path.stat().st_mtime_ns, path.read_bytes()) == before[path]
-    probe_rows = runs_table(workdir).query("rule == 'probe' and status == 'ok'")
+    table = runs_table(workdir)
+    probe_rows = table.query("rule == 'probe' and status == 'ok'")
     assert sorted(probe_rows["job"]) == [f"probe/{BENCH}/fold{k}" for k in range(FOLDS)]
+    # The embed attempt cancelled with its session was killed from outside, not out of memory.
+    embed_rows = table.query("job == 'embed'")
+    assert embed_rows["status"].tolist() == ["killed", "ok"], embed_rows.to_dict("records")
     assert_same_results(workdir, local_demo)
     assert_same_results(workdir, slurm_demo[0])
 

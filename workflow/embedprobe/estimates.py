@@ -189,8 +189,9 @@ FORMULAS: dict[str, list[Term]] = {
     ],
     "aggregate_subject_mean": [
         ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
+        # a block never holds more rows than the store has
         ("HDF5 chunk buffers", lambda i, c: c["hdf5_buffer_bytes"]
-         + i["chunk_rows"] * i["dim"] * FLOAT32 * c["chunk_copies"]),
+         + min(i["chunk_rows"], i["n_rows"]) * i["dim"] * FLOAT32 * c["chunk_copies"]),
         ("subject column of the window table", lambda i, c: i["n_rows"] * c["index_row_bytes"]),
         ("per-subject sums and means",
          lambda i, c: i["n_subjects"] * i["dim"] * FLOAT64 * c["accumulator_copies"]),
