@@ -706,6 +706,7 @@ def fit_age_fold(
             fix="use a dataset with more subjects with known ages, or fewer folds",
         )
     strata = age_bin_of(ages_train, age_bins)
+    age_bin_of(ages_test, age_bins)  # a test age outside the bins is bad data too
     alpha, inner = _choose_alpha(X_train, ages_train, strata, alpha_grid, n_inner, seed)
     predictions = _ridge_predict(X_train, ages_train, np.asarray(X_test, np.float64), alpha)
     scores = (
