@@ -12,7 +12,10 @@ cd "$here"
 # torch is pinned to the CPU wheel (FACTS.md): a looser spec pulls a multi-GB CUDA build.
 "$venv/bin/python" -m pip install -q -r envs/requirements.txt
 "$venv/bin/python" -m pip install -q --no-deps -e ".${extras}"
-[ -n "$extras" ] && "$venv/bin/python" -m pip install -q -r envs/requirements-test.txt
+# The runtime pins constrain the test extras: nothing they pull in may upgrade snakemake or torch.
+if [ -n "$extras" ]; then
+  "$venv/bin/python" -m pip install -q -r envs/requirements-test.txt -c envs/requirements.txt
+fi
 # braindecode imports torchaudio.functional; PyPI's torchaudio is a CUDA build whose shared
 # objects fail to load beside the CPU torch. Without them it imports as pure Python (FACTS.md).
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')

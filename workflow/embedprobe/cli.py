@@ -75,33 +75,34 @@ def cmd_preflight(args, config, roots):
 
 
 def cmd_embed(args, config, roots):
-    from .embed import EmbedSettings, run_embed
-
-    defaults = config.get("embed", {})
-    knobs = estimate_for(args, "embed").get("knobs", {})
-    settings = EmbedSettings.from_environment(
-        batch_size=args.batch_size or knobs.get("batch_size") or defaults.get("batch_size", 32),
-        reader_threads=knobs.get("n_workers", defaults.get("reader_threads", 2)),
-        limit_batches=args.limit_batches,
-        inject_oom_above=args.inject_oom_above,
-    )
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    # The record starts before torch is imported: a job killed while importing still has one.
     with recorded(args, roots, "embed", "embed", args.dataset, args.model):
+        from .embed import EmbedSettings, run_embed
+
+        defaults = config.get("embed", {})
+        knobs = estimate_for(args, "embed").get("knobs", {})
+        settings = EmbedSettings.from_environment(
+            batch_size=args.batch_size or knobs.get("batch_size") or defaults.get("batch_size", 32),
+            reader_threads=knobs.get("n_workers", defaults.get("reader_threads", 2)),
+            limit_batches=args.limit_batches,
+            inject_oom_above=args.inject_oom_above,
+        )
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
         run_embed(config, roots, args.dataset, args.model, Path(args.index), Path(args.out),
                   settings)
 
 
 def cmd_probe(args, config, roots):
-    from .probe_fold import run_probe_fold
-
     job_key = f"probe/{args.benchmark}/fold{args.fold}"
-    n_jobs = estimate_for(args, job_key).get("knobs", {}).get("n_jobs")
-    if n_jobs:
-        config.setdefault("probe", {})["n_jobs"] = n_jobs
     with recorded(args, roots, "probe", job_key, args.dataset, args.model):
+        from .probe_fold import run_probe_fold
+
+        n_jobs = estimate_for(args, job_key).get("knobs", {}).get("n_jobs")
+        if n_jobs:
+            config.setdefault("probe", {})["n_jobs"] = n_jobs
         run_probe_fold(config, roots, args.benchmark, args.dataset, args.model,
                        Path(args.embeddings), args.fold, Path(args.out), Path(args.predictions))
 

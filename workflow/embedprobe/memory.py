@@ -158,9 +158,35 @@ def cgroup_memory_peak(proc_root: Path = PROC_ROOT, cgroup_root: Path = CGROUP_R
     return None
 
 
-def job_owns_cgroup() -> bool:
-    """True inside a scheduler job, whose cgroup holds only this job."""
+def running_under_scheduler() -> bool:
+    """True inside a SLURM or HTCondor job."""
     return "SLURM_JOB_ID" in os.environ or "_CONDOR_JOB_AD" in os.environ
+
+
+def job_owns_cgroup(proc_root: Path = PROC_ROOT) -> bool:
+    """True when this process's memory cgroup is the scheduler job's own (it holds only this
+    job); inside a container a SLURM job may share the container's cgroup instead."""
+    if not running_under_scheduler():
+        return False
+    job_id = os.environ.get("SLURM_JOB_ID")
+    marker = f"job_{job_id}" if job_id else "condor"
+    try:
+        return any(marker in path for _, path in _own_cgroups(proc_root))
+    except OSError:
+        return False
+
+
+def cluster_memory_limit_mb() -> int | None:
+    """Inside a SLURM job: the largest node memory the cluster offers (`sinfo`), else None."""
+    if "SLURM_JOB_ID" not in os.environ or shutil.which("sinfo") is None:
+        return None
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%m"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sizes = [int(m.rstrip("+")) for m in out.split() if m.rstrip("+").isdigit()]
+    return max(sizes) if sizes else None
 
 
 def _status_kb(field: str, proc_root: Path = PROC_ROOT) -> int:

@@ -21,7 +21,7 @@ from .datasets.registry import dataset_root, reader_for
 from .errors import OutOfMemory, UsageError
 from .estimates import fit_knobs, load_calibration
 from .folds import fold_split, subject_groups
-from .memory import job_memory_limit
+from .memory import cluster_memory_limit_mb, job_memory_limit, running_under_scheduler
 from .windows import read_index
 
 FLOAT64 = 8
@@ -133,7 +133,9 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
                          f"{check.reason}", fix=check.fix or "run the check step again")
     table = read_index(index_path)
     calibration = load_calibration()
-    cluster_mb = config.get("memory_limit_mb")
+    if running_under_scheduler():  # the allocation also holds Snakemake's own processes
+        config["memory_on_cluster"] = True
+    cluster_mb = config.get("memory_limit_mb") or cluster_memory_limit_mb()
     limit = job_memory_limit(cluster_mb)
     margin = config.get("memory_margin", 0.15)
     partitions = config.get("memory_partitions") or None
@@ -157,7 +159,9 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
         "dataset": dataset,
         "model": model,
         "limit_mb": int(limit // 2**20),
-        "limit_source": "config memory_limit_mb" if cluster_mb else "this machine (cgroup aware)",
+        "limit_source": ("config memory_limit_mb" if config.get("memory_limit_mb") else
+                         "largest SLURM node (sinfo)" if cluster_mb else
+                         "this machine (cgroup aware)"),
         "margin": margin,
         "verdict": "ok" if all(j["verdict"] == "ok" for j in jobs.values()) else "too_big",
         "jobs": jobs,

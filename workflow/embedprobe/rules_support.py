@@ -62,7 +62,10 @@ def index_inputs(config: dict, roots: dict, dataset: str) -> list[str]:
 
 def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> str:
     """The slice of the config one job needs, so a change elsewhere does not rerun it."""
-    sliced = {k: v for k, v in config.items() if k not in ("benchmarks", "datasets", "models")}
+    # memory_* settings are read by preflight and the resources callables only: leaving them
+    # out keeps a change of, say, memory_retry_factor from rerunning every job.
+    sliced = {k: v for k, v in config.items()
+              if k not in ("benchmarks", "datasets", "models") and not k.startswith("memory_")}
     for kind, name in (("benchmarks", benchmark), ("datasets", dataset), ("models", model)):
         sliced[kind] = {name: config[kind][name]} if name else {}
     sliced.update(resolve_roots(config))
@@ -115,6 +118,7 @@ def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> lis
 def pair_job_config_json(config: dict, dataset: str, model: str) -> str:
     """The job config of a pair's preflight: every benchmark that runs the pair."""
     sliced = json.loads(job_config_json(config, dataset=dataset, model=model))
+    sliced.update({k: v for k, v in config.items() if k.startswith("memory_")})
     sliced["benchmarks"] = {
         b: e for b, e in config["benchmarks"].items()
         if dataset in e["datasets"] and model in e["models"]

@@ -1,15 +1,20 @@
 """The runs table: every embed and probe attempt's measured peak beside its estimate.
 
 A job killed for memory gets SIGKILL and cannot write its own row. So each attempt keeps a
-small sidecar file with its request and the peak seen so far (sampled every half second);
-the next attempt of the same job finds it unfinished and records that attempt as killed
-(category oom when its last sampled peak had reached 80% of its request).
+small sidecar file with its request, its SLURM job id and the peak seen so far (sampled every
+half second); the next attempt of the same job finds it unfinished and records that attempt:
+as the scheduler saw it where SLURM still knows the job (OUT_OF_MEMORY, or FAILED with the
+memory-limit message in its log: oom; CANCELLED: killed), else oom when its last sampled peak
+had reached 80% of its request, else killed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -19,6 +24,32 @@ from .memory import append_runs_row, cgroup_memory_peak, job_owns_cgroup, self_p
 MiB = 2**20
 SAMPLE_SECONDS = 0.5
 OOM_SHARE = 0.8
+
+
+OOM_MESSAGES = ("exceeded memory limit", "oom-kill", "out of memory", "out_of_memory")
+
+
+def slurm_verdict(job_id: str | None) -> str | None:
+    """'oom' or 'killed' for a finished SLURM job, from `scontrol` (and its log); else None."""
+    if not job_id or shutil.which("scontrol") is None:
+        return None
+    try:
+        out = subprocess.run(["scontrol", "show", "job", "-o", str(job_id)], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    state = re.search(r"JobState=(\S+)", out)
+    if state is None:
+        return None
+    if state.group(1) == "OUT_OF_MEMORY":
+        return "oom"
+    if state.group(1) == "CANCELLED":
+        return "killed"
+    log = re.search(r"StdOut=(\S+)", out)
+    if state.group(1) == "FAILED" and log and Path(log.group(1)).is_file():
+        text = Path(log.group(1)).read_text(errors="replace").lower()
+        return "oom" if any(m in text for m in OOM_MESSAGES) else "killed"
+    return None
 
 
 class JobRecord:
@@ -54,10 +85,11 @@ class JobRecord:
             except (OSError, json.JSONDecodeError):
                 continue
             peak, request = state.get("peak_mb") or 0, state.get("request_mb")
-            oom = bool(request) and peak >= OOM_SHARE * request
-            append_runs_row(self.table, self.row(
-                state["attempt"], peak, "oom" if oom else "killed",
-                "oom" if oom else "killed", state.get("seconds", 0), request))
+            verdict = slurm_verdict(state.get("slurm_job_id"))
+            if verdict is None:
+                verdict = "oom" if request and peak >= OOM_SHARE * request else "killed"
+            append_runs_row(self.table, self.row(state["attempt"], peak, verdict, verdict,
+                                                 state.get("seconds", 0), request))
             stale.unlink(missing_ok=True)
 
     def _peak_mb(self) -> float:
@@ -68,6 +100,7 @@ class JobRecord:
 
     def _write_sidecar(self) -> None:
         state = {"attempt": self.attempt, "request_mb": self.request_mb,
+                 "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
                  "peak_mb": round(self._peak_mb(), 1),
                  "seconds": round(time.monotonic() - self.started, 1)}
         tmp = self.sidecar.with_suffix(".tmp")
