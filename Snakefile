@@ -32,3 +32,7 @@ rule brain_age:
 rule demo:
     input:
         benchmark_targets(config, ROOTS, "demo", "demo_brain_age"),
+
+
+onsuccess:
+    print_fresh_summaries(config, ROOTS)

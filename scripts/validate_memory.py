@@ -53,7 +53,7 @@ GRIDS = {
     # fits are slow on 2 cores, so it gets smaller stores); ridge: widths x subjects
     False: {
         "embed_models": ("biot_random", "cbramod_random", "labram_random"),
-        "embed_hours": (1 / 6, 0.5, 1.5),
+        "embed_hours": (1 / 6, 0.75, 3.0),
         "probe_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
                        2048: (10_000, 20_000, 40_000)},
         "ridge_widths": (200, 256, 2048),
@@ -61,7 +61,7 @@ GRIDS = {
     },
     True: {
         "embed_models": ("biot_random",),
-        "embed_hours": (1 / 6, 0.5, 1.0),
+        "embed_hours": (1 / 6, 0.5, 0.75),
         "probe_rows": {200: (8_000, 16_000, 32_000), 256: (8_000, 16_000, 32_000),
                        2048: (4_000, 8_000, 16_000)},
         "ridge_widths": (200, 256, 2048),

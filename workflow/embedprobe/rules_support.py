@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 from .config import check_names, lookup, resolve_roots
@@ -150,3 +151,14 @@ def runtime_minutes(estimate_path, job_key: str, attempt: int) -> int:
 
 def probe_key(wildcards) -> str:
     return f"probe/{wildcards.benchmark}/fold{wildcards.fold}"
+
+
+RUN_STARTED = time.time()
+
+
+def print_fresh_summaries(config: dict, roots: dict) -> None:
+    """After a successful run: the summary of every benchmark this run (re)wrote."""
+    for benchmark in config["benchmarks"]:
+        path = Path(roots["results_root"]) / benchmark / "summary.md"
+        if path.is_file() and path.stat().st_mtime >= RUN_STARTED:
+            print(f"\n{path}:\n{path.read_text()}")

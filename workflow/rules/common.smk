@@ -18,6 +18,7 @@ from embedprobe.rules_support import (
     memory_request_mb,
     names_pattern,
     pair_job_config_json,
+    print_fresh_summaries,
     probe_key,
     runtime_minutes,
 )
