@@ -161,12 +161,3 @@ def test_runs_table_follows_its_header(tmp_path):
     assert path.read_text() == "job\tpeak_bytes\tratio\nembed\t5\t0.123457\nprobe\t7\t\n"
     with pytest.raises(ValueError, match="not in its header"):
         memory.append_runs_row(path, {"job": "x", "surprise": 1})
-
-
-def test_runs_row_puts_the_measured_peak_beside_the_estimate():
-    estimate = {"total": 100 * MiB, "request_mb": 115, "knobs": {"n_jobs": 2}}
-    row = memory.runs_row("probe_logistic", "fold0", estimate, seconds=1.5)
-    assert set(row) == set(memory.RUNS_COLUMNS)
-    assert row["estimate_bytes"] == 100 * MiB and row["peak_bytes"] == memory.self_peak_rss()
-    assert row["ratio"] == pytest.approx(row["peak_bytes"] / (100 * MiB))
-    assert row["knobs"] == "n_jobs=2"
