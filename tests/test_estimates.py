@@ -101,7 +101,8 @@ def test_each_formula_is_at_least_each_term_and_grows_with_each(job):
 
 def test_logistic_known_answer():
     constants = {"baseline_bytes": 100 * MiB, "embeddings_copies": 2.0, "window_row_bytes": 150,
-                 "fit_data_copies": 1.0, "workspace_factor": 1.0, "square_copies": 2.0}
+                 "fit_data_copies": 1.0, "workspace_factor": 1.0, "block_rows": 10_000,
+                 "square_copies": 2.0}
     calibration = {"jobs": {"probe_logistic": constants}}
     inputs = {"n_train": 100_000, "n_val": 10_000, "n_test": 10_000, "dim": 256,
               "n_classes": 5, "n_jobs": 3, "n_fits": 6}
@@ -114,10 +115,11 @@ def test_logistic_known_answer():
     assert terms["standardised training rows (float32, shared by the fits)"] \
         == 100_000 * 256 * 4
     assert terms["solver workspace per parallel fit"] == 3 * (100_000 * 5 * 8 + 20 * 257 * 5 * 8)
+    assert terms["row blocks (standardise, score)"] == 10_000 * 256 * 4
     assert terms["preconditioner (p x p float64)"] == (2 + 3) * 256 * 256 * 8
     assert terms["scheduler processes"] == 0
-    assert result.total == sum(terms.values()) == 486_255_840
-    assert result.request_mb == 534  # ceil(486,255,840 * 1.15 / 2**20)
+    assert result.total == sum(terms.values()) == 496_495_840
+    assert result.request_mb == 545  # ceil(496,495,840 * 1.15 / 2**20)
     assert result.limit_mb == 4096 and result.verdict == "ok"
     assert result.knobs == {"n_jobs": 3}
 

@@ -169,6 +169,9 @@ FORMULAS: dict[str, list[Term]] = {
          lambda i, c: i["n_train"] * i["dim"] * FLOAT32 * c["fit_data_copies"]),
         ("solver workspace per parallel fit",
          lambda i, c: _parallel_fits(i) * _logistic_workspace(i, c)),
+        # Standardising, fitting the scaler and scoring go through blocks of rows.
+        ("row blocks (standardise, score)",
+         lambda i, c: c["block_rows"] * i["dim"] * FLOAT32),
         # The covariance, its eigenvectors and eigh's workspace, plus each fit's own scaling.
         ("preconditioner (p x p float64)",
          lambda i, c: (c["square_copies"] + _parallel_fits(i)) * i["dim"] ** 2 * FLOAT64),
@@ -249,7 +252,8 @@ DEFAULT_CONSTANTS: dict[str, dict[str, float]] = {
     "embed_gpu_device": {"cuda_context_bytes": 600 * MiB, "allocator_slack": 0.2},
     "probe_logistic": {
         "baseline_bytes": 250 * MiB, "embeddings_copies": 2.0, "window_row_bytes": 200.0,
-        "fit_data_copies": 1.0, "workspace_factor": 2.0, "square_copies": 3.0,
+        "fit_data_copies": 1.0, "workspace_factor": 3.0, "block_rows": 12288.0,
+        "square_copies": 3.0,
     },
     "probe_ridge": {
         "baseline_bytes": 250 * MiB, "data_copies": 3.0, "fit_data_copies": 1.0,
