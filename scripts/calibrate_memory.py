@@ -440,14 +440,17 @@ def fit_constants(job: str, runs: list[dict], names, constants: dict) -> tuple[d
         target.append(run["peak"] - base)
         peaks.append(run["peak"])
     design, target, peaks = np.array(design), np.array(target), np.array(peaks, float)
+    # In units of the typical peak, so the objective and the constraints are all of order 1
+    # (HiGHS ignores an objective that is tiny next to its constraints).
     scale = np.where(design.max(axis=0) > 0, design.max(axis=0), 1.0)
+    unit = float(np.median(peaks))
     scaled = design / scale
-    fit = linprog(c=(scaled / peaks[:, None]).sum(axis=0), A_ub=-scaled, b_ub=-target,
-                  bounds=[(0, None)] * len(names), method="highs")
+    fit = linprog(c=(scaled * unit / peaks[:, None]).sum(axis=0), A_ub=-scaled,
+                  b_ub=-target / unit, bounds=[(0, None)] * len(names), method="highs")
     if not fit.success:
         raise RuntimeError(f"{job}: no constants >= 0 cover every run ({fit.message}); "
                            "a term the formula lacks is growing")
-    coef = fit.x / scale
+    coef = fit.x * unit / scale
     miss = float((design @ coef - target).max())
     return dict(zip(names, coef.tolist(), strict=True)), miss
 
