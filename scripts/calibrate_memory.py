@@ -25,7 +25,7 @@ measured in, and a drift table against the table it replaces is printed (constan
 that fell).
 
 Usage:
-  python scripts/calibrate_memory.py --quick          # ~4 minutes on 2 cores; the shipped table
+  python scripts/calibrate_memory.py --quick          # ~4 min on 2 cores (219 s); shipped table
   python scripts/calibrate_memory.py                  # more and larger runs
   python scripts/calibrate_memory.py --quick --out /tmp/cal.yaml --no-drift
 """
@@ -592,7 +592,7 @@ def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
             fitted("embed_gpu_device", {"cuda_context_bytes": gpu["cuda_context_bytes"]},
                    "measured")
 
-    report["validation"] = in_sample_errors({"jobs": constants}, runs)
+    report["in_sample"] = in_sample_errors({"jobs": constants}, runs)
     return constants, provenance, report
 
 
