@@ -66,7 +66,7 @@ def coerce_flags(config: dict) -> None:
 
 
 def check_names(config: dict) -> None:
-    """Every benchmark names datasets and models the config defines, and has a channel map."""
+    """Every key is known and every benchmark names datasets and models the config defines."""
     coerce_flags(config)
     _check_keys(config, _schema(), "")
     for bench_id, bench in config.get("benchmarks", {}).items():
