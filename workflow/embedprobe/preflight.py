@@ -142,7 +142,7 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
     estimates, runtimes = {}, {}
     estimates["embed"] = fit_knobs(
         "embed_cpu", embed_inputs(config, roots, dataset, check, len(table)), calibration, limit,
-        margin, partitions)
+        max(margin, config.get("memory_embed_margin", 0.30)), partitions)
     runtimes["embed"] = embed_runtime_minutes(check, len(table))
     subjects = table["subject"].astype(str).tolist()
     for bench_id, bench in config.get("benchmarks", {}).items():
