@@ -225,8 +225,3 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
 
 def source_epoch_len(source: WindowSource) -> int:
     return int(round(source.epoch_seconds * source.spec.sfreq))
-
-
-def threads_for_job() -> int:
-    """CPUs this process may use (the scheduler's affinity mask), not the host's."""
-    return len(os.sched_getaffinity(0))

@@ -87,13 +87,18 @@ class Architecture:
     width: int | None = None  # feature width with the default params, as documented
 
 
+def _pooled_features(model, x: torch.Tensor, ch_names: tuple[str, ...]) -> torch.Tensor:
+    """Models whose forward(x, return_features=True) needs no channel names."""
+    return _pool(_features(model(x, return_features=True)))
+
+
 ARCHITECTURES = {
     "BIOT": Architecture(
         "BIOT",
         lambda n_chans, sfreq, n_times: dict(
             n_chans=n_chans, n_outputs=2, sfreq=int(sfreq), n_times=n_times
         ),
-        lambda model, x, ch_names: _pool(_features(model(x, return_features=True))),
+        _pooled_features,
         pooling="mean over tokens, done inside BIOT's encoder (return_features)",
         width=256,
     ),
@@ -112,7 +117,7 @@ ARCHITECTURES = {
             n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
             return_encoder_output=True,
         ),
-        lambda model, x, ch_names: _pool(_features(model(x, return_features=True))),
+        _pooled_features,
         pooling="mean over the (channel, 1-s patch) token grid",
         width=200,
     ),
