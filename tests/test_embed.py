@@ -143,3 +143,21 @@ def test_oom_at_batch_one_fails_with_a_record(tiny):
     assert "error: out of memory even at batch size 1" in stderr
     record = json.loads(out.with_name(out.name + ".failure.json").read_text())
     assert record["category"] == "oom" and record["step"] == "embed"
+
+
+def test_batches_regroup_recordings_into_full_batches_in_order():
+    """Any recording lengths (empty ones too) and batch size: every window once, in order,
+    every batch full but the last."""
+    from embedprobe.embed import batches
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        lengths = rng.integers(0, 40, size=rng.integers(0, 6))
+        edges = np.concatenate([[0], np.cumsum(lengths)])
+        recordings = [np.arange(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        size = int(rng.integers(1, 10))
+        out = list(batches(iter(recordings), lambda size=size: size))
+        joined = np.concatenate(out) if out else np.arange(0)
+        assert np.array_equal(joined, np.arange(edges[-1]))
+        assert all(len(batch) == size for batch in out[:-1])
+        assert not out or 0 < len(out[-1]) <= size

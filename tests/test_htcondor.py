@@ -102,3 +102,30 @@ def test_no_secret_reaches_a_submit_description(condor_run):
         text = json.dumps(submit)
         leaked = [name for name, value in SECRETS.items() if value in text or name in text]
         assert not leaked, f"{submit['batch_name']} carries {leaked}"
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
+def test_a_cuda_check_asks_for_a_gpu_and_reports_the_missing_device(tmp_path):
+    """embed.device cuda: the check job is submitted with request_gpus = 1; on this GPU-less
+    machine it runs, fails with the device fix, and nothing after it is submitted."""
+    configfile = tmp_path / "tiny_demo.yaml"
+    # In a config file: the plugin passes --config values to the job unquoted, so a value
+    # with a space ("embed={device: cuda}") would be split on the execute point.
+    configfile.write_text(yaml.safe_dump({**TINY_DEMO, "embed": {"device": "cuda"}}))
+    record = tmp_path / "submits.jsonl"
+    target = tmp_path / "cache/embeddings/sleep_edf_demo/biot_random.h5"
+    run = snakemake(
+        tmp_path, "--profile", str(PROJECT / "profiles/htcondor"), f"--configfile={configfile}",
+        "--seconds-between-status-checks", "1", str(target), timeout=600,
+        config=["memory_on_cluster=True"],
+        env_extra={"PYTHONPATH": str(FAKE_SCHEDD), "CONDOR_CONFIG": "/dev/null",
+                   "FAKE_HTCONDOR_RECORD": str(record)})
+    assert run.returncode != 0
+    submits = [json.loads(line) for line in record.read_text().splitlines()]
+    checks = submits_of(submits, "check")  # the profile's retries resubmit it
+    assert checks and all(str(check["request_gpus"]) == "1" for check in checks)
+    for rule in ("demo_data", "index"):
+        assert "request_gpus" not in submits_of(submits, rule)[0], rule
+    assert not submits_of(submits, "preflight") and not submits_of(submits, "embed")
+    log = (tmp_path / "results/logs/check/sleep_edf_demo/biot_random.log").read_text()
+    assert "sees no CUDA device" in log and "fix: " in log and "device: cpu" in log

@@ -16,6 +16,7 @@ import time
 import traceback
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +24,9 @@ import yaml
 
 from .channel_maps import CHANNEL_MAP_DIR, ChannelPlan, channel_plan
 from .datasets.registry import data_status, fix_for, reader_for
+from .device import torch_device
 from .errors import DataError, EmbedprobeError, UsageError
-from .memory import measure_peak_growth, self_peak_rss
+from .memory import gpu_batch_peaks, measure_peak_growth, self_peak_rss
 from .models.registry import ModelSpec, model_spec, weights_path, weights_state
 
 OK, FAILED, SKIPPED, RULED_OUT = "ok", "failed", "skipped", "ruled out"
@@ -57,6 +59,10 @@ class CheckResult:
     n_params: int = 0
     batch_activation_bytes: int = 0
     process_peak_bytes: int = 0
+    # On a GPU (embed.device cuda): the allocator's peak per batch size, and the GPU's memory.
+    device: str = "cpu"
+    gpu_peaks: dict = field(default_factory=dict)
+    gpu_total_bytes: int = 0
     extra: dict = field(default_factory=dict)
 
     @property
@@ -220,14 +226,17 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
             return result
         windows = first_batch(config, roots, dataset, spec, plan, batch_size)
         phase = "model"
+        device = torch_device(config)
         if encoder_factory is None:
             from .models.encoder import Encoder
 
-            encoder_factory = Encoder
+            encoder_factory = partial(Encoder, device=device)
         encoder = encoder_factory(spec, plan.model_names, roots)
         forward_started = time.monotonic()
         output, growth = measure_peak_growth(lambda: encoder(windows))
         result.seconds = round(time.monotonic() - forward_started, 3)
+        if device.type == "cuda":
+            _measure_gpu(result, encoder, windows, device)
     except Exception as exc:  # any crash is reported in the pair's row, not raised
         return _failure(result, phase, exc)
     output = np.asarray(output)
@@ -239,6 +248,18 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
     result.process_peak_bytes = self_peak_rss()
     result.peak_mb = round(result.process_peak_bytes / 2**20, 1)
     return _judge_output(result, output, len(windows))
+
+
+def _measure_gpu(result: CheckResult, encoder, windows: np.ndarray, device) -> None:
+    """The allocator's peak at one window and at the whole batch: preflight draws the line
+    through them to size embed's batch to the GPU's memory."""
+    import torch
+
+    sizes = sorted({1, len(windows)})
+    result.gpu_peaks = gpu_batch_peaks(lambda b: encoder(windows[:b]), sizes, device)
+    properties = torch.cuda.get_device_properties(device)
+    result.gpu_total_bytes = int(properties.total_memory)
+    result.device = f"cuda ({properties.name})"
 
 
 # ------------------------------------------------------------------------------- records

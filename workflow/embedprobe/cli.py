@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from .allocator import use_one_malloc_arena
 from .config import check_names, load_config, lookup, resolve_roots
 from .errors import EmbedprobeError, UsageError, write_failure_record
 
@@ -268,6 +269,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    use_one_malloc_arena()  # before torch or a reader thread starts a second thread
     args = parser().parse_args(argv)
     output = getattr(args, "out", None)
     try:

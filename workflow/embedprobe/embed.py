@@ -26,6 +26,7 @@ from .cache import CacheIdentity, EmbeddingWriter, window_table_sha256
 from .channel_maps import ChannelPlan, channel_plan
 from .config import lookup
 from .datasets.registry import dataset_root, reader_for
+from .device import torch_device
 from .errors import OutOfMemory, UsageError
 from .models.encoder import Encoder
 from .models.registry import ModelSpec, model_spec
@@ -117,19 +118,27 @@ class WindowSource:
 
 
 def batches(arrays: Iterator[np.ndarray], size_of) -> Iterator[np.ndarray]:
-    """Regroup per-recording arrays into batches; `size_of()` is read for every batch."""
-    buffer: list[np.ndarray] = []
-    held = 0
+    """Regroup per-recording arrays into batches; `size_of()` is read for every batch.
+
+    Batches inside a recording are views of it; only a batch that spans two recordings is
+    copied, and a recording's tail is copied out so the recording itself can be freed.
+    """
+    carry: np.ndarray | None = None  # the start of a batch, left from earlier recordings
     for array in arrays:
-        buffer.append(array)
-        held += len(array)
-        while held >= size_of():
-            joined = np.concatenate(buffer)
+        start = 0
+        if carry is not None:
+            start = size_of() - len(carry)
+            if len(array) < start:
+                carry = np.concatenate([carry, array])
+                continue
+            yield np.concatenate([carry, array[:start]])
+        while len(array) - start >= size_of():
             size = size_of()
-            yield joined[:size]
-            buffer, held = [joined[size:]], held - size
-    if held:
-        yield np.concatenate(buffer)
+            yield array[start:start + size]
+            start += size
+        carry = array[start:].copy() if start < len(array) else None
+    if carry is not None:
+        yield carry
 
 
 class BackoffEncoder:
@@ -181,7 +190,7 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         table = table.iloc[: settings.limit_batches * settings.batch_size]
         windows = windows.iloc[: len(table)]
         source.table = table
-    encoder = Encoder(spec, plan.model_names, roots)
+    encoder = Encoder(spec, plan.model_names, roots, device=torch_device(config))
     width = encoder(np.zeros((1, len(plan.recorded), source_epoch_len(source)), np.float32))
     identity = CacheIdentity(
         dataset=dataset,

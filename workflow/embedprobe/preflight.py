@@ -52,7 +52,20 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, n_windows: int)
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
         "on_cluster": bool(config.get("memory_on_cluster")),
-    }
+    } | gpu_inputs(check)
+
+
+def gpu_inputs(check) -> dict:
+    """The GPU allocator's measured peaks (JSON keys are strings) and the GPU's memory."""
+    if not check.gpu_peaks:
+        return {}
+    return {"gpu_peaks": {int(b): int(p) for b, p in check.gpu_peaks.items()},
+            "gpu_total_bytes": check.gpu_total_bytes}
+
+
+def embed_job_type(inputs: dict) -> str:
+    """embed_gpu when check measured the encoder on a GPU, else embed_cpu."""
+    return "embed_gpu" if "gpu_peaks" in inputs else "embed_cpu"
 
 
 def _first_channel(dataset: str, spec: dict) -> str:
@@ -140,8 +153,9 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
     margin = config.get("memory_margin", 0.15)
     partitions = config.get("memory_partitions") or None
     estimates, runtimes = {}, {}
+    inputs = embed_inputs(config, roots, dataset, check, len(table))
     estimates["embed"] = fit_knobs(
-        "embed_cpu", embed_inputs(config, roots, dataset, check, len(table)), calibration, limit,
+        embed_job_type(inputs), inputs, calibration, limit,
         max(margin, config.get("memory_embed_margin", 0.30)), partitions)
     runtimes["embed"] = embed_runtime_minutes(check, len(table))
     subjects = table["subject"].astype(str).tolist()

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .config import check_names, lookup, resolve_roots
+from .device import embed_device
 from .errors import EmbedprobeError
 
 
@@ -142,6 +143,20 @@ def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -
     request = int(estimate["request_mb"] * factor)
     limit = estimate.get("limit_mb")
     return max(1, min(request, limit) if limit else request)
+
+
+def gpu_resources(config: dict, job_key: str | None = None) -> dict:
+    """What a check or embed job asks the scheduler for when the config says embed.device cuda:
+    one GPU (SLURM `gpu` -> --gpus, HTCondor request_gpus) and, for a job with a preflight
+    estimate, the GPU memory it predicted (HTCondor gpus_minimum_memory). Nothing on the CPU:
+    HTCondor would otherwise be sent request_gpus = 0."""
+    if embed_device(config) != "cuda":
+        return {}
+    resources = {"gpu": 1, "request_gpus": 1}
+    if job_key is not None:
+        resources["htcondor_gpus_min_mem_mb"] = lambda wildcards, input: _estimate(
+            input.estimate, job_key)["device"]["request_mb"]
+    return resources
 
 
 def runtime_minutes(estimate_path, job_key: str, attempt: int) -> int:

@@ -11,6 +11,7 @@ rule check:
         CONDA_ENV
     threads: 1
     resources:
+        **gpu_resources(config),
         mem_mb=config["memory_small_job_mb"],
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=20,

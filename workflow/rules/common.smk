@@ -13,6 +13,7 @@ from embedprobe.rules_support import (
     fold_predictions,
     fold_results,
     generated_datasets,
+    gpu_resources,
     index_inputs,
     job_config_json,
     memory_request_mb,

@@ -12,6 +12,7 @@ rule embed:
         CONDA_ENV
     threads: config["embed"]["threads"]
     resources:
+        **gpu_resources(config, "embed"),
         mem_mb=lambda w, input, attempt: memory_request_mb(
             config, input.estimate, "embed", attempt
         ),

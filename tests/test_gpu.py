@@ -1,0 +1,158 @@
+"""embed.device cuda: what check, preflight, embed and the scheduler get.
+
+This machine has no GPU, so the device itself is exercised only by the last test (it runs where
+torch sees CUDA). Everything around it runs for real here: check refuses cuda without a device
+(with the fix), preflight turns a GPU check record (allocator peaks at two batch sizes, as
+check writes them on a GPU) into a device estimate and a batch that fits, the embed job stops
+before touching the cache, and snakemake plans one GPU per check and embed job.
+"""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import PROJECT, snakemake
+from test_check import DATASET, make_config
+
+from embedprobe import estimates
+from embedprobe.check import FAILED, OK, check_pair, read_result, write_result
+from embedprobe.rules_support import gpu_resources
+from embedprobe.windows import build_index, write_index
+
+MiB = 2**20
+MODEL = "biot_random"
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+
+
+def cuda_config(config: dict, batch_size: int = 32) -> dict:
+    return {**config, "embed": {**config["embed"], "device": "cuda", "batch_size": batch_size}}
+
+
+@pytest.fixture(scope="module")
+def pair(demo_root, tmp_path_factory):
+    """The demo's config, roots and window index, and a passing CPU check of BIOT on it."""
+    tmp = tmp_path_factory.mktemp("gpu")
+    config, roots = make_config(demo_root.parent, tmp)
+    config.update(roots)  # the job config the CLI gets carries the roots
+    index = tmp / "index.tsv"
+    write_index(build_index(config, roots, DATASET), index)
+    check = check_pair(config, roots, DATASET, MODEL, 32)
+    assert check.status == OK, check.note
+    return config, roots, index, check, tmp
+
+
+def embedprobe(config: dict, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(config),
+         *map(str, args)],
+        capture_output=True, text=True, timeout=600,
+        env={"PYTHONPATH": str(PROJECT / "workflow"), "PATH": "/usr/bin:/bin"})
+
+
+@no_cuda
+def test_check_on_cuda_without_a_gpu_fails_with_the_fix(pair, tmp_path):
+    config, roots, _, _, _ = pair
+    out = tmp_path / "check.json"
+    run = embedprobe(cuda_config(config), "check", "--dataset", DATASET, "--model", MODEL,
+                     "--out", out)
+    assert run.returncode == 1, run.stderr[-2000:]
+    result = read_result(out)
+    assert result.status == FAILED and result.category == "device"
+    assert "embed.device is cuda" in result.reason and "sees no CUDA device" in result.reason
+    assert "device: cpu" in result.fix
+    assert f"fix: {result.fix}" in run.stdout  # printed under the pair's row
+
+
+def gpu_check_record(check, total_bytes: int):
+    """The check record a GPU would give: 300 MiB at one window, 40 MiB per further window."""
+    peaks = {1: 300 * MiB, 32: 300 * MiB + 31 * 40 * MiB}
+    return dataclasses.replace(check, device="cuda (test)", gpu_peaks=peaks,
+                               gpu_total_bytes=total_bytes)
+
+
+def test_preflight_sizes_the_batch_to_the_gpu_that_check_measured(pair, tmp_path):
+    config, roots, index, check, _ = pair
+    config = cuda_config(config, batch_size=256)
+    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
+    write_result(gpu_check_record(check, 4096 * MiB), check_path)
+    run = embedprobe({**config, "benchmarks": {}}, "preflight", "--dataset", DATASET,
+                     "--model", MODEL, "--check", check_path, "--index", index, "--out", out)
+    assert run.returncode == 0, run.stderr[-2000:]
+    embed = json.loads(out.read_text())["jobs"]["embed"]
+    assert embed["job"] == "embed_gpu" and "batch activations" not in embed["terms"]
+    device, batch = embed["device"], embed["knobs"]["batch_size"]
+    assert device["job"] == "embed_gpu_device" and device["limit_mb"] == 4096
+    assert device["request_mb"] <= 4096 and batch < 256
+    assert embed["tried"][0] == "batch_size=128"
+    # the batch is the largest of the halvings that fits: twice as many windows would not
+    calibration = estimates.load_calibration()
+    inputs = {"batch_size": 2 * batch, "n_channels": check.n_chans,
+              "n_samples": check.n_times_epoch, "feature_dim": check.feature_dim,
+              "weights_bytes": check.n_params * 4, "recording_bytes": 0,
+              "gpu_peaks": gpu_check_record(check, 0).gpu_peaks,
+              "gpu_total_bytes": 4096 * MiB}
+    bigger = estimates.estimate("embed_gpu_device", inputs, calibration, 4096 * MiB,
+                                device["margin"])
+    assert bigger.request_mb > 4096
+    # what the embed rule then sends HTCondor as gpus_minimum_memory
+    callable_ = gpu_resources(config, "embed")["htcondor_gpus_min_mem_mb"]
+    assert callable_(None, type("Input", (), {"estimate": str(out)})) == device["request_mb"]
+
+
+def test_a_gpu_too_small_for_one_window_stops_preflight_with_the_fix(pair, tmp_path):
+    config, roots, index, check, _ = pair
+    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
+    write_result(gpu_check_record(check, 512 * MiB), check_path)
+    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
+                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
+                     "--out", out)
+    assert run.returncode == 1 and not out.exists()
+    assert "embed cannot fit" in run.stderr and "GPU with at least" in run.stderr
+    assert "batch_size=1" in run.stderr  # every smaller batch was tried first
+
+
+@no_cuda
+def test_embed_on_cuda_without_a_gpu_stops_before_the_cache(pair, tmp_path):
+    config, roots, index, check, tmp = pair
+    out = tmp_path / "store.h5"
+    run = embedprobe(cuda_config(config), "embed", "--dataset", DATASET, "--model", MODEL,
+                     "--index", index, "--out", out)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "sees no CUDA device" in run.stderr and "fix:" in run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.h5.failure.json"]
+
+
+def resources_of(plan: str, rule: str) -> str:
+    block = plan.split(f"rule {rule}:")[1]
+    return next(line for line in block.splitlines() if "resources:" in line)
+
+
+def test_the_plan_asks_for_a_gpu_exactly_when_the_config_says_cuda(tmp_path):
+    cpu = snakemake(tmp_path, "-n", "demo")
+    gpu = snakemake(tmp_path, "-n", "demo", config=["embed={device: cuda}"])
+    assert cpu.returncode == 0 and gpu.returncode == 0, gpu.stderr[-2000:]
+    for rule in ("check", "embed"):
+        assert "gpu=1, request_gpus=1" in resources_of(gpu.stdout, rule)
+        assert "gpu" not in resources_of(cpu.stdout, rule).replace("gpus_min", "")
+    assert "htcondor_gpus_min_mem_mb=<TBD>" in resources_of(gpu.stdout, "embed")
+    for rule in ("index", "preflight", "probe", "aggregate"):
+        assert "gpu" not in resources_of(gpu.stdout, rule)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_check_on_a_gpu_measures_the_allocator_at_two_batch_sizes(pair, tmp_path):
+    config, roots, index, _, _ = pair
+    result = check_pair(cuda_config(config), roots, DATASET, MODEL, 32)
+    assert result.status == OK, result.note
+    assert sorted(result.gpu_peaks) == [1, 32] and result.device.startswith("cuda")
+    assert 0 < result.gpu_peaks[1] < result.gpu_peaks[32] < result.gpu_total_bytes
+    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
+    write_result(result, check_path)
+    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
+                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
+                     "--out", out)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(out.read_text())["jobs"]["embed"]["job"] == "embed_gpu"
