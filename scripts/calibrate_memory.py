@@ -189,8 +189,10 @@ def run_check(demo: DemoSet, model: str):
 def embed_inputs(demo: DemoSet, check) -> dict:
     """The embed job's estimate inputs exactly as preflight builds them."""
     from embedprobe.preflight import embed_inputs as preflight_embed_inputs
+    from embedprobe.windows import read_index
 
-    return preflight_embed_inputs(demo.config, demo.roots, DEMO_DATASET, check, demo.n_windows)
+    return preflight_embed_inputs(demo.config, demo.roots, DEMO_DATASET, check,
+                                  read_index(demo.index))
 
 
 def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> list[str]:
@@ -376,8 +378,8 @@ PLANS = {
         "embed": [("biot_random", 1.0), ("cbramod_random", 2.0), ("labram_random", 0.25),
                   ("biot_random", 2.5), ("labram_random", 1.0)],
         "probe_logistic": [(10_000, 64, 1), (80_000, 128, 1), (24_000, 512, 1),
-                           (12_000, 1024, 1), (30_000, 1536, 1), (40_000, 128, 2),
-                           (16_000, 1024, 2)],
+                           (12_000, 1024, 1), (30_000, 1536, 1), (6_000, 2_560, 1),
+                           (40_000, 128, 2), (16_000, 1024, 2)],
         "probe_ridge": [(100, 512), (400, 1024), (1_200, 128), (2_500, 64), (1_500, 384),
                         (600, 3_000)],
         "subject_means": [(200_000, 32), (50_000, 512), (100_000, 128)],
@@ -387,7 +389,8 @@ PLANS = {
                   ("labram_random", 0.25), ("labram_random", 2.5)],
         "probe_logistic": [(10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
                            (24_000, 512, 1), (12_000, 1024, 1), (40_000, 1536, 1),
-                           (40_000, 128, 2), (16_000, 1024, 2), (80_000, 384, 3)],
+                           (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2),
+                           (80_000, 384, 3)],
         "probe_ridge": [(100, 512), (400, 1024), (1_200, 128), (2_500, 64), (1_500, 384),
                         (600, 3_000), (4_000, 512)],
         "subject_means": [(200_000, 32), (50_000, 512), (100_000, 128), (400_000, 64)],
@@ -637,7 +640,7 @@ REFERENCE_JOBS = {
     "embed BIOT, batch 32, 8 h night at 100 Hz, 2 reader threads": ("embed_cpu", {
         "batch_size": 32, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
         "weights_bytes": 13_000_000, "recording_bytes": 2 * 8 * 3600 * 100 * 8,
-        "resample_ratio": 2.0, "n_workers": 2, "n_windows": 200_000,
+        "resample_ratio": 2.0, "n_workers": 2, "n_windows": 200_000, "night_windows": 960,
         "batch_activation_bytes": 120 * MiB, "activation_batch_size": 32}),
     "staging probe fold, 160k/20k/20k x 256, 5 classes, 2 parallel fits": ("probe_logistic", {
         "n_train": 160_000, "n_val": 20_000, "n_test": 20_000, "dim": 256, "n_classes": 5,

@@ -29,6 +29,7 @@ def random_inputs(job: str, rng: random.Random) -> dict:
             "feature_dim": rng.randint(8, 4096), "weights_bytes": rng.uniform(1e5, 1e9),
             "recording_bytes": rng.uniform(1e6, 2e9), "resample_ratio": rng.uniform(0.5, 3),
             "n_workers": rng.randint(0, 4), "n_windows": rng.randint(0, 500_000),
+            "night_windows": rng.randint(1, 2_000),
             "batch_activation_bytes": rng.uniform(1e5, 1e9), "activation_batch_size": low,
             "gpu_peaks": {low: peak_low, high: peak_low + rng.uniform(1e6, 1e9)},
             "gpu_total_bytes": 80 * GiB,

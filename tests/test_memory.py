@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import PROJECT
 
 from embedprobe import memory
 
@@ -161,3 +164,30 @@ def test_runs_table_follows_its_header(tmp_path):
     assert path.read_text() == "job\tpeak_bytes\tratio\nembed\t5\t0.123457\nprobe\t7\t\n"
     with pytest.raises(ValueError, match="not in its header"):
         memory.append_runs_row(path, {"job": "x", "surprise": 1})
+
+
+ARENA_PROBE = """
+import ctypes, sys, threading
+from embedprobe.allocator import use_one_malloc_arena
+print(use_one_malloc_arena())
+def work():
+    blocks = [bytearray(200_000) for _ in range(50)]  # past glibc's first-malloc lazy paths
+threads = [threading.Thread(target=work) for _ in range(6)]
+for t in threads: t.start()
+for t in threads: t.join()
+sys.stderr.flush()
+ctypes.CDLL(None).malloc_stats()  # one "Arena N:" block per malloc arena, on stderr
+"""
+
+
+@pytest.mark.parametrize("env, one_arena", [({}, True), ({"MALLOC_ARENA_MAX": "8"}, False)])
+def test_jobs_allocate_from_one_malloc_arena_unless_told_otherwise(env, one_arena):
+    """With glibc's default, each new thread gets an arena of its own (freed memory of one is
+    not reused by another); embedprobe's steps limit it to one before any thread starts."""
+    run = subprocess.run([sys.executable, "-c", ARENA_PROBE], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "PYTHONPATH": str(PROJECT / "workflow"),
+                                          **env})
+    assert run.returncode == 0, run.stderr
+    arenas = len(re.findall(r"^Arena \d+:", run.stderr, re.MULTILINE))
+    assert run.stdout.split() == [str(one_arena)]
+    assert arenas == 1 if one_arena else arenas > 1, run.stderr

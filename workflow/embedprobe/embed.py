@@ -96,7 +96,7 @@ class WindowSource:
         ratio = self.spec.sfreq / night.sfreq
         starts = np.round(rows["start"].to_numpy() * ratio).astype(np.int64)
         length = int(round(self.epoch_seconds * self.spec.sfreq))
-        return scale(cut_windows(signals, starts, length), self.spec.scaling)
+        return scale(cut_windows(signals, starts, length), self.spec.scaling, in_place=True)
 
     def stream(self, first_row: int, threads: int) -> Iterator[np.ndarray]:
         """Per-recording window arrays in index order; reading runs ahead in threads."""

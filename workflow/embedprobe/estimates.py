@@ -7,10 +7,11 @@ on. Constants come from config/memory_calibration.yaml (scripts/calibrate_memory
 
 Inputs (bytes unless said otherwise):
   embed_cpu / embed_gpu: batch_size, n_channels, n_samples (per window at the model rate),
-    feature_dim, weights_bytes (n_params * 4), recording_bytes (one night as MNE holds it:
-    channels read * samples * 8), resample_ratio (model rate / recorded rate), n_workers
-    (reader threads), n_windows, batch_activation_bytes measured at activation_batch_size
-    (CPU; memory.measure_peak_growth of one forward pass); embed_gpu also gpu_peaks
+    feature_dim, weights_bytes (n_params * 4), recording_bytes (the longest night: channels
+    read * samples * 8), resample_ratio (model rate / recorded rate), n_workers (reader
+    threads), n_windows, night_windows (windows of the longest night), batch_activation_bytes
+    measured at activation_batch_size (CPU; memory.measure_peak_growth of one forward pass,
+    in check); embed_gpu also gpu_peaks
     ({batch size: allocator peak}, two or more sizes; memory.gpu_batch_peaks) and
     gpu_total_bytes.
   probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (fits at once, in threads),
@@ -61,9 +62,16 @@ def _worker_processes(i: Inputs) -> int:
     return fits if fits > 1 else 0
 
 
-def _recordings_in_flight(i: Inputs) -> int:
-    """Nights held at once: each reader thread's, one queued, and the one being batched."""
-    return int(i["n_workers"]) + 2 if i["n_workers"] > 0 else 1
+def _nights_being_read(i: Inputs) -> int:
+    """Nights in their read-and-preprocess step at once: one per reader thread (without reader
+    threads the main thread reads one night at a time)."""
+    return max(1, int(i["n_workers"]))
+
+
+def _nights_of_windows_held(i: Inputs) -> int:
+    """Finished nights of windows held besides those being read: one queued and one being
+    batched (without reader threads the night being batched is the one just read)."""
+    return 2 if i["n_workers"] > 0 else 0
 
 
 def _batch_input_bytes(i: Inputs) -> float:
@@ -133,11 +141,14 @@ def _job_wrapper(i: Inputs, c: Constants) -> float:
 _EMBED_HOST_TERMS: list[Term] = [
     ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
     ("weights (state dict + module)", lambda i, c: i["weights_bytes"] * c["weights_copies"]),
-    ("raw recordings (float64, reader threads)",
-     lambda i, c: _recordings_in_flight(i) * i["recording_bytes"] * c["recording_copies"]),
-    ("resampled windows and scaling copies",
-     lambda i, c: _recordings_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
+    ("nights being read: raw signal copies (one night per reader thread)",
+     lambda i, c: _nights_being_read(i) * i["recording_bytes"] * c["recording_copies"]),
+    ("nights being read: resampled signal copies",
+     lambda i, c: _nights_being_read(i) * i["recording_bytes"] * i["resample_ratio"]
      * c["window_copies"]),
+    ("windows of the nights queued and being batched",
+     lambda i, c: _nights_of_windows_held(i) * i["night_windows"] * i["n_channels"]
+     * i["n_samples"] * FLOAT32),
     ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
     ("HDF5 buffers", lambda i, c: c["hdf5_buffer_bytes"] + i["batch_size"] * i["feature_dim"]
      * FLOAT32),
@@ -214,7 +225,8 @@ REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
 }
 REQUIRED_INPUTS["embed_gpu_device"] = REQUIRED_INPUTS["embed_gpu"]
 
-_EMBED_DEFAULTS = {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1}
+_EMBED_DEFAULTS = {"n_workers": 0, "n_windows": 0, "night_windows": 0, "resample_ratio": 1.0,
+                   "min_batch_size": 1}
 DEFAULT_INPUTS: dict[str, dict] = {
     "embed_cpu": _EMBED_DEFAULTS,
     "embed_gpu": _EMBED_DEFAULTS,

@@ -35,7 +35,9 @@ def longest_recording_samples(config: dict, roots: dict, dataset: str, channel: 
     return max(reader.read_edf_header(r.psg).n_samples(channel) for r in recordings)
 
 
-def embed_inputs(config: dict, roots: dict, dataset: str, check, n_windows: int) -> dict:
+def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
+    """The embed job's estimate inputs: the check's measurements, the window index's counts
+    and the longest night's length from the EDF headers."""
     spec = lookup(config, "models", check.model)
     samples = longest_recording_samples(config, roots, dataset, _first_channel(dataset, spec))
     recorded_sfreq = _recorded_sfreq(config, roots, dataset, spec)
@@ -48,7 +50,8 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, n_windows: int)
         "recording_bytes": check.n_chans * samples * FLOAT64,
         "resample_ratio": spec["sfreq"] / recorded_sfreq,
         "n_workers": config.get("embed", {}).get("reader_threads", 2),
-        "n_windows": n_windows,
+        "n_windows": len(table),
+        "night_windows": int(table.groupby("recording").size().max()) if len(table) else 0,
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
         "on_cluster": bool(config.get("memory_on_cluster")),
@@ -153,10 +156,10 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
     margin = config.get("memory_margin", 0.15)
     partitions = config.get("memory_partitions") or None
     estimates, runtimes = {}, {}
-    inputs = embed_inputs(config, roots, dataset, check, len(table))
+    inputs = embed_inputs(config, roots, dataset, check, table)
     estimates["embed"] = fit_knobs(
         embed_job_type(inputs), inputs, calibration, limit,
-        max(margin, config.get("memory_embed_margin", 0.30)), partitions)
+        max(margin, config.get("memory_embed_margin", 0.20)), partitions)
     runtimes["embed"] = embed_runtime_minutes(check, len(table))
     subjects = table["subject"].astype(str).tolist()
     for bench_id, bench in config.get("benchmarks", {}).items():

@@ -27,19 +27,31 @@ def cut_windows(signals: np.ndarray, starts: np.ndarray, length: int) -> np.ndar
             f"({signals.shape[-1]} samples)",
             fix="rebuild the window index: it no longer matches the recording",
         )
-    # A strided view selects the windows without building an index array of every sample.
+    # A strided view selects the windows without building an index array of every sample;
+    # indexing its first axis copies each window once, straight into (windows, channels, time).
     view = np.lib.stride_tricks.sliding_window_view(signals, length, axis=-1)
-    return np.ascontiguousarray(view[:, starts].transpose(1, 0, 2))
+    return view.transpose(1, 0, 2)[starts]
 
 
-def scale(windows: np.ndarray, scaling: str) -> np.ndarray:
-    """Each model's own amplitude convention; input is in volts."""
+SCALE_BLOCK = 256  # windows per block of the percentile scaling: bounds its temporaries
+
+
+def scale(windows: np.ndarray, scaling: str, in_place: bool = False) -> np.ndarray:
+    """Each model's own amplitude convention; input is in volts, output float32.
+
+    `in_place` reuses a float32 `windows` (cut_windows' fresh copy) rather than allocating a
+    second night of windows.
+    """
+    out = windows if in_place and windows.dtype == np.float32 else windows.astype(np.float32)
     if scaling == "percentile95":
         # BIOT's convention: each channel of each window divided by its 95th percentile of |x|.
-        norm = np.quantile(np.abs(windows), 0.95, axis=-1, keepdims=True)
-        return (windows / (norm + 1e-8)).astype(np.float32)
+        for first in range(0, len(out), SCALE_BLOCK):
+            block = out[first:first + SCALE_BLOCK]
+            block /= np.quantile(np.abs(block), 0.95, axis=-1, keepdims=True) + np.float32(1e-8)
+        return out
     factors = {"microvolts": 1e6, "millivolts": 1e3, "0.1mV": 1e4, "none": 1.0}
-    return (windows * factors[scaling]).astype(np.float32)
+    out *= np.float32(factors[scaling])
+    return out
 
 
 def split_subwindows(windows: np.ndarray, n_times: int) -> tuple[np.ndarray, int]:
