@@ -25,7 +25,7 @@ measured in, and a drift table against the table it replaces is printed (constan
 that fell).
 
 Usage:
-  python scripts/calibrate_memory.py --quick          # ~4 min on 2 cores (219 s); shipped table
+  python scripts/calibrate_memory.py --quick          # ~4 min on 2 cores (241 s); shipped table
   python scripts/calibrate_memory.py                  # more and larger runs
   python scripts/calibrate_memory.py --quick --out /tmp/cal.yaml --no-drift
 """

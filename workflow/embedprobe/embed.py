@@ -229,6 +229,10 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
             progress.update(done_rows)
         path = writer.finish()
     progress.close(f"ok, {len(windows):,} windows")
+    if encoder.device.type == "cuda":  # for the device estimate (results/preflight/*.json)
+        peak = torch.cuda.max_memory_allocated(encoder.device) / 2**20
+        print(f"{label}: GPU allocator peak {peak:,.0f} MB at batch size {runner.batch_size}",
+              file=sys.stderr)
     return path
 
 
