@@ -40,12 +40,11 @@ def memory_mb(request_memory: str) -> int:
     return int(match.group(1)) * (1024 if match.group(2) == "GB" else 1)
 
 
-@pytest.fixture(scope="module")
-def condor_run(tmp_path_factory):
-    """The pair's embed (and every job before it) submitted through profiles/htcondor."""
-    workdir = tmp_path_factory.mktemp("htcondor")
+def run_through_condor(workdir: Path, settings: dict, env_extra: dict | None = None):
+    """The pair's embed (and every job before it) submitted through profiles/htcondor to the
+    fake schedd, with `settings` in a --configfile; (snakemake's result, the submits)."""
     configfile = workdir / "tiny_demo.yaml"
-    configfile.write_text(yaml.safe_dump(TINY_DEMO))
+    configfile.write_text(yaml.safe_dump(settings))
     record = workdir / "submits.jsonl"
     target = workdir / "cache/embeddings/sleep_edf_demo/biot_random.h5"
     run = snakemake(
@@ -54,10 +53,16 @@ def condor_run(tmp_path_factory):
         # The profile's `config:` mapping is replaced by the --config the helper passes (roots).
         config=["memory_on_cluster=True"],
         env_extra={"PYTHONPATH": str(FAKE_SCHEDD), "CONDOR_CONFIG": "/dev/null",
-                   "FAKE_HTCONDOR_RECORD": str(record), **SECRETS})
+                   "FAKE_HTCONDOR_RECORD": str(record), **(env_extra or {})})
     submits = [json.loads(line) for line in record.read_text().splitlines()] \
         if record.exists() else []
-    return workdir, run, submits
+    return run, submits
+
+
+@pytest.fixture(scope="module")
+def condor_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("htcondor")
+    return workdir, *run_through_condor(workdir, TINY_DEMO, SECRETS)
 
 
 def submits_of(submits: list[dict], rule: str) -> list[dict]:
@@ -108,20 +113,10 @@ def test_no_secret_reaches_a_submit_description(condor_run):
 def test_a_cuda_check_asks_for_a_gpu_and_reports_the_missing_device(tmp_path):
     """embed.device cuda: the check job is submitted with request_gpus = 1; on this GPU-less
     machine it runs, fails with the device fix, and nothing after it is submitted."""
-    configfile = tmp_path / "tiny_demo.yaml"
     # In a config file: the plugin passes --config values to the job unquoted, so a value
     # with a space ("embed={device: cuda}") would be split on the execute point.
-    configfile.write_text(yaml.safe_dump({**TINY_DEMO, "embed": {"device": "cuda"}}))
-    record = tmp_path / "submits.jsonl"
-    target = tmp_path / "cache/embeddings/sleep_edf_demo/biot_random.h5"
-    run = snakemake(
-        tmp_path, "--profile", str(PROJECT / "profiles/htcondor"), f"--configfile={configfile}",
-        "--seconds-between-status-checks", "1", str(target), timeout=600,
-        config=["memory_on_cluster=True"],
-        env_extra={"PYTHONPATH": str(FAKE_SCHEDD), "CONDOR_CONFIG": "/dev/null",
-                   "FAKE_HTCONDOR_RECORD": str(record)})
+    run, submits = run_through_condor(tmp_path, {**TINY_DEMO, "embed": {"device": "cuda"}})
     assert run.returncode != 0
-    submits = [json.loads(line) for line in record.read_text().splitlines()]
     checks = submits_of(submits, "check")  # the profile's retries resubmit it
     assert checks and all(str(check["request_gpus"]) == "1" for check in checks)
     for rule in ("demo_data", "index"):
