@@ -6,16 +6,7 @@ whether to give it a GPU, so check and embed ask for one exactly when the config
 
 from __future__ import annotations
 
-from .errors import EmbedprobeError
-
-DEVICES = ("cpu", "cuda")
-
-
-class DeviceError(EmbedprobeError):
-    """The configured device is not there: a usage error on this machine."""
-
-    category = "device"
-    exit_code = 2
+from .errors import DeviceError
 
 
 def embed_device(config: dict) -> str:

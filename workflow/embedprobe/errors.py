@@ -53,6 +53,13 @@ class ModelError(EmbedprobeError):
     category = "model"
 
 
+class DeviceError(EmbedprobeError):
+    """The configured device (embed.device) is not there: a usage error on this machine."""
+
+    category = "device"
+    exit_code = 2
+
+
 class OutOfMemory(EmbedprobeError):
     """Memory ran out even after the cheaper remedies (smaller batch, fewer fits)."""
 

@@ -154,8 +154,9 @@ def gpu_resources(config: dict, job_key: str | None = None) -> dict:
         return {}
     resources = {"gpu": 1, "request_gpus": 1}
     if job_key is not None:
-        resources["htcondor_gpus_min_mem_mb"] = lambda wildcards, input: _estimate(
-            input.estimate, job_key)["device"]["request_mb"]
+        # 0 (the plugin then sets nothing) for an estimate made before the device was cuda
+        resources["htcondor_gpus_min_mem_mb"] = lambda wildcards, input: (_estimate(
+            input.estimate, job_key).get("device") or {}).get("request_mb", 0)
     return resources
 
 
