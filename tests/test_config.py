@@ -49,3 +49,25 @@ def test_roots_config_over_environment_over_default():
     roots = resolve_roots({"cache_root": "/cfg/cache/"}, environ=env)
     assert roots == {"data_root": "/env/data", "cache_root": "/cfg/cache",
                      "results_root": "results", "weights_root": "weights"}
+
+
+def test_a_bad_value_names_its_place_and_the_choices(config):
+    bad = copy.deepcopy(config)
+    bad["embed"]["device"] = "gpu"
+    with pytest.raises(UsageError) as err:
+        check_names(bad)
+    assert err.value.message.startswith("config embed.device: 'gpu' is not one of")
+    assert err.value.fix == "set embed.device to one of: cpu, cuda" and err.value.exit_code == 2
+    bad = copy.deepcopy(config)
+    bad["memory_margin"] = -0.5
+    with pytest.raises(UsageError, match=r"config memory_margin: -0.5 is less than the minimum"):
+        check_names(bad)
+
+
+def test_snakemake_refuses_a_bad_value_before_any_job(tmp_path):
+    from conftest import snakemake
+
+    run = snakemake(tmp_path, "-n", "demo", config=["embed={device: gpu}"])
+    assert run.returncode == 2
+    assert "error: config embed.device: 'gpu' is not one of ['cpu', 'cuda']" in run.stderr
+    assert "fix: set embed.device to one of: cpu, cuda" in run.stderr

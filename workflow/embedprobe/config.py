@@ -65,10 +65,29 @@ def coerce_flags(config: dict) -> None:
                 config[key] = value.lower() in ("true", "yes", "1")
 
 
+def _check_values(config: dict, schema: dict) -> None:
+    """Values against the schema (types, ranges, choices), the most relevant error named by its
+    place in the config, with the choices or the place to fix it."""
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is None:
+        return
+    where = ".".join(str(part) for part in error.absolute_path) or "the config"
+    choices = error.schema.get("enum") if isinstance(error.schema, dict) else None
+    fix = (f"set {where} to one of: {', '.join(map(str, choices))}" if choices else
+           f"correct {where} in config/*.yaml, or in the --config / --configfile that sets it")
+    raise UsageError(f"config {where}: {error.message}", fix=fix)
+
+
 def check_names(config: dict) -> None:
-    """Every key is known and every benchmark names datasets and models the config defines."""
+    """Every key is known, every value fits the schema, and every benchmark names datasets and
+    models the config defines."""
     coerce_flags(config)
-    _check_keys(config, _schema(), "")
+    schema = _schema()
+    _check_keys(config, schema, "")
+    _check_values(config, schema)
     for bench_id, bench in config.get("benchmarks", {}).items():
         for kind in ("datasets", "models"):
             defined = config.get(kind, {})
