@@ -118,7 +118,7 @@ def time_embed(config: dict, roots: dict, index: Path, model_id: str, settings: 
 
 def bench_model(config: dict, roots: dict, index: Path, model_id: str, args) -> Row:
     spec = model_spec(config, model_id)
-    plan = channel_plan(DATASET, spec.family)
+    plan = channel_plan(config, DATASET, spec.family)
     n_windows = len(read_index(index))
     epoch_samples = int(round(config["datasets"][DATASET]["epoch_seconds"] * spec.sfreq))
     shape = (len(plan.recorded), epoch_samples)

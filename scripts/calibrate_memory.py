@@ -341,8 +341,9 @@ def child_gpu(p: dict) -> None:
     from embedprobe.models.encoder import Encoder
     from embedprobe.models.registry import model_spec
 
-    spec = model_spec(load_config(), p["model"])
-    plan = channel_plan(DEMO_DATASET, spec.family)
+    config = load_config()
+    spec = model_spec(config, p["model"])
+    plan = channel_plan(config, DEMO_DATASET, spec.family)
     free_before, total = torch.cuda.mem_get_info()
     encoder = Encoder(spec, plan.model_names, {}, device="cuda")
     n_times = int(round(30 * spec.sfreq))

@@ -161,7 +161,7 @@ def test_first_batch_is_what_embed_reads(setup):
 
     config, roots = setup
     spec = model_spec(config, "biot_random")
-    plan = channel_plan(DATASET, spec.family)
+    plan = channel_plan(config, DATASET, spec.family)
     index = build_index(config, roots, DATASET)
     first = index[index["recording"] == index["recording"].iloc[0]].iloc[:8]
     expected = WindowSource(config, roots, DATASET, spec, plan, index).load(

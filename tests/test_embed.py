@@ -24,8 +24,8 @@ def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("sleep_edf_demo")
     generate(root / "data" / "tiny-edf", n_subjects=1, nights=1, hours=0.25, seed=3)
     config = load_config()
-    config["datasets"] = {"sleep_edf_demo": {"format": "sleep_edf", "path": "tiny-edf",
-                                   "expected_recordings": 1}}
+    config["datasets"] = {"sleep_edf_demo": {**config["datasets"]["sleep_edf_demo"],
+                                             "path": "tiny-edf", "expected_recordings": 1}}
     config.update(data_root=str(root / "data"), cache_root=str(root / "cache"),
                   results_root=str(root / "results"), weights_root=str(root / "weights"))
     job = json.dumps(config)

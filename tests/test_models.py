@@ -17,7 +17,7 @@ import yaml
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the network
 
 from embedprobe import demo_data  # noqa: E402
-from embedprobe.channel_maps import CHANNEL_MAP_DIR, channel_plan  # noqa: E402
+from embedprobe.channel_maps import CHANNEL_MAP_DIR, channel_map_path, channel_plan  # noqa: E402
 from embedprobe.config import load_config  # noqa: E402
 from embedprobe.errors import ModelError, WeightsError  # noqa: E402
 from embedprobe.models.architectures import ARCHITECTURES  # noqa: E402
@@ -76,7 +76,7 @@ def roots_for(weights_root: Path) -> dict:
 def test_each_model_embeds_generated_eeg(model_id, night, weights_root):
     spec = model_spec(CONFIG, model_id)
     assert spec.sfreq == RATE[spec.family]
-    plan = channel_plan(DATASET, spec.family)
+    plan = channel_plan(CONFIG, DATASET, spec.family)
     path = weights_path(spec, roots_for(weights_root))
     if path is not None:  # pretrained: a file written by scripts/make_weights.py, seed 7
         write_weights(model_id, path, seed=7)
@@ -198,15 +198,16 @@ def test_named_channel_models_refuse_unknown_names(architecture):
     assert "channel_maps" in err.value.fix
 
 
-def test_channel_maps_cover_every_family_and_agree():
-    expanded = (CHANNEL_MAP_DIR / "sleep_edf_expanded.yaml").read_text()
-    assert expanded == (CHANNEL_MAP_DIR / f"{DATASET}.yaml").read_text()
+def test_channel_maps_cover_every_family_and_the_demo_shares_sleep_edfs():
+    expanded = CHANNEL_MAP_DIR / "sleep_edf_expanded.yaml"
+    assert channel_map_path(CONFIG, DATASET) == expanded  # channel_map: in datasets.yaml
+    assert channel_map_path(CONFIG, "sleep_edf_expanded") == expanded  # named after the id
     families = {entry["family"] for entry in CONFIG["models"].values()}
-    assert families == set(WIDTH) == set(yaml.safe_load(expanded))
+    assert families == set(WIDTH) == set(yaml.safe_load(expanded.read_text()))
     for family in families:
-        plan = channel_plan(DATASET, family)
+        plan = channel_plan(CONFIG, DATASET, family)
         assert plan.recorded == ("EEG Fpz-Cz", "EEG Pz-Oz"), family
-    assert channel_plan(DATASET, "labram").model_names == ("FPZ", "PZ")
+    assert channel_plan(CONFIG, DATASET, "labram").model_names == ("FPZ", "PZ")
 
 
 def test_make_weights_cli(tmp_path, capsys):

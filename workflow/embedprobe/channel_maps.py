@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import PROJECT_ROOT
+from .config import PROJECT_ROOT, lookup
 from .errors import UsageError
 
 CHANNEL_MAP_DIR = PROJECT_ROOT / "config" / "channel_maps"
@@ -25,13 +25,21 @@ class ChannelPlan:
         return self.state == "ruled out"
 
 
-def channel_plan(dataset: str, family: str, map_dir: Path = CHANNEL_MAP_DIR) -> ChannelPlan:
+def channel_map_path(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR) -> Path:
+    """The dataset's map: `channel_map:` in its config entry (datasets of one format share a
+    map), else the file named after the dataset."""
+    return Path(map_dir) / f"{lookup(config, 'datasets', dataset).get('channel_map', dataset)}.yaml"
+
+
+def channel_plan(config: dict, dataset: str, family: str,
+                 map_dir: Path = CHANNEL_MAP_DIR) -> ChannelPlan:
     """Read the dataset's map; a family without an entry is refused before any data is read."""
-    path = map_dir / f"{dataset}.yaml"
+    path = channel_map_path(config, dataset, map_dir)
     if not path.is_file():
         raise UsageError(
             f"dataset '{dataset}' has no channel map ({path} does not exist)",
-            fix=f"write {path} with an entry for '{family}' (rename, labels_as_recorded or skip)",
+            fix=f"write {path} with an entry for '{family}' (rename, labels_as_recorded or "
+                f"skip), or name an existing map with channel_map: in config/datasets.yaml",
         )
     entries = yaml.safe_load(path.read_text()) or {}
     if family not in entries:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .channel_maps import CHANNEL_MAP_DIR, ChannelPlan, channel_plan
+from .channel_maps import CHANNEL_MAP_DIR, ChannelPlan, channel_map_path, channel_plan
 from .datasets.registry import data_status, fix_for, reader_for
 from .device import torch_device
 from .errors import DataError, EmbedprobeError, UsageError
@@ -113,15 +113,15 @@ def first_batch(config: dict, roots: dict, dataset: str, spec: ModelSpec, plan: 
     return np.concatenate(parts)
 
 
-def _apply_channel_map(result: CheckResult, dataset: str, family: str,
+def _apply_channel_map(result: CheckResult, config: dict, dataset: str, family: str,
                        map_dir: Path) -> ChannelPlan | None:
     """The channel plan; a refusal (no map, no entry, a bad entry) or a rule-out stops the pair."""
+    path = channel_map_path(config, dataset, map_dir)
     try:
-        plan = channel_plan(dataset, family, map_dir)
+        plan = channel_plan(config, dataset, family, map_dir)
     except (UsageError, yaml.YAMLError, TypeError, AttributeError) as exc:
-        has_map = (Path(map_dir) / f"{dataset}.yaml").is_file()
-        result.channel_map, result.data = ("invalid" if has_map else "none"), "not read"
-        fix = getattr(exc, "fix", None) or f"fix the YAML in {Path(map_dir) / dataset}.yaml"
+        result.channel_map, result.data = ("invalid" if path.is_file() else "none"), "not read"
+        fix = getattr(exc, "fix", None) or f"fix the YAML in {path}"
         result.stop(FAILED, "channel_map",
                     f"failed: refused before reading data: {getattr(exc, 'message', exc)}", fix)
         return None
@@ -215,7 +215,7 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
     result = CheckResult(dataset, model)
     spec = model_spec(config, model)
     result.weights = WEIGHTS_WORDS[weights_state(spec, roots)]
-    plan = _apply_channel_map(result, dataset, spec.family, map_dir)
+    plan = _apply_channel_map(result, config, dataset, spec.family, map_dir)
     if result.status != OK:  # ruled out or refused: no data is touched
         return result
     phase = "data"

@@ -177,7 +177,7 @@ class BackoffEncoder:
 def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path: Path,
               output: Path, settings: EmbedSettings) -> Path:
     spec = model_spec(config, model_id)
-    plan = channel_plan(dataset, spec.family)
+    plan = channel_plan(config, dataset, spec.family)
     if plan.ruled_out:
         raise UsageError(f"{dataset}/{model_id} is ruled out by the channel map: {plan.reason}",
                          fix=f"remove {model_id} from the benchmark's models for {dataset}")

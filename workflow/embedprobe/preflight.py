@@ -39,7 +39,8 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     """The embed job's estimate inputs: the check's measurements, the window index's counts
     and the longest night's length from the EDF headers."""
     spec = lookup(config, "models", check.model)
-    samples = longest_recording_samples(config, roots, dataset, _first_channel(dataset, spec))
+    channel = _first_channel(config, dataset, spec)
+    samples = longest_recording_samples(config, roots, dataset, channel)
     recorded_sfreq = _recorded_sfreq(config, roots, dataset, spec)
     return {
         "batch_size": config.get("embed", {}).get("batch_size", 32),
@@ -71,16 +72,16 @@ def embed_job_type(inputs: dict) -> str:
     return "embed_gpu" if "gpu_peaks" in inputs else "embed_cpu"
 
 
-def _first_channel(dataset: str, spec: dict) -> str:
+def _first_channel(config: dict, dataset: str, spec: dict) -> str:
     from .channel_maps import channel_plan
 
-    return channel_plan(dataset, spec["family"]).recorded[0]
+    return channel_plan(config, dataset, spec["family"]).recorded[0]
 
 
 def _recorded_sfreq(config, roots, dataset, spec) -> float:
     reader = reader_for(config, dataset)
     first = reader.find_recordings(dataset_root(config, roots, dataset))[0]
-    return reader.read_edf_header(first.psg).sfreq(_first_channel(dataset, spec))
+    return reader.read_edf_header(first.psg).sfreq(_first_channel(config, dataset, spec))
 
 
 def probe_inputs(config: dict, bench: dict, subjects, fold: int, dim: int) -> dict:

@@ -104,8 +104,8 @@ def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
     from .channel_maps import channel_plan
 
     models = config["benchmarks"][benchmark]["models"]
-    return [m for m in models
-            if not exit_on_error(channel_plan, dataset, config["models"][m]["family"]).ruled_out]
+    return [m for m in models if not exit_on_error(
+        channel_plan, config, dataset, config["models"][m]["family"]).ruled_out]
 
 
 def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> list[str]:
