@@ -5,8 +5,8 @@ The same `embedprobe embed` job (the calibration's real workload: a generated de
 x 2 nights, check, preflight, embed from scratch) runs `--repeats` times in each mode, the
 modes interleaved, each run in its own child process measured by the kernel (ru_maxrss via
 memory.run_measured). "one arena" is what every embedprobe step does (allocator.py);
-"glibc default" sets MALLOC_ARENA_MAX=8, which the step leaves alone (it is glibc's own limit on
-2 cores: 8 per core, at least as many as threads here).
+"glibc default" sets MALLOC_ARENA_MAX=8, which the step leaves alone: more arenas than the job
+has threads, so every thread may get its own, as with glibc's own limit (8 per core).
 
 Usage:
   PYTHONPATH=workflow python scripts/bench_embed_memory.py                # BIOT, 1 h nights, 3 each

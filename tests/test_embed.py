@@ -161,3 +161,15 @@ def test_batches_regroup_recordings_into_full_batches_in_order():
         assert np.array_equal(joined, np.arange(edges[-1]))
         assert all(len(batch) == size for batch in out[:-1])
         assert not out or 0 < len(out[-1]) <= size
+        # the OOM backoff halves the size between batches: still every window, none too big
+        sizes = iter([size] * 3 + [max(1, size // 2)] * 1000)
+        current = []
+
+        def size_of(sizes=sizes, current=current):
+            current.append(next(sizes))
+            return current[-1]
+
+        out = list(batches(iter(recordings), size_of))
+        joined = np.concatenate(out) if out else np.arange(0)
+        assert np.array_equal(joined, np.arange(edges[-1]))
+        assert all(0 < len(batch) <= size for batch in out)

@@ -168,7 +168,7 @@ def embed_inputs(**overrides) -> dict:
     return {"batch_size": 64, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
             "weights_bytes": 13e6, "recording_bytes": 46e6, "resample_ratio": 2.0,
             "batch_activation_bytes": 2 * GiB, "activation_batch_size": 64, "n_workers": 2,
-            **overrides}
+            "night_windows": 1000, **overrides}
 
 
 def test_fit_knobs_halves_the_batch_before_dropping_reader_threads():

@@ -18,7 +18,15 @@ from conftest import PROJECT, snakemake
 from test_check import DATASET, make_config
 
 from embedprobe import estimates
-from embedprobe.check import FAILED, OK, check_pair, read_result, write_result
+from embedprobe.check import (
+    FAILED,
+    OK,
+    check_pair,
+    from_csv,
+    read_result,
+    to_csv,
+    write_result,
+)
 from embedprobe.rules_support import gpu_resources
 from embedprobe.windows import build_index, write_index
 
@@ -66,18 +74,20 @@ def test_check_on_cuda_without_a_gpu_fails_with_the_fix(pair, tmp_path):
     assert f"fix: {result.fix}" in run.stdout  # printed under the pair's row
 
 
-def gpu_check_record(check, total_bytes: int):
-    """The check record a GPU would give: 300 MiB at one window, 40 MiB per further window."""
-    peaks = {1: 300 * MiB, 32: 300 * MiB + 31 * 40 * MiB}
+def gpu_check_record(check, total_bytes: int, batch: int = 32):
+    """The check record a GPU would give: 300 MiB at one window, 40 MiB per further window,
+    measured at one window and at `batch` (the largest batch the GPU held)."""
+    peaks = {1: 300 * MiB, batch: 300 * MiB + (batch - 1) * 40 * MiB}
     return dataclasses.replace(check, device="cuda (test)", gpu_peaks=peaks,
-                               gpu_total_bytes=total_bytes)
+                               gpu_total_bytes=total_bytes, batch_size=batch)
 
 
 def test_preflight_sizes_the_batch_to_the_gpu_that_check_measured(pair, tmp_path):
     config, roots, index, check, _ = pair
     config = cuda_config(config, batch_size=256)
     check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
-    write_result(gpu_check_record(check, 4096 * MiB), check_path)
+    # 256 and 128 windows would not fit 4 GiB: check kept the largest batch that did
+    write_result(gpu_check_record(check, 4096 * MiB, batch=64), check_path)
     run = embedprobe({**config, "benchmarks": {}}, "preflight", "--dataset", DATASET,
                      "--model", MODEL, "--check", check_path, "--index", index, "--out", out)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -85,14 +95,14 @@ def test_preflight_sizes_the_batch_to_the_gpu_that_check_measured(pair, tmp_path
     assert embed["job"] == "embed_gpu" and "batch activations" not in embed["terms"]
     device, batch = embed["device"], embed["knobs"]["batch_size"]
     assert device["job"] == "embed_gpu_device" and device["limit_mb"] == 4096
-    assert device["request_mb"] <= 4096 and batch < 256
-    assert embed["tried"][0] == "batch_size=128"
+    assert device["request_mb"] <= 4096 and batch < 64
+    assert embed["tried"][0] == "batch_size=32"  # halved from check's 64, not the config's 256
     # the batch is the largest of the halvings that fits: twice as many windows would not
     calibration = estimates.load_calibration()
     inputs = {"batch_size": 2 * batch, "n_channels": check.n_chans,
               "n_samples": check.n_times_epoch, "feature_dim": check.feature_dim,
-              "weights_bytes": check.n_params * 4, "recording_bytes": 0,
-              "gpu_peaks": gpu_check_record(check, 0).gpu_peaks,
+              "weights_bytes": check.n_params * 4, "recording_bytes": 0, "night_windows": 0,
+              "gpu_peaks": gpu_check_record(check, 0, batch=64).gpu_peaks,
               "gpu_total_bytes": 4096 * MiB}
     bigger = estimates.estimate("embed_gpu_device", inputs, calibration, 4096 * MiB,
                                 device["margin"])
@@ -112,6 +122,26 @@ def test_a_gpu_too_small_for_one_window_stops_preflight_with_the_fix(pair, tmp_p
     assert run.returncode == 1 and not out.exists()
     assert "embed cannot fit" in run.stderr and "GPU with at least" in run.stderr
     assert "batch_size=1" in run.stderr  # every smaller batch was tried first
+
+
+def test_preflight_refuses_a_check_made_on_another_device(pair, tmp_path):
+    config, roots, index, check, _ = pair
+    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
+    write_result(check, check_path)  # made on the CPU
+    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
+                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
+                     "--out", out)
+    assert run.returncode == 2 and not out.exists()
+    assert "embed.device is cuda, but the check of" in run.stderr and "ran on cpu" in run.stderr
+    assert "fix: run the check again" in run.stderr
+
+
+def test_a_gpu_check_record_round_trips_through_json_and_csv(pair, tmp_path):
+    record = gpu_check_record(pair[3], 4096 * MiB, batch=64)
+    write_result(record, tmp_path / "check.json")
+    assert read_result(tmp_path / "check.json") == record
+    assert from_csv(to_csv([record])) == [record]
+    assert record.gpu_peaks == {1: 300 * MiB, 64: 300 * MiB + 63 * 40 * MiB}
 
 
 @no_cuda
@@ -138,6 +168,9 @@ def test_the_plan_asks_for_a_gpu_exactly_when_the_config_says_cuda(tmp_path):
         assert "gpu=1, request_gpus=1" in resources_of(gpu.stdout, rule)
         assert "gpu" not in resources_of(cpu.stdout, rule).replace("gpus_min", "")
     assert "htcondor_gpus_min_mem_mb=<TBD>" in resources_of(gpu.stdout, "embed")
+    # check runs the model on the GPU: CUDA's host libraries (3 GiB) on top of a small job
+    assert "mem_mb=2000," in resources_of(cpu.stdout, "check")
+    assert "mem_mb=5072," in resources_of(gpu.stdout, "check")
     for rule in ("index", "preflight", "probe", "aggregate"):
         assert "gpu" not in resources_of(gpu.stdout, rule)
 

@@ -4,8 +4,9 @@ glibc moves a thread that finds its arena locked to another arena, and the threa
 memory freed into one arena is not reused by allocations from another. With reader threads and
 torch's threads busy at once, which arena the next batch's activations land in depends on
 timing, and each arena keeps its own freed batch. The same 1 h demo embed (BIOT, 2 reader
-threads; scripts/bench_embed_memory.py) peaked 665-702 MB with glibc's default arenas and
-617-643 MB with one, at the same speed; a CI run once measured it ~15% above its estimate.
+threads; scripts/bench_embed_memory.py) peaked 665-702 MB with an arena per thread
+(MALLOC_ARENA_MAX=8, as glibc does by default) and 617-643 MB with one, at the same speed; a CI
+run once measured it ~15% above its estimate.
 """
 
 from __future__ import annotations

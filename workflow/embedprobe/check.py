@@ -70,6 +70,10 @@ class CheckResult:
         """The lines printed under the pair's row: the reason, then the `fix:`."""
         return "\n".join(line for line in (self.reason, self.fix and f"fix: {self.fix}") if line)
 
+    def __post_init__(self) -> None:
+        # JSON and CSV give the batch sizes back as strings
+        self.gpu_peaks = {int(size): int(peak) for size, peak in self.gpu_peaks.items()}
+
     def as_dict(self) -> dict:
         return asdict(self) | {"note": self.note}
 
@@ -232,11 +236,11 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
 
             encoder_factory = partial(Encoder, device=device)
         encoder = encoder_factory(spec, plan.model_names, roots)
+        if device.type == "cuda":  # first: it shrinks a batch the GPU cannot hold
+            windows = _measure_gpu(result, encoder, windows, device)
         forward_started = time.monotonic()
         output, growth = measure_peak_growth(lambda: encoder(windows))
         result.seconds = round(time.monotonic() - forward_started, 3)
-        if device.type == "cuda":
-            _measure_gpu(result, encoder, windows, device)
     except Exception as exc:  # any crash is reported in the pair's row, not raised
         return _failure(result, phase, exc)
     output = np.asarray(output)
@@ -250,16 +254,27 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
     return _judge_output(result, output, len(windows))
 
 
-def _measure_gpu(result: CheckResult, encoder, windows: np.ndarray, device) -> None:
-    """The allocator's peak at one window and at the whole batch: preflight draws the line
-    through them to size embed's batch to the GPU's memory."""
+def _measure_gpu(result: CheckResult, encoder, windows: np.ndarray, device) -> np.ndarray:
+    """The allocator's peak at one window and at the largest batch the GPU holds (halved from
+    the full batch while it runs out of memory): preflight draws the line through them to size
+    embed's batch to the GPU's memory. Returns the windows of that batch."""
     import torch
 
-    sizes = sorted({1, len(windows)})
-    result.gpu_peaks = gpu_batch_peaks(lambda b: encoder(windows[:b]), sizes, device)
+    while True:
+        try:
+            sizes = sorted({1, len(windows)})
+            result.gpu_peaks = gpu_batch_peaks(lambda b, w=windows: encoder(w[:b]), sizes,
+                                               device)
+            break
+        except torch.OutOfMemoryError:
+            if len(windows) == 1:
+                raise
+            torch.cuda.empty_cache()
+            windows = windows[: len(windows) // 2]
     properties = torch.cuda.get_device_properties(device)
     result.gpu_total_bytes = int(properties.total_memory)
     result.device = f"cuda ({properties.name})"
+    return windows
 
 
 # ------------------------------------------------------------------------------- records
@@ -281,13 +296,14 @@ _PARSERS = {"int": int, "float": float, "str": str, "dict": json.loads}
 
 
 def to_csv(results: list[CheckResult]) -> str:
-    """One row per pair; the lines under a row go to `note`, `extra` is JSON."""
+    """One row per pair; the lines under a row go to `note`, the mappings are JSON."""
     names = [f.name for f in fields(CheckResult)] + ["note"]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for result in results:
-        writer.writerow(result.as_dict() | {"extra": json.dumps(result.extra, sort_keys=True)})
+        writer.writerow(result.as_dict() | {"extra": json.dumps(result.extra, sort_keys=True),
+                                            "gpu_peaks": json.dumps(result.gpu_peaks)})
     return out.getvalue()
 
 

@@ -24,5 +24,5 @@ def torch_device(config: dict):
             f"embed.device is cuda, but torch {torch.__version__} sees no CUDA device "
             f"(its CUDA: {build})",
             fix="run on a GPU node with a CUDA build of torch, or set embed: device: cpu in "
-                "config/config.yaml (or --config 'embed={device: cpu}')")
+                "config/config.yaml or a --configfile")
     return torch.device(name)

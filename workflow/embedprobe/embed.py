@@ -120,20 +120,20 @@ class WindowSource:
 def batches(arrays: Iterator[np.ndarray], size_of) -> Iterator[np.ndarray]:
     """Regroup per-recording arrays into batches; `size_of()` is read for every batch.
 
-    Batches inside a recording are views of it; only a batch that spans two recordings is
-    copied, and a recording's tail is copied out so the recording itself can be freed.
+    Batches inside a recording are views of it (the recording stays alive while they are
+    used); only a batch that spans two recordings is copied, and a recording's tail is copied
+    out so the recording is not kept alive by the next batch.
     """
     carry: np.ndarray | None = None  # the start of a batch, left from earlier recordings
     for array in arrays:
         start = 0
         if carry is not None:
-            start = size_of() - len(carry)
+            start = max(0, size_of() - len(carry))  # 0: the size shrank below the carry
             if len(array) < start:
                 carry = np.concatenate([carry, array])
                 continue
             yield np.concatenate([carry, array[:start]])
-        while len(array) - start >= size_of():
-            size = size_of()
+        while len(array) - start >= (size := size_of()):
             yield array[start:start + size]
             start += size
         carry = array[start:].copy() if start < len(array) else None

@@ -70,8 +70,9 @@ def _nights_being_read(i: Inputs) -> int:
 
 def _nights_of_windows_held(i: Inputs) -> int:
     """Finished nights of windows held besides those being read: one queued and one being
-    batched (without reader threads the night being batched is the one just read)."""
-    return 2 if i["n_workers"] > 0 else 0
+    batched; without reader threads, the night being batched (its batches are views of it)
+    while the next one is read."""
+    return 2 if i["n_workers"] > 0 else 1
 
 
 def _batch_input_bytes(i: Inputs) -> float:
@@ -216,17 +217,16 @@ FORMULAS: dict[str, list[Term]] = {
 # Inputs each job type needs, and defaults for the optional ones.
 REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "embed_cpu": ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
-                  "recording_bytes", "batch_activation_bytes"),
+                  "recording_bytes", "night_windows", "batch_activation_bytes"),
     "embed_gpu": ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
-                  "recording_bytes", "gpu_peaks", "gpu_total_bytes"),
+                  "recording_bytes", "night_windows", "gpu_peaks", "gpu_total_bytes"),
     "probe_logistic": ("n_train", "n_val", "n_test", "dim", "n_classes"),
     "probe_ridge": ("n", "p"),
     "aggregate_subject_mean": ("dim", "chunk_rows", "n_subjects", "n_rows"),
 }
 REQUIRED_INPUTS["embed_gpu_device"] = REQUIRED_INPUTS["embed_gpu"]
 
-_EMBED_DEFAULTS = {"n_workers": 0, "n_windows": 0, "night_windows": 0, "resample_ratio": 1.0,
-                   "min_batch_size": 1}
+_EMBED_DEFAULTS = {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1}
 DEFAULT_INPUTS: dict[str, dict] = {
     "embed_cpu": _EMBED_DEFAULTS,
     "embed_gpu": _EMBED_DEFAULTS,

@@ -18,6 +18,7 @@ import numpy as np
 from .check import OK, read_result
 from .config import lookup
 from .datasets.registry import dataset_root, reader_for
+from .device import embed_device
 from .errors import OutOfMemory, UsageError
 from .estimates import fit_knobs, load_calibration
 from .folds import fold_split, subject_groups
@@ -56,20 +57,27 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
         "on_cluster": bool(config.get("memory_on_cluster")),
-    } | gpu_inputs(check)
+    } | gpu_inputs(config, check)
 
 
-def gpu_inputs(check) -> dict:
-    """The GPU allocator's measured peaks (JSON keys are strings) and the GPU's memory."""
+def gpu_inputs(config: dict, check) -> dict:
+    """The GPU allocator's measured peaks and the GPU's memory, when check ran on a GPU; the
+    batch starts no larger than check's (check halves a batch the GPU cannot hold)."""
     if not check.gpu_peaks:
         return {}
-    return {"gpu_peaks": {int(b): int(p) for b, p in check.gpu_peaks.items()},
-            "gpu_total_bytes": check.gpu_total_bytes}
+    return {"gpu_peaks": check.gpu_peaks, "gpu_total_bytes": check.gpu_total_bytes,
+            "batch_size": min(config.get("embed", {}).get("batch_size", 32), check.batch_size)}
 
 
-def embed_job_type(inputs: dict) -> str:
-    """embed_gpu when check measured the encoder on a GPU, else embed_cpu."""
-    return "embed_gpu" if "gpu_peaks" in inputs else "embed_cpu"
+def embed_job_type(config: dict, check) -> str:
+    """embed_gpu for embed.device cuda, else embed_cpu; the check must have run on the same."""
+    device = embed_device(config)
+    if (device == "cuda") != bool(check.gpu_peaks):
+        raise UsageError(
+            f"embed.device is {device}, but the check of {check.dataset}/{check.model} ran on "
+            f"{check.device}", fix="run the check again with the same config (Snakemake does "
+                                   "when the config changes; by hand: embedprobe check ...)")
+    return "embed_gpu" if device == "cuda" else "embed_cpu"
 
 
 def _first_channel(config: dict, dataset: str, spec: dict) -> str:
@@ -159,7 +167,7 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
     estimates, runtimes = {}, {}
     inputs = embed_inputs(config, roots, dataset, check, table)
     estimates["embed"] = fit_knobs(
-        embed_job_type(inputs), inputs, calibration, limit,
+        embed_job_type(config, check), inputs, calibration, limit,
         max(margin, config.get("memory_embed_margin", 0.20)), partitions)
     runtimes["embed"] = embed_runtime_minutes(check, len(table))
     subjects = table["subject"].astype(str).tolist()

@@ -6,6 +6,7 @@ Keeps the Snakefiles declarative: every decision lives here, where it is tested.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -143,6 +144,17 @@ def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -
     request = int(estimate["request_mb"] * factor)
     limit = estimate.get("limit_mb")
     return max(1, min(request, limit) if limit else request)
+
+
+def check_memory_mb(config: dict) -> int:
+    """The check job's request: a small job's, plus on a GPU the host memory CUDA's libraries
+    take (the calibration's embed_gpu baseline), since check then runs the model there."""
+    small = int(config["memory_small_job_mb"])
+    if embed_device(config) != "cuda":
+        return small
+    from .estimates import MiB, load_calibration
+
+    return small + math.ceil(load_calibration()["jobs"]["embed_gpu"]["baseline_bytes"] / MiB)
 
 
 def gpu_resources(config: dict, job_key: str | None = None) -> dict:

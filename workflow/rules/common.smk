@@ -1,7 +1,5 @@
 import sys
 
-from snakemake.utils import validate
-
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 CONDA_ENV = "../../envs/embedprobe.yaml"
 
@@ -10,6 +8,7 @@ from embedprobe.rules_support import (
     benchmark_targets,
     expose_cli,
     checked_roots,
+    check_memory_mb,
     fold_predictions,
     fold_results,
     generated_datasets,
@@ -26,7 +25,6 @@ from embedprobe.rules_support import (
 
 expose_cli(workflow.basedir)
 ROOTS = checked_roots(config)
-validate(config, "../schemas/config.schema.yaml")
 DATA = ROOTS["data_root"]
 CACHE = ROOTS["cache_root"]
 RESULTS = ROOTS["results_root"]

@@ -42,7 +42,8 @@ def _require_known(ch_names: tuple[str, ...], known: dict[str, int], model: str,
     if unknown:
         raise ModelError(
             f"{model} has no channel embedding for {unknown}",
-            fix=f"rename them in config/channel_maps/<dataset>.yaml to names from {table}",
+            fix=f"rename them in the dataset's channel map (config/channel_maps/) to names "
+                f"from {table}",
         )
     return [known[name.upper()] for name in ch_names]
 
