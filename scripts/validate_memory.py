@@ -19,7 +19,7 @@ measured peak. Exit 1 when a target fails. The sizes differ from the calibration
 (scripts/calibrate_memory.py), so this is out of sample.
 
 Usage:
-  python scripts/validate_memory.py                 # the full grid (~10 min on 2 cores: 621 s)
+  python scripts/validate_memory.py                 # the full grid (~4 min on 2 cores: 215 s)
   python scripts/validate_memory.py --quick         # smaller sizes, one embed model (~2 min)
   python scripts/validate_memory.py --out validation.tsv   # also the rows (.jsonl: JSON lines)
 """
