@@ -43,8 +43,9 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     channel = _first_channel(config, dataset, spec)
     samples = longest_recording_samples(config, roots, dataset, channel)
     recorded_sfreq = _recorded_sfreq(config, roots, dataset, spec)
+    batch_size = config.get("embed", {}).get("batch_size", 32)
     return {
-        "batch_size": config.get("embed", {}).get("batch_size", 32),
+        "batch_size": batch_size,
         "n_channels": check.n_chans,
         "n_samples": check.n_times_epoch,
         "feature_dim": check.feature_dim,
@@ -57,16 +58,16 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
         "on_cluster": bool(config.get("memory_on_cluster")),
-    } | gpu_inputs(config, check)
+    } | gpu_inputs(check, batch_size)
 
 
-def gpu_inputs(config: dict, check) -> dict:
+def gpu_inputs(check, batch_size: int) -> dict:
     """The GPU allocator's measured peaks and the GPU's memory, when check ran on a GPU; the
     batch starts no larger than check's (check halves a batch the GPU cannot hold)."""
     if not check.gpu_peaks:
         return {}
     return {"gpu_peaks": check.gpu_peaks, "gpu_total_bytes": check.gpu_total_bytes,
-            "batch_size": min(config.get("embed", {}).get("batch_size", 32), check.batch_size)}
+            "batch_size": min(batch_size, check.batch_size)}
 
 
 def embed_job_type(config: dict, check) -> str:

@@ -12,8 +12,8 @@ rule check:
     threads: 1
     resources:
         **gpu_resources(config),
-        mem_mb=check_memory_mb(config),
-        htcondor_request_mem_mb=check_memory_mb(config),
+        mem_mb=CHECK_MEMORY_MB,
+        htcondor_request_mem_mb=CHECK_MEMORY_MB,
         runtime=20,
     params:
         job=lambda w: job_config_json(config, dataset=w.dataset, model=w.model),

@@ -29,6 +29,7 @@ DATA = ROOTS["data_root"]
 CACHE = ROOTS["cache_root"]
 RESULTS = ROOTS["results_root"]
 GENERATED = generated_datasets(config)
+CHECK_MEMORY_MB = check_memory_mb(config)
 
 
 wildcard_constraints:
