@@ -296,6 +296,8 @@ class Estimate:
     fix: str | None = None
     tried: list[str] = field(default_factory=list)
     device: Estimate | None = None
+    # The formula's inputs (defaults filled in): what a refit from measured runs needs.
+    inputs: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -323,6 +325,12 @@ class Estimate:
         if self.fix:
             lines.append(f"  fix: {self.fix}")
         return "\n".join(lines)
+
+
+def _plain(inputs: dict) -> dict:
+    """The inputs as JSON keeps them (batch sizes of the GPU peaks as strings)."""
+    return {k: ({str(b): v for b, v in value.items()} if isinstance(value, dict) else value)
+            for k, value in inputs.items()}
 
 
 def request_mb(total_bytes: float, margin: float) -> int:
@@ -385,7 +393,7 @@ def estimate(job_type: str, inputs: dict, calibration: dict, limit_bytes: int | 
         if device.verdict != "ok":
             verdict = "too_big"
     return Estimate(job_type, terms, total, margin, request, limit_mb, verdict,
-                    _knobs(job_type, i, c), device=device)
+                    _knobs(job_type, i, c), device=device, inputs=_plain(i))
 
 
 # ------------------------------------------------------------------------------ the knobs
