@@ -51,7 +51,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from embedprobe import estimates, memory  # noqa: E402
+from embedprobe import baselines, estimates, memory  # noqa: E402
 
 RESULT_TAG = "RESULT "
 MiB = estimates.MiB
@@ -62,16 +62,8 @@ NIGHTS_PER_SUBJECT = 2
 WINDOWS_PER_NIGHT = 1000  # a Sleep-EDF night holds ~800-1100 scored 30 s windows
 CHILD_TIMEOUT_S = 900
 
-# What each step's job imports: the interpreter-and-libraries baseline of its jobs.
-STEP_IMPORTS = {
-    "embed": "import torch, mne, braindecode.models, embedprobe.cli, embedprobe.embed, "
-             "embedprobe.runs; torch.ones(8) @ torch.ones(8)",
-    # the probe job; its sleep-staging path (probe.py's own L-BFGS) imports no scikit-learn
-    "probe": "import embedprobe.cli, embedprobe.probe_fold, embedprobe.runs",
-    # the brain-age ridge also imports scikit-learn's Ridge and StandardScaler
-    "ridge": "import sklearn.linear_model, sklearn.preprocessing, embedprobe.cli, "
-             "embedprobe.probe_fold, embedprobe.runs",
-}
+# What each step's job imports (its baseline): the list preflight also measures on a node.
+STEP_IMPORTS = baselines.STEP_IMPORTS
 
 
 # ====================================================================== the real jobs
@@ -344,7 +336,6 @@ def child_gpu(p: dict) -> None:
     config = load_config()
     spec = model_spec(config, p["model"])
     plan = channel_plan(config, DEMO_DATASET, spec.family)
-    free_before, total = torch.cuda.mem_get_info()
     encoder = Encoder(spec, plan.model_names, {}, device="cuda")
     n_times = int(round(30 * spec.sfreq))
 
@@ -353,10 +344,11 @@ def child_gpu(p: dict) -> None:
             (size, len(plan.recorded), n_times), dtype=np.float32))
 
     peaks = memory.gpu_batch_peaks(run_batch, [8, 32], "cuda")
-    torch.cuda.synchronize()
-    free_after, _ = torch.cuda.mem_get_info()
-    context = (free_before - free_after) - torch.cuda.memory_reserved()
-    _report(cuda=True, cuda_context_bytes=max(0, int(context)), gpu_peaks=peaks,
+    # what the driver says this process uses, less the allocator's reserve (NVML or
+    # nvidia-smi): a mem_get_info difference taken after the first CUDA call misses it
+    context = memory.cuda_context_bytes("cuda")
+    _, total = torch.cuda.mem_get_info()
+    _report(cuda=True, cuda_context_bytes=int(context), gpu_peaks=peaks.reserved,
             gpu_total_bytes=total)
 
 

@@ -148,6 +148,11 @@ def test_found_pair_gives_the_documented_row(passed):
     assert result.n_params > 1_000_000
     assert 0 < result.seconds <= result.total_seconds
     assert result.peak_mb > 100 and result.batch_activation_bytes > 0
+    # This node's embed baseline: libraries, the model built and called once, before the batch
+    # (braindecode loads most of its modules when the model is built: well above 300 MB).
+    assert 300 * 2**20 < result.baseline_bytes < result.process_peak_bytes
+    assert result.table_baseline_bytes > 0 and result.host
+    assert re.fullmatch(r"\d+ MB \(table [+-]\d+%\)", row[8]), row[8]
     assert exit_code([result]) == 0 and exit_code([result], strict=True) == 0
     # The real reader opened the real EDF files (the audit hook sees what the rule-out must not).
     assert any(path.endswith("-PSG.edf") for event, path in seen if event == "open")
@@ -179,7 +184,7 @@ def test_missing_data_is_skipped_with_the_fix(tmp_path, passed):
         SKIPPED, "data", "missing (0/10 files)", "-")
     assert result.reason == f"skipped: data missing: folder {folder} does not exist"
     assert result.fix.startswith(f"put the {DATASET} files under {folder}")
-    assert table_row(result)[6:] == ("-", "-")
+    assert table_row(result)[6:] == ("-", "-", "-")
     assert exit_code([result]) == 1  # nothing could be checked
     assert exit_code([passed[0], result]) == 0
     assert exit_code([passed[0], result], strict=True) == 1
@@ -289,7 +294,7 @@ def test_an_exception_fails_the_pair_not_the_check(own_weights):
     assert result.fix == ("check the checkpoint belongs to this architecture and its params in "
                           "models.yaml")
     assert "load_state_dict" in result.extra["traceback"]
-    assert table_row(result)[6:] == ("-", "-")
+    assert table_row(result)[6:] == ("-", "-", "-")
 
 
 def test_encoder_crash_is_reported_with_traceback(setup):
@@ -303,7 +308,8 @@ def test_encoder_crash_is_reported_with_traceback(setup):
     config, roots = setup
     result = check_pair(config, roots, DATASET, "biot_random", 4, encoder_factory=Crashing)
     assert (result.status, result.category) == (FAILED, "model")
-    assert result.reason == "failed in model: ValueError: cannot take (4, 2, 6000)"
+    # the first call is embed's own first call, one window (its width probe)
+    assert result.reason == "failed in model: ValueError: cannot take (1, 2, 6000)"
     assert "raise ValueError" in result.extra["traceback"]
 
 
@@ -351,12 +357,12 @@ def test_table_puts_reason_and_fix_under_each_pair_that_did_not_pass(passed, set
     skipped = check_pair(config, roots, DATASET, "biot_pretrained")
     lines = format_table([passed[0], skipped]).splitlines()
     assert split_row(lines[0]) == ["dataset", "checkpoint", "data", "weights", "channel map",
-                                   "forward pass", "time", "peak memory"]
+                                   "forward pass", "time", "peak memory", "node baseline"]
     assert split_row(lines[1])[:6] == [DATASET, "biot_random", "found (10/10 files)",
                                        "not needed for random init", "labels as recorded",
                                        "(32, 256) finite"]
     assert split_row(lines[2]) == [DATASET, "biot_pretrained", "found (10/10 files)", "missing",
-                                   "labels as recorded", "-", "-", "-"]
+                                   "labels as recorded", "-", "-", "-", "-"]
     assert lines[3].strip() == skipped.reason and lines[4].strip() == f"fix: {skipped.fix}"
     assert len(lines) == 5
     # Columns line up: every row starts its checkpoint cell at the same offset.

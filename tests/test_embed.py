@@ -173,3 +173,39 @@ def test_batches_regroup_recordings_into_full_batches_in_order():
         joined = np.concatenate(out) if out else np.arange(0)
         assert np.array_equal(joined, np.arange(edges[-1]))
         assert all(0 < len(batch) <= size for batch in out)
+
+
+def test_reading_ahead_is_bounded_whatever_the_model_speed():
+    """At most `threads` recordings in flight (being read, or read and waiting), plus the one
+    the model is batching, however slow the model: the bound preflight's estimate takes."""
+    import threading
+
+    import pandas as pd
+
+    from embedprobe.embed import WindowSource
+
+    class CountingSource(WindowSource):
+        def __init__(self, table):  # no dataset: load() makes the windows
+            self.table = table
+            self.lock = threading.Lock()
+            self.started = self.taken = self.most_ahead = 0
+
+        def load(self, recording, rows):
+            with self.lock:
+                self.started += 1
+                self.most_ahead = max(self.most_ahead, self.started - self.taken)
+            return np.zeros((len(rows), 1, 4), np.float32)
+
+    table = pd.DataFrame({"recording": np.repeat([f"r{k}" for k in range(12)], 3),
+                          "start": np.zeros(36, int)})
+    for threads in (1, 2, 3):
+        source = CountingSource(table)
+        seen = 0
+        for windows in source.stream(0, threads):
+            time.sleep(0.02)  # a slow model: readers would run ahead if they could
+            with source.lock:
+                source.taken += 1
+            seen += len(windows)
+        assert seen == 36 and source.started == 12
+        # in flight: `threads`, and the one just handed over is being batched
+        assert source.most_ahead == threads + 1, (threads, source.most_ahead)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import socket
 import time
 import traceback
 from collections import defaultdict
@@ -26,7 +27,14 @@ from .channel_maps import CHANNEL_MAP_DIR, ChannelPlan, channel_map_path, channe
 from .datasets.registry import data_status, fix_for, reader_for
 from .device import torch_device
 from .errors import DataError, EmbedprobeError, UsageError
-from .memory import gpu_batch_peaks, measure_peak_growth, self_peak_rss
+from .memory import (
+    GpuMemoryUnavailable,
+    cuda_context_bytes,
+    gpu_batch_peaks,
+    measure_peak_growth,
+    resident_now,
+    self_peak_rss,
+)
 from .models.registry import ModelSpec, model_spec, weights_path, weights_state
 
 OK, FAILED, SKIPPED, RULED_OUT = "ok", "failed", "skipped", "ruled out"
@@ -59,9 +67,17 @@ class CheckResult:
     n_params: int = 0
     batch_activation_bytes: int = 0
     process_peak_bytes: int = 0
-    # On a GPU (embed.device cuda): the allocator's peak per batch size, and the GPU's memory.
+    # This node's embed baseline: resident memory with the libraries loaded, the model built
+    # and its first call made, before the batch (preflight uses it over the shipped table).
+    baseline_bytes: int = 0
+    table_baseline_bytes: int = 0  # the shipped table's figure for the same, to compare
+    host: str = ""
+    # On a GPU (embed.device cuda): the allocator's peaks per batch size (allocated, and
+    # reserved: what it holds from the driver), the CUDA context and the GPU's memory.
     device: str = "cpu"
     gpu_peaks: dict = field(default_factory=dict)
+    gpu_reserved_peaks: dict = field(default_factory=dict)
+    gpu_context_bytes: int = 0
     gpu_total_bytes: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -73,6 +89,8 @@ class CheckResult:
     def __post_init__(self) -> None:
         # JSON and CSV give the batch sizes back as strings
         self.gpu_peaks = {int(size): int(peak) for size, peak in self.gpu_peaks.items()}
+        self.gpu_reserved_peaks = {int(size): int(peak)
+                                   for size, peak in self.gpu_reserved_peaks.items()}
 
     def as_dict(self) -> dict:
         return asdict(self) | {"note": self.note}
@@ -238,6 +256,8 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
         encoder = encoder_factory(spec, plan.model_names, roots)
         if device.type == "cuda":  # first: it shrinks a batch the GPU cannot hold
             windows = _measure_gpu(result, encoder, windows, device)
+        encoder(windows[:1])  # embed's first call (its width probe): one-time state is made
+        result.baseline_bytes = resident_now()
         forward_started = time.monotonic()
         output, growth = measure_peak_growth(lambda: encoder(windows))
         result.seconds = round(time.monotonic() - forward_started, 3)
@@ -251,7 +271,17 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
     result.batch_activation_bytes = int(growth)
     result.process_peak_bytes = self_peak_rss()
     result.peak_mb = round(result.process_peak_bytes / 2**20, 1)
+    result.host = socket.gethostname()
+    result.table_baseline_bytes = _table_baseline(config, result)
     return _judge_output(result, output, len(windows))
+
+
+def _table_baseline(config: dict, result: CheckResult) -> int:
+    """What the shipped calibration table would take for this node's measured baseline."""
+    from .estimates import embed_baseline_from_table
+
+    return embed_baseline_from_table(config, result.device.startswith("cuda"),
+                                     result.n_params * 4)
 
 
 def _measure_gpu(result: CheckResult, encoder, windows: np.ndarray, device) -> np.ndarray:
@@ -263,14 +293,18 @@ def _measure_gpu(result: CheckResult, encoder, windows: np.ndarray, device) -> n
     while True:
         try:
             sizes = sorted({1, len(windows)})
-            result.gpu_peaks = gpu_batch_peaks(lambda b, w=windows: encoder(w[:b]), sizes,
-                                               device)
+            peaks = gpu_batch_peaks(lambda b, w=windows: encoder(w[:b]), sizes, device)
             break
         except torch.OutOfMemoryError:
             if len(windows) == 1:
                 raise
             torch.cuda.empty_cache()
             windows = windows[: len(windows) // 2]
+    result.gpu_peaks, result.gpu_reserved_peaks = peaks.allocated, peaks.reserved
+    try:
+        result.gpu_context_bytes = cuda_context_bytes(device)
+    except GpuMemoryUnavailable as exc:  # preflight then takes the table's context
+        result.extra["gpu_context"] = f"not measured: {exc}"
     properties = torch.cuda.get_device_properties(device)
     result.gpu_total_bytes = int(properties.total_memory)
     result.device = f"cuda ({properties.name})"
@@ -302,8 +336,10 @@ def to_csv(results: list[CheckResult]) -> str:
     writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for result in results:
-        writer.writerow(result.as_dict() | {"extra": json.dumps(result.extra, sort_keys=True),
-                                            "gpu_peaks": json.dumps(result.gpu_peaks)})
+        writer.writerow(result.as_dict() | {
+            "extra": json.dumps(result.extra, sort_keys=True),
+            "gpu_peaks": json.dumps(result.gpu_peaks),
+            "gpu_reserved_peaks": json.dumps(result.gpu_reserved_peaks)})
     return out.getvalue()
 
 
@@ -317,7 +353,7 @@ def from_csv(text: str) -> list[CheckResult]:
 # ------------------------------------------------------------------------------- the table
 
 HEADERS = ("dataset", "checkpoint", "data", "weights", "channel map", "forward pass", "time",
-           "peak memory")
+           "peak memory", "node baseline")
 
 
 def _seconds(value: float) -> str:
@@ -328,7 +364,18 @@ def table_row(result: CheckResult) -> tuple[str, ...]:
     ran = result.batch_size > 0  # the forward pass ran (passed or judged failed)
     return (result.dataset, result.model, result.data, result.weights, result.channel_map,
             result.forward, _seconds(result.seconds) if ran else "-",
-            f"{result.peak_mb:.0f} MB" if ran else "-")
+            f"{result.peak_mb:.0f} MB" if ran else "-", node_baseline(result))
+
+
+def node_baseline(result: CheckResult) -> str:
+    """`612 MB (table +15%)`: this node's embed baseline, and how far the shipped table is."""
+    if not result.baseline_bytes:
+        return "-"
+    text = f"{result.baseline_bytes / 2**20:.0f} MB"
+    if result.table_baseline_bytes:
+        off = result.table_baseline_bytes / result.baseline_bytes - 1
+        text += f" (table {off:+.0%})"
+    return text
 
 
 def format_table(results: list[CheckResult]) -> str:

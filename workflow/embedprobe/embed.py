@@ -12,9 +12,11 @@ import json
 import os
 import signal
 import sys
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -99,22 +101,28 @@ class WindowSource:
         return scale(cut_windows(signals, starts, length), self.spec.scaling, in_place=True)
 
     def stream(self, first_row: int, threads: int) -> Iterator[np.ndarray]:
-        """Per-recording window arrays in index order; reading runs ahead in threads."""
+        """Per-recording window arrays in index order; reading runs ahead in threads.
+
+        Bounded by construction, whatever the model's speed: at most `threads` recordings are
+        in flight (being read, or read and waiting for the model), and a new one starts only
+        when the model takes one; the one being batched is the only other recording held.
+        Without threads the next recording is read when the model has finished the last one.
+        """
         todo = self.table.iloc[first_row:]
-        groups = [(rec, rows) for rec, rows in todo.groupby("recording", sort=False)]
+        groups = iter([(rec, rows) for rec, rows in todo.groupby("recording", sort=False)])
         if threads <= 0:
             for rec, rows in groups:
                 yield self.load(rec, rows)
             return
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            pending = [pool.submit(self.load, rec, rows) for rec, rows in groups[:threads + 1]]
-            for nxt in groups[threads + 1:] + [None] * (threads + 1):
-                if not pending:
-                    break
-                windows = pending.pop(0).result()
-                if nxt is not None:
-                    pending.append(pool.submit(self.load, *nxt))
+            in_flight = deque(pool.submit(self.load, *group) for group in islice(groups, threads))
+            while in_flight:
+                windows = in_flight.popleft().result()
+                following = next(groups, None)
+                if following is not None:
+                    in_flight.append(pool.submit(self.load, *following))
                 yield windows
+                del windows  # not held while the next one is awaited
 
 
 def batches(arrays: Iterator[np.ndarray], size_of) -> Iterator[np.ndarray]:

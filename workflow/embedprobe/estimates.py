@@ -12,8 +12,12 @@ Inputs (bytes unless said otherwise):
     threads), n_windows, night_windows (windows of the longest night), batch_activation_bytes
     measured at activation_batch_size (CPU; memory.measure_peak_growth of one forward pass,
     in check); embed_gpu also gpu_peaks
-    ({batch size: allocator peak}, two or more sizes; memory.gpu_batch_peaks) and
-    gpu_total_bytes.
+    ({batch size: allocator peak}, two or more sizes; memory.gpu_batch_peaks),
+    gpu_reserved_peaks (the same for the allocator's reserve), gpu_context_bytes (the CUDA
+    context of one process, measured by check) and gpu_total_bytes.
+  every job, optional: measured_baseline_bytes, this node's own baseline (check measures
+    embed's: interpreter, libraries, the built model and its first call; preflight measures
+    the probes' import baselines); without it the calibration table's baseline counts.
   probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (fits at once, in threads),
     n_fits (values of C), dtype_bytes (of the cached embeddings). It models the probe job:
     probe_fold loads the whole store and cuts the fold's splits, probe.fit_logistic_probe
@@ -62,17 +66,36 @@ def _worker_processes(i: Inputs) -> int:
     return fits if fits > 1 else 0
 
 
-def _nights_being_read(i: Inputs) -> int:
-    """Nights in their read-and-preprocess step at once: one per reader thread (without reader
-    threads the main thread reads one night at a time)."""
+def _nights_in_flight(i: Inputs) -> int:
+    """Nights read ahead of the model: WindowSource.stream keeps at most one per reader thread
+    in flight (being read, or read and waiting), whatever the model's speed; without reader
+    threads the main thread reads one night at a time. Each is counted at its reading cost,
+    which covers the windows it holds once read."""
     return max(1, int(i["n_workers"]))
 
 
-def _nights_of_windows_held(i: Inputs) -> int:
-    """Finished nights of windows held besides those being read: one queued and one being
-    batched; without reader threads, the night being batched (its batches are views of it)
-    while the next one is read."""
-    return 2 if i["n_workers"] > 0 else 1
+def _measured_baseline(i: Inputs) -> float | None:
+    """This node's own baseline, when a job measured it here (check for embed, preflight's
+    import children for the probes): it replaces the calibration table's, which was measured
+    on another machine with other library versions."""
+    measured = i.get("measured_baseline_bytes")
+    return float(measured) if measured else None
+
+
+def _baseline(i: Inputs, c: Constants) -> float:
+    measured = _measured_baseline(i)
+    return c["baseline_bytes"] if measured is None else measured
+
+
+def _embed_baseline(i: Inputs, c: Constants) -> float:
+    """What embed holds before its first batch: interpreter, libraries (braindecode imports
+    most of its own only when the model is built: ~100 MB), the model and its first-call
+    state. check measures exactly that on the node; else the table's imports-only baseline
+    plus the state dict and the module."""
+    measured = _measured_baseline(i)
+    if measured is not None:
+        return measured
+    return c["baseline_bytes"] + i["weights_bytes"] * c["weights_copies"]
 
 
 def _batch_input_bytes(i: Inputs) -> float:
@@ -85,23 +108,41 @@ def _batch_activations(i: Inputs, c: Constants) -> float:
     return per_window * i["batch_size"] * c["activation_factor"]
 
 
+def _gpu_line_peaks(i: Inputs) -> dict:
+    """The peaks the device line runs through: the caching allocator's reserved peaks (what
+    the process really holds on the GPU) where check measured them, else its allocated ones."""
+    return i.get("gpu_reserved_peaks") or i["gpu_peaks"]
+
+
 def _gpu_measured(i: Inputs) -> tuple[int, float, float]:
-    """(smallest measured batch, its allocator peak, bytes per further window) on the device.
+    """(smallest measured batch, its peak, bytes per further window) on the device.
 
     The line runs through the smallest and the largest measured batch. Below the smallest
     measured batch the estimate stays at its peak: measure the smaller one at the smallest
     batch you would accept (1 is cheap).
     """
-    sizes = sorted(int(b) for b in i["gpu_peaks"])
-    low, high = sizes[0], sizes[-1]
-    peak_low, peak_high = float(i["gpu_peaks"][low]), float(i["gpu_peaks"][high])
-    per_window = max(0.0, (peak_high - peak_low) / (high - low)) if high > low else 0.0
-    return low, peak_low, per_window
+    peaks = {int(b): float(v) for b, v in _gpu_line_peaks(i).items()}
+    low, high = min(peaks), max(peaks)
+    per_window = max(0.0, (peaks[high] - peaks[low]) / (high - low)) if high > low else 0.0
+    return low, peaks[low], per_window
 
 
 def _gpu_allocated(i: Inputs) -> float:
     low, peak_low, per_window = _gpu_measured(i)
     return peak_low + per_window * max(0, i["batch_size"] - low)
+
+
+def _gpu_slack(i: Inputs, c: Constants) -> float:
+    """Headroom over the line: small over reserved peaks (the allocator's rounding is in
+    them), larger over allocated ones (the reserve on top is not)."""
+    share = c["reserved_slack"] if i.get("gpu_reserved_peaks") else c["allocator_slack"]
+    return share * _gpu_allocated(i)
+
+
+def _cuda_context(i: Inputs, c: Constants) -> float:
+    """The CUDA context of one process: measured per process by check (NVML or nvidia-smi,
+    minus the allocator's reserve), else the table's."""
+    return float(i.get("gpu_context_bytes") or c["cuda_context_bytes"])
 
 
 def _logistic_rows(i: Inputs) -> int:
@@ -140,16 +181,15 @@ def _job_wrapper(i: Inputs, c: Constants) -> float:
 
 # Host terms shared by embed on the CPU and on the GPU (only activations move to the device).
 _EMBED_HOST_TERMS: list[Term] = [
-    ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
-    ("weights (state dict + module)", lambda i, c: i["weights_bytes"] * c["weights_copies"]),
-    ("nights being read: raw signal copies (one night per reader thread)",
-     lambda i, c: _nights_being_read(i) * i["recording_bytes"] * c["recording_copies"]),
-    ("nights being read: resampled signal copies",
-     lambda i, c: _nights_being_read(i) * i["recording_bytes"] * i["resample_ratio"]
+    ("interpreter and libraries, with the model built", _embed_baseline),
+    ("nights in flight: raw signal copies (at most one night per reader thread)",
+     lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * c["recording_copies"]),
+    ("nights in flight: resampled signal copies",
+     lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
      * c["window_copies"]),
-    ("windows of the nights queued and being batched",
-     lambda i, c: _nights_of_windows_held(i) * i["night_windows"] * i["n_channels"]
-     * i["n_samples"] * FLOAT32),
+    # its batches are views of it; the stream holds no other finished night
+    ("windows of the night being batched",
+     lambda i, c: i["night_windows"] * i["n_channels"] * i["n_samples"] * FLOAT32),
     ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
     ("HDF5 buffers", lambda i, c: c["hdf5_buffer_bytes"] + i["batch_size"] * i["feature_dim"]
      * FLOAT32),
@@ -159,21 +199,30 @@ _EMBED_HOST_TERMS: list[Term] = [
 
 # ------------------------------------------------------------------------------ the table
 
+_SUBJECT_MEAN_TERMS: list[Term] = [
+    # a block never holds more rows than the store has
+    ("HDF5 chunk buffers", lambda i, c: c["hdf5_buffer_bytes"]
+     + min(i["chunk_rows"], i["n_rows"]) * i["dim"] * FLOAT32 * c["chunk_copies"]),
+    ("subject column of the window table", lambda i, c: i["n_rows"] * c["index_row_bytes"]),
+    ("per-subject sums and means",
+     lambda i, c: i["n_subjects"] * i["dim"] * FLOAT64 * c["accumulator_copies"]),
+]
+
 FORMULAS: dict[str, list[Term]] = {
     "embed_cpu": _EMBED_HOST_TERMS + [
         ("batch activations", _batch_activations),
     ],
     "embed_gpu": _EMBED_HOST_TERMS,  # host memory; the device has its own estimate below
     "embed_gpu_device": [
-        ("CUDA context", lambda i, c: c["cuda_context_bytes"]),
+        ("CUDA context", _cuda_context),
         ("allocator peak at the smallest measured batch (weights, buffers, activations)",
          lambda i, c: _gpu_measured(i)[1]),
         ("batch activations of the further windows",
          lambda i, c: _gpu_measured(i)[2] * max(0, i["batch_size"] - _gpu_measured(i)[0])),
-        ("allocator slack", lambda i, c: c["allocator_slack"] * _gpu_allocated(i)),
+        ("allocator slack", _gpu_slack),
     ],
     "probe_logistic": [
-        ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
+        ("interpreter and libraries", _baseline),
         ("embeddings as loaded and the fold's splits",
          lambda i, c: _logistic_rows(i) * i["dim"] * i["dtype_bytes"] * c["embeddings_copies"]),
         ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
@@ -190,7 +239,7 @@ FORMULAS: dict[str, list[Term]] = {
         ("scheduler processes", _job_wrapper),
     ],
     "probe_ridge": [
-        ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
+        ("interpreter and libraries", _baseline),
         ("probe data and its copies (load, scaled, centred)",
          lambda i, c: i["n"] * i["p"] * i["dtype_bytes"] * c["data_copies"]),
         ("training copies per further parallel fit",
@@ -203,16 +252,19 @@ FORMULAS: dict[str, list[Term]] = {
         ("scheduler processes", _job_wrapper),
     ],
     "aggregate_subject_mean": [
-        ("interpreter and libraries", lambda i, c: c["baseline_bytes"]),
-        # a block never holds more rows than the store has
-        ("HDF5 chunk buffers", lambda i, c: c["hdf5_buffer_bytes"]
-         + min(i["chunk_rows"], i["n_rows"]) * i["dim"] * FLOAT32 * c["chunk_copies"]),
-        ("subject column of the window table", lambda i, c: i["n_rows"] * c["index_row_bytes"]),
-        ("per-subject sums and means",
-         lambda i, c: i["n_subjects"] * i["dim"] * FLOAT64 * c["accumulator_copies"]),
+        ("interpreter and libraries", _baseline),
+        *_SUBJECT_MEAN_TERMS,
         ("scheduler processes", _job_wrapper),
     ],
 }
+# The brain-age probe job streams the subject means, then fits ridge, in one process: the
+# ridge job's terms plus the stream's (the memory freed after the stream stays in the arena).
+FORMULAS["probe_brain_age"] = FORMULAS["probe_ridge"][:-1] + [
+    (f"subject means streamed first: {name}", formula) for name, formula in _SUBJECT_MEAN_TERMS
+] + [FORMULAS["probe_ridge"][-1]]
+# Job types whose constants are those of others (later ones win): one table, no copies.
+COMPOSED = {"probe_brain_age": ("aggregate_subject_mean", "probe_ridge")}
+RIDGE_TYPES = ("probe_ridge", "probe_brain_age")
 
 # Inputs each job type needs, and defaults for the optional ones.
 REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
@@ -224,6 +276,8 @@ REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "probe_ridge": ("n", "p"),
     "aggregate_subject_mean": ("dim", "chunk_rows", "n_subjects", "n_rows"),
 }
+REQUIRED_INPUTS["probe_brain_age"] = (REQUIRED_INPUTS["probe_ridge"]
+                                      + REQUIRED_INPUTS["aggregate_subject_mean"])
 REQUIRED_INPUTS["embed_gpu_device"] = REQUIRED_INPUTS["embed_gpu"]
 
 _EMBED_DEFAULTS = {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1}
@@ -236,6 +290,7 @@ DEFAULT_INPUTS: dict[str, dict] = {
     "probe_ridge": {"n_jobs": 1, "n_fits": 8, "dtype_bytes": FLOAT64, "ridge_form": "auto"},
     "aggregate_subject_mean": {},
 }
+DEFAULT_INPUTS["probe_brain_age"] = DEFAULT_INPUTS["probe_ridge"]
 
 # The knobs each job type has, cheapest first, tried before asking for more memory.
 KNOB_NAMES: dict[str, tuple[str, ...]] = {
@@ -246,6 +301,7 @@ KNOB_NAMES: dict[str, tuple[str, ...]] = {
     "probe_ridge": ("ridge_form", "n_jobs"),
     "aggregate_subject_mean": ("chunk_rows",),
 }
+KNOB_NAMES["probe_brain_age"] = KNOB_NAMES["probe_ridge"]
 
 # Used where the calibration table lacks a constant (each one is reported as defaulted).
 # "structural" ones are not fitted by the calibration: they follow from what the code holds.
@@ -257,11 +313,14 @@ DEFAULT_CONSTANTS: dict[str, dict[str, float]] = {
         "hdf5_buffer_bytes": 16 * MiB, "window_row_bytes": 200.0,
     },
     "embed_gpu": {
-        "baseline_bytes": 3072 * MiB, "weights_copies": 2.0, "recording_copies": 3.0,
+        # measured on an H200 node: torch with CUDA initialised, mne, braindecode (FACTS.md)
+        "baseline_bytes": 1536 * MiB, "weights_copies": 2.0, "recording_copies": 3.0,
         "window_copies": 3.0, "input_copies": 2.0, "hdf5_buffer_bytes": 16 * MiB,
         "window_row_bytes": 200.0,
     },
-    "embed_gpu_device": {"cuda_context_bytes": 600 * MiB, "allocator_slack": 0.2},
+    # check measures the context per process; 719 MB is what an H200 showed (FACTS.md)
+    "embed_gpu_device": {"cuda_context_bytes": 720 * MiB, "allocator_slack": 0.2,
+                         "reserved_slack": 0.05},
     "probe_logistic": {
         "baseline_bytes": 250 * MiB, "embeddings_copies": 2.0, "window_row_bytes": 200.0,
         "fit_data_copies": 1.0, "workspace_factor": 3.0, "block_rows": 12288.0,
@@ -356,19 +415,17 @@ def job_inputs(job_type: str, inputs: dict) -> dict:
 def job_constants(job_type: str, calibration: dict) -> dict:
     """Constants of one job type: the calibration table's, defaults where it has none."""
     table = calibration.get("jobs", {})
-    return {
-        **DEFAULT_CONSTANTS["common"],
-        **table.get("common", {}),
-        **DEFAULT_CONSTANTS[job_type],
-        **table.get(job_type, {}),
-    }
+    merged = {**DEFAULT_CONSTANTS["common"], **table.get("common", {})}
+    for part in COMPOSED.get(job_type, ()):
+        merged.update({**DEFAULT_CONSTANTS[part], **table.get(part, {})})
+    return {**merged, **DEFAULT_CONSTANTS.get(job_type, {}), **table.get(job_type, {})}
 
 
 def _knobs(job_type: str, i: Inputs, c: Constants) -> dict:
     knobs = {name: i[name] for name in KNOB_NAMES[job_type] if name in i}
-    if job_type == "probe_ridge":
+    if job_type in RIDGE_TYPES:
         knobs["ridge_form"] = ridge_form(i, c)
-    if job_type in ("probe_logistic", "probe_ridge"):
+    if job_type in ("probe_logistic", *RIDGE_TYPES):
         knobs["n_jobs"] = _parallel_fits(i)
     return knobs
 
@@ -414,7 +471,7 @@ def _cheaper_settings(job_type: str, i: Inputs, c: Constants) -> list[tuple[str,
     elif job_type == "probe_logistic":
         for jobs in range(_parallel_fits(i) - 1, 0, -1):
             steps.append((f"n_jobs={jobs}", {"n_jobs": jobs}))
-    elif job_type == "probe_ridge":
+    elif job_type in RIDGE_TYPES:
         current = ridge_form(i, c)
         other = "dual" if current == "primal" else "primal"
         sizes = ridge_form_bytes(i, c)
@@ -481,6 +538,14 @@ def fit_knobs(job_type: str, inputs: dict, calibration: dict, limit_bytes: int |
 
 
 # ------------------------------------------------------------------------- the calibration
+
+
+def embed_baseline_from_table(config: dict, cuda: bool, weights_bytes: int) -> int:
+    """The embed baseline the calibration table in use gives (for comparing a measured one)."""
+    calibration = load_calibration(config.get("memory_calibration") or CALIBRATION_PATH)
+    job = "embed_gpu" if cuda else "embed_cpu"
+    c = job_constants(job, calibration)
+    return int(_embed_baseline({"weights_bytes": weights_bytes}, c))
 
 
 def load_calibration(path: str | Path = CALIBRATION_PATH) -> dict:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+MIB = 1 << 20
 PROC_ROOT = Path("/proc")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -228,22 +229,103 @@ def measure_peak_growth(work: Callable[[], object]) -> tuple[object, int]:
     return result, max(0, peak_since_reset() - resident_before)
 
 
-def gpu_batch_peaks(run_batch: Callable[[int], object], batch_sizes: list[int], device) -> dict:
-    """Allocator peak bytes of `run_batch(b)` for each batch size b on a CUDA device.
+@dataclass
+class GpuPeaks:
+    """The allocator's peaks per batch size: allocated (tensors) and reserved (what the
+    caching allocator holds from the driver, rounding and free blocks included)."""
 
-    Each peak is max_memory_allocated after reset_peak_memory_stats, with everything else the
+    allocated: dict[int, int]
+    reserved: dict[int, int]
+
+
+def gpu_batch_peaks(run_batch: Callable[[int], object], batch_sizes: list[int],
+                    device) -> GpuPeaks:
+    """Allocator peaks of `run_batch(b)` for each batch size b on a CUDA device.
+
+    Each is taken after empty_cache and reset_peak_memory_stats, with everything else the
     process keeps on the device (weights, buffers) included; the CUDA context is not in it.
     """
     import torch
 
-    peaks = {}
+    allocated, reserved = {}, {}
     for batch_size in batch_sizes:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
         run_batch(batch_size)
         torch.cuda.synchronize(device)
-        peaks[int(batch_size)] = int(torch.cuda.max_memory_allocated(device))
-    return peaks
+        allocated[int(batch_size)] = int(torch.cuda.max_memory_allocated(device))
+        reserved[int(batch_size)] = int(torch.cuda.max_memory_reserved(device))
+    return GpuPeaks(allocated, reserved)
+
+
+class GpuMemoryUnavailable(RuntimeError):
+    """Neither NVML (nvidia-ml-py) nor nvidia-smi could say what a process uses on the GPU."""
+
+
+def parse_compute_apps(text: str) -> dict[int, int]:
+    """pid -> bytes from `nvidia-smi --query-compute-apps=pid,used_memory
+    --format=csv,noheader,nounits` (MiB per line; "[N/A]" where the driver cannot tell)."""
+    used: dict[int, int] = {}
+    for line in text.splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) != 2 or not parts[0].isdigit() or not parts[1].isdigit():
+            continue
+        used[int(parts[0])] = used.get(int(parts[0]), 0) + int(parts[1]) * MIB
+    return used
+
+
+def _nvml_process_memory(device_index: int) -> dict[int, int]:
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError as exc:
+        raise GpuMemoryUnavailable("nvidia-ml-py (pynvml) is not installed") from exc
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        raise GpuMemoryUnavailable(f"NVML does not start: {exc}") from exc
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+        return {p.pid: int(p.usedGpuMemory or 0)
+                for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def gpu_process_memory(pid: int | None = None, device_index: int = 0) -> int:
+    """Bytes process `pid` (default: this one) uses on the GPU, context included: NVML, else
+    nvidia-smi. Raises GpuMemoryUnavailable, naming both, when neither can tell."""
+    pid = os.getpid() if pid is None else pid
+    reasons = []
+    try:
+        used = _nvml_process_memory(device_index)
+    except GpuMemoryUnavailable as exc:
+        reasons.append(f"NVML: {exc}")
+        used = {}
+    if pid not in used and shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", f"--id={device_index}", "--query-compute-apps=pid,used_memory",
+                 "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
+            used = parse_compute_apps(out.stdout)
+        except (OSError, subprocess.SubprocessError) as exc:
+            reasons.append(f"nvidia-smi: {exc}")
+    elif pid not in used:
+        reasons.append("nvidia-smi: not on PATH")
+    if pid not in used:
+        reasons.append(f"no entry for process {pid} (a container's own pid namespace hides it)")
+        raise GpuMemoryUnavailable("; ".join(reasons))
+    return used[pid]
+
+
+def cuda_context_bytes(device) -> int:
+    """The CUDA context of this process: what the driver says it uses on the GPU minus what
+    the caching allocator reserved. torch.cuda.mem_get_info differences miss it: the context
+    exists before the first reading (FACTS.md: 168 MB read against 719 MB used)."""
+    import torch
+
+    torch.cuda.synchronize(device)
+    index = torch.device(device).index or 0
+    return max(0, gpu_process_memory(device_index=index) - int(torch.cuda.memory_reserved(device)))
 
 
 # ------------------------------------------------------------------------- measured children

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .baselines import probe_baseline_inputs
 from .check import OK, read_result
 from .config import lookup
 from .datasets.registry import dataset_root, reader_for
@@ -58,7 +59,12 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
         "on_cluster": bool(config.get("memory_on_cluster")),
-    } | gpu_inputs(check, batch_size)
+    } | measured_baseline(check) | gpu_inputs(check, batch_size)
+
+
+def measured_baseline(check) -> dict:
+    """This node's embed baseline, measured by check (absent from checks made before it was)."""
+    return {"measured_baseline_bytes": check.baseline_bytes} if check.baseline_bytes else {}
 
 
 def gpu_inputs(check, batch_size: int) -> dict:
@@ -66,8 +72,11 @@ def gpu_inputs(check, batch_size: int) -> dict:
     batch starts no larger than check's (check halves a batch the GPU cannot hold)."""
     if not check.gpu_peaks:
         return {}
+    measured = {"gpu_reserved_peaks": check.gpu_reserved_peaks,
+                "gpu_context_bytes": check.gpu_context_bytes}
     return {"gpu_peaks": check.gpu_peaks, "gpu_total_bytes": check.gpu_total_bytes,
-            "batch_size": min(batch_size, check.batch_size)}
+            "batch_size": min(batch_size, check.batch_size)} | {
+                k: v for k, v in measured.items() if v}
 
 
 def embed_job_type(config: dict, check) -> str:
@@ -129,13 +138,13 @@ def subject_mean_inputs(config: dict, subjects, dim: int) -> dict:
 def probe_estimate(config, bench, subjects, fold, dim, calibration, limit, margin, partitions):
     """The probe job's estimate; brain age streams subject means, then fits ridge: the larger."""
     if bench["task"] == "brain_age":
-        ridge = fit_knobs("probe_ridge", brain_age_inputs(config, bench, subjects, fold, dim),
-                          calibration, limit, margin, partitions)
-        means = fit_knobs("aggregate_subject_mean", subject_mean_inputs(config, subjects, dim),
-                          calibration, limit, margin, partitions)
-        return max(ridge, means, key=lambda e: e.total), 15
+        inputs = (brain_age_inputs(config, bench, subjects, fold, dim)
+                  | subject_mean_inputs(config, subjects, dim)
+                  | probe_baseline_inputs("probe_brain_age"))
+        return fit_knobs("probe_brain_age", inputs, calibration, limit, margin, partitions), 15
     inputs = probe_inputs(config, bench, subjects, fold, dim)
-    estimate = fit_knobs("probe_logistic", inputs, calibration, limit, margin, partitions)
+    estimate = fit_knobs("probe_logistic", inputs | probe_baseline_inputs("probe_logistic"),
+                         calibration, limit, margin, partitions)
     return estimate, probe_runtime_minutes(inputs)
 
 
