@@ -182,6 +182,10 @@ def test_check_on_a_gpu_measures_the_allocator_at_two_batch_sizes(pair, tmp_path
     assert result.status == OK, result.note
     assert sorted(result.gpu_peaks) == [1, 32] and result.device.startswith("cuda")
     assert 0 < result.gpu_peaks[1] < result.gpu_peaks[32] < result.gpu_total_bytes
+    # the reserve covers what was allocated; the context is measured per process (NVML)
+    assert all(result.gpu_reserved_peaks[b] >= result.gpu_peaks[b] for b in (1, 32))
+    assert 100 * MiB < result.gpu_context_bytes < 4096 * MiB, result.extra
+    assert result.baseline_bytes > 0  # the host side of a CUDA process, measured here
     check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
     write_result(result, check_path)
     run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
@@ -189,3 +193,53 @@ def test_check_on_a_gpu_measures_the_allocator_at_two_batch_sizes(pair, tmp_path
                      "--out", out)
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(out.read_text())["jobs"]["embed"]["job"] == "embed_gpu"
+
+
+def test_preflight_takes_the_measured_context_reserve_and_host_baseline(pair, tmp_path):
+    """A check made on a GPU node carries that node's numbers; preflight uses them over the
+    shipped table: the CUDA context of its process, the allocator's reserved peaks, and the
+    host baseline of a CUDA process."""
+    config, roots, index, check, _ = pair
+    reserved = {1: 320 * MiB, 32: 320 * MiB + 31 * 42 * MiB}
+    record = dataclasses.replace(gpu_check_record(check, 80 * 1024 * MiB),
+                                 gpu_reserved_peaks=reserved, gpu_context_bytes=530 * MiB,
+                                 baseline_bytes=1403 * MiB)
+    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
+    write_result(record, check_path)
+    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
+                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
+                     "--out", out)
+    assert run.returncode == 0, run.stderr[-2000:]
+    embed = json.loads(out.read_text())["jobs"]["embed"]
+    assert embed["terms"]["interpreter and libraries, with the model built"] == 1403 * MiB
+    terms = embed["device"]["terms"]
+    assert terms["CUDA context"] == 530 * MiB
+    line = reserved[1] + 31 * 42 * MiB  # the reserve at 32 windows, on the measured line
+    assert terms["allocator peak at the smallest measured batch (weights, buffers, "
+                 "activations)"] == reserved[1]
+    assert abs(terms["allocator slack"] - 0.05 * line) <= 1
+    assert embed["device"]["total"] == sum(terms.values())
+
+
+def test_gpu_memory_readers_parse_and_say_why_they_cannot(monkeypatch):
+    from embedprobe import memory
+
+    apps = "4242, 1349\n4242, 10\n77, [N/A]\nno, thing\n"
+    assert memory.parse_compute_apps(apps) == {4242: 1359 * MiB}
+    assert memory.parse_gpu_used("719\n81559\n") == [719 * MiB, 81559 * MiB]
+    monkeypatch.setenv("PATH", "/nonexistent")  # no nvidia-smi either
+    with pytest.raises(memory.GpuMemoryUnavailable) as caught:
+        memory.gpu_process_memory()
+    text = str(caught.value)
+    assert text.startswith("NVML: ") and "nvidia-smi: not on PATH" in text
+    assert f"no entry for process {__import__('os').getpid()}" in text
+
+
+@no_cuda
+def test_the_gpu_validation_grid_refuses_without_a_gpu():
+    run = subprocess.run([sys.executable, str(PROJECT / "scripts" / "validate_memory.py"),
+                          "--device", "cuda"], capture_output=True, text=True, timeout=300,
+                         env={"PYTHONPATH": str(PROJECT / "workflow"), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "error: --device cuda needs an NVIDIA GPU" in run.stderr
+    assert "\nfix: run it on a GPU node" in run.stderr

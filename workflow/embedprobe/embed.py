@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -48,12 +49,16 @@ class EmbedSettings:
     # Fault injection for the crash tests: SIGKILL this process just before appending the
     # batch with this index (the batch is computed, not yet durable).
     kill_before_batch: int | None = None
+    # Fault injection for the memory validation: a slow model, so readers would run ahead.
+    slow_batch_seconds: float | None = None
 
     @classmethod
     def from_environment(cls, **values) -> EmbedSettings:
         kill = os.environ.get("EMBEDPROBE_FAULT_KILL_BEFORE_BATCH")
         oom = os.environ.get("EMBEDPROBE_FAULT_OOM_ABOVE")
+        slow = os.environ.get("EMBEDPROBE_FAULT_SLOW_BATCH_S")
         values.setdefault("kill_before_batch", int(kill) if kill else None)
+        values.setdefault("slow_batch_seconds", float(slow) if slow else None)
         if values.get("inject_oom_above") is None and oom:
             values["inject_oom_above"] = int(oom)
         return cls(**values)
@@ -152,14 +157,18 @@ def batches(arrays: Iterator[np.ndarray], size_of) -> Iterator[np.ndarray]:
 class BackoffEncoder:
     """Runs batches through the encoder; on out-of-memory halves the batch and retries."""
 
-    def __init__(self, encoder: Encoder, batch_size: int, inject_oom_above: int | None):
+    def __init__(self, encoder: Encoder, batch_size: int, inject_oom_above: int | None,
+                 slow_batch_seconds: float | None = None):
         self.encoder = encoder
         self.batch_size = batch_size
         self.inject_oom_above = inject_oom_above
+        self.slow_batch_seconds = slow_batch_seconds
 
     def forward(self, windows: np.ndarray) -> np.ndarray:
         if self.inject_oom_above is not None and len(windows) > self.inject_oom_above:
             raise torch.OutOfMemoryError(f"injected: batch of {len(windows)} > limit")
+        if self.slow_batch_seconds:
+            time.sleep(self.slow_batch_seconds)
         return self.encoder(windows)
 
     def __call__(self, windows: np.ndarray) -> list[np.ndarray]:
@@ -219,7 +228,7 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
             print(f"note: batch size {hint} (it worked on an earlier run; {settings.batch_size} "
                   "ran out of memory)", file=sys.stderr)
         runner = BackoffEncoder(encoder, min(hint or settings.batch_size, settings.batch_size),
-                                settings.inject_oom_above)
+                                settings.inject_oom_above, settings.slow_batch_seconds)
         if first:
             print(f"note: resuming {output} at window {first} of {len(windows)}", file=sys.stderr)
         progress = Progress(label, len(windows), unit="windows")

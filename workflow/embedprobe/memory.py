@@ -317,6 +317,35 @@ def gpu_process_memory(pid: int | None = None, device_index: int = 0) -> int:
     return used[pid]
 
 
+def parse_gpu_used(text: str) -> list[int]:
+    """Bytes used per GPU from `nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits`
+    (MiB, one line per GPU)."""
+    return [int(line.strip()) * MIB for line in text.splitlines() if line.strip().isdigit()]
+
+
+def gpu_device_used(device_index: int = 0) -> int:
+    """Bytes in use on the whole GPU (every process): NVML, else nvidia-smi."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+            return int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception as exc:  # no module, no driver: try nvidia-smi
+        reason = f"NVML: {exc}"
+    if shutil.which("nvidia-smi") is None:
+        raise GpuMemoryUnavailable(f"{reason}; nvidia-smi: not on PATH")
+    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=30).stdout
+    used = parse_gpu_used(out)
+    if len(used) <= device_index:
+        raise GpuMemoryUnavailable(f"{reason}; nvidia-smi listed {len(used)} GPUs")
+    return used[device_index]
+
+
 def cuda_context_bytes(device) -> int:
     """The CUDA context of this process: what the driver says it uses on the GPU minus what
     the caching allocator reserved. torch.cuda.mem_get_info differences miss it: the context
