@@ -41,7 +41,8 @@ def random_inputs(job: str, rng: random.Random) -> dict:
                 "n_classes": rng.randint(2, 10), "n_jobs": rng.randint(1, 8),
                 "n_fits": rng.randint(1, 8), "dtype_bytes": rng.choice([4, 8])}
     if job in estimates.COMPOSED:
-        return {k: v for part in estimates.COMPOSED[job] for k, v in random_inputs(part, rng).items()}
+        parts = [random_inputs(part, rng) for part in estimates.COMPOSED[job]]
+        return {k: v for part in parts for k, v in part.items()}
     if job == "probe_ridge":
         return {"n": rng.randint(10, 200_000), "p": rng.randint(2, 50_000),
                 "n_jobs": rng.randint(1, 4), "n_fits": rng.randint(1, 8),

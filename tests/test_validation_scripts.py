@@ -1,0 +1,52 @@
+"""The memory validation's own parts: its verdict per fresh-clone run, its load generator and
+its slow model (what the contended rows rely on)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pandas as pd
+import psutil
+from conftest import PROJECT
+
+sys.path.insert(0, str(PROJECT / "scripts"))
+
+from validate_fresh_clone import run_line  # noqa: E402
+from validate_memory import cpu_load  # noqa: E402
+
+from embedprobe.embed import EmbedSettings  # noqa: E402
+
+
+def runs(peaks, requests, statuses=None) -> pd.DataFrame:
+    jobs = ["embed"] + [f"probe/demo/fold{k}" for k in range(len(peaks) - 1)]
+    return pd.DataFrame({"job": jobs, "estimate_mb": [p * 0.95 for p in peaks],
+                         "request_mb": requests, "peak_mb": peaks,
+                         "status": statuses or ["ok"] * len(peaks)})
+
+
+def test_a_fresh_clone_run_passes_only_when_every_peak_is_covered():
+    line, ok = run_line(1, 0, runs([700.0, 150.0, 188.0], [749, 179, 208]))
+    assert ok and line.startswith("run 1: exit 0, 3 jobs, embed peak 700 of 749 MB")
+    assert "closest embed 700 of 749 MB" in line and "3/3 covered: pass" in line
+    line, ok = run_line(2, 0, runs([741.0, 150.0, 209.0], [749, 179, 208]))
+    assert not ok and "closest probe/demo/fold1 209 of 208 MB, 2/3 covered: FAIL" in line
+    assert not run_line(3, 1, runs([700.0], [749]))[1]  # snakemake failed
+    assert run_line(4, 1, pd.DataFrame()) == ("run 4: exit 1, no runs table", False)
+
+
+def test_the_load_generator_runs_busy_processes_and_stops_them():
+    before = {p.pid for p in psutil.Process().children()}
+    with cpu_load(3, seconds=60):
+        busy = [p for p in psutil.Process().children() if p.pid not in before]
+        assert len(busy) == 3 and all(p.is_running() for p in busy)
+        time.sleep(1.0)  # busy: they burn CPU time (however loaded the machine is)
+        assert sum(p.cpu_times().user for p in busy) > 0.1
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in busy)
+
+
+def test_the_slow_model_is_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv("EMBEDPROBE_FAULT_SLOW_BATCH_S", "0.25")
+    assert EmbedSettings.from_environment(batch_size=8).slow_batch_seconds == 0.25
+    monkeypatch.delenv("EMBEDPROBE_FAULT_SLOW_BATCH_S")
+    assert EmbedSettings.from_environment(batch_size=8).slow_batch_seconds is None
