@@ -36,3 +36,9 @@ rule demo:
 
 onsuccess:
     print_fresh_summaries(config, ROOTS)
+
+
+# With --keep-going (profiles/default), the pairs that finished still get their results.tsv
+# and summary.md, the others a row with their status and reason; the exit status stays 1.
+onerror:
+    write_partial_results(config, ROOTS)

@@ -139,8 +139,8 @@ def test_found_pair_gives_the_documented_row(passed):
     result, seen = passed
     assert result.status == OK and result.note == "" and result.category == ""
     row = table_row(result)
-    assert row[:6] == (DATASET, "biot_random", "found (10/10 files)", "not needed for random init",
-                       "labels as recorded", "(32, 256) finite")
+    assert row[:6] == (DATASET, "biot_random", "found (10/10 recordings)",
+                       "not needed for random init", "labels as recorded", "(32, 256) finite")
     assert re.fullmatch(r"\d+(\.\d)?s", row[6]) and re.fullmatch(r"\d+ MB", row[7])
     # What preflight reads: BIOT's width, 2 channels x 30 s at 200 Hz, the model's size.
     assert (result.batch_size, result.feature_dim, result.n_chans, result.n_times_epoch) == (
@@ -181,7 +181,7 @@ def test_missing_data_is_skipped_with_the_fix(tmp_path, passed):
     result = check_pair(config, roots, DATASET, "biot_random")
     folder = tmp_path / "nothing_here" / "sleep-edf"
     assert (result.status, result.category, result.data, result.forward) == (
-        SKIPPED, "data", "missing (0/10 files)", "-")
+        SKIPPED, "data", "missing (0/10 recordings)", "-")
     assert result.reason == f"skipped: data missing: folder {folder} does not exist"
     assert result.fix.startswith(f"put the {DATASET} files under {folder}")
     assert table_row(result)[6:] == ("-", "-", "-")
@@ -207,7 +207,8 @@ def test_partial_data_is_skipped_unless_allowed(demo_root, tmp_path):
     data_root, orphan = _partial_copy(demo_root, tmp_path)
     config, roots = make_config(data_root, tmp_path)
     refused = check_pair(config, roots, DATASET, "biot_random", 4)
-    assert (refused.status, refused.data, refused.forward) == (SKIPPED, "partial (9/10 files)", "-")
+    assert (refused.status, refused.data, refused.forward) == (
+        SKIPPED, "partial (9/10 recordings)", "-")
     assert refused.reason.startswith("skipped: data partial, which a run refuses: ")
     assert f"{orphan} has no hypnogram" in refused.reason
     assert "allow_partial=true" in refused.fix
@@ -223,7 +224,7 @@ def test_partial_data_is_skipped_unless_allowed(demo_root, tmp_path):
 def test_fewer_recordings_than_expected_is_partial(demo_root, tmp_path):
     config, roots = make_config(demo_root.parent, tmp_path, expected=12)
     result = check_pair(config, roots, DATASET, "biot_random")
-    assert (result.status, result.data) == (SKIPPED, "partial (10/12 files)")
+    assert (result.status, result.data) == (SKIPPED, "partial (10/12 recordings)")
     assert "2 of 12 recordings are not in" in result.reason
 
 
@@ -232,7 +233,7 @@ def test_missing_weights_are_skipped_and_summed_up(setup, passed):
     biot = check_pair(config, roots, DATASET, "biot_pretrained")
     path = f"{roots['weights_root']}/biot_pretrained.pt"
     assert (biot.status, biot.category, biot.data, biot.weights, biot.forward) == (
-        SKIPPED, "weights", "found (10/10 files)", "missing", "-")
+        SKIPPED, "weights", "found (10/10 recordings)", "missing", "-")
     assert biot.note == (f"skipped: weights not found at {path}\n"
                          f"fix: copy the checkpoint for biot_pretrained to {path} "
                          "(or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)")
@@ -358,11 +359,11 @@ def test_table_puts_reason_and_fix_under_each_pair_that_did_not_pass(passed, set
     lines = format_table([passed[0], skipped]).splitlines()
     assert split_row(lines[0]) == ["dataset", "checkpoint", "data", "weights", "channel map",
                                    "forward pass", "time", "peak memory", "node baseline"]
-    assert split_row(lines[1])[:6] == [DATASET, "biot_random", "found (10/10 files)",
+    assert split_row(lines[1])[:6] == [DATASET, "biot_random", "found (10/10 recordings)",
                                        "not needed for random init", "labels as recorded",
                                        "(32, 256) finite"]
-    assert split_row(lines[2]) == [DATASET, "biot_pretrained", "found (10/10 files)", "missing",
-                                   "labels as recorded", "-", "-", "-", "-"]
+    assert split_row(lines[2]) == [DATASET, "biot_pretrained", "found (10/10 recordings)",
+                                   "missing", "labels as recorded", "-", "-", "-", "-"]
     assert lines[3].strip() == skipped.reason and lines[4].strip() == f"fix: {skipped.fix}"
     assert len(lines) == 5
     # Columns line up: every row starts its checkpoint cell at the same offset.

@@ -75,7 +75,7 @@ def test_fold_lines_and_table_are_printed(demo_run):
 def test_missing_data_is_refused_before_any_job(tmp_path):
     run = snakemake(tmp_path, "-n", "sleep_stage")
     assert run.returncode == 2
-    assert "error: dataset 'sleep_edf_expanded' is missing (0/197 files)" in run.stderr
+    assert "error: dataset 'sleep_edf_expanded' is missing (0/197 recordings)" in run.stderr
     assert "fix: put the sleep_edf_expanded files under" in run.stderr
 
 
@@ -86,7 +86,7 @@ def test_partial_data_is_refused_unless_allowed(tmp_path, demo_root):
         (data / edf.name).symlink_to(edf)
     run = snakemake(tmp_path, "-n", "sleep_stage")
     assert run.returncode == 2
-    assert "is partial (2/197 files)" in run.stderr
+    assert "is partial (2/197 recordings)" in run.stderr
     assert "allow_partial=true" in run.stderr
     allowed = snakemake(tmp_path, "-n", "sleep_stage", config=["allow_partial=true"])
     assert allowed.returncode == 0, allowed.stderr[-2000:]

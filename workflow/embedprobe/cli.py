@@ -11,15 +11,24 @@ import json
 import sys
 from pathlib import Path
 
+from . import overrides
 from .allocator import use_one_malloc_arena
 from .config import check_names, load_config, lookup, resolve_roots
-from .errors import EmbedprobeError, UsageError, write_failure_record
+from .errors import EmbedprobeError, UsageError, remove_failure_record, write_failure_record
+from .overrides import apply_overrides, split_overrides
 
 
 def job_config(args) -> tuple[dict, dict]:
-    config = json.loads(args.job_config) if args.job_config else load_config()
-    if not args.job_config:
-        check_names(config)
+    """The rules' job config (`--job-config`: a JSON file, or JSON text); else config/*.yaml
+    with --configfile and --config applied over it as Snakemake applies them, then checked."""
+    if args.job_config:
+        text = args.job_config
+        if not text.lstrip().startswith("{"):
+            text = Path(text).read_text()
+        config = json.loads(text)
+        return apply_overrides(config, args.configfile, args.config), resolve_roots(config)
+    config = apply_overrides(load_config(), args.configfile, args.config)
+    check_names(config)
     return config, resolve_roots(config)
 
 
@@ -39,11 +48,14 @@ def _generator_kwargs(entry: dict) -> dict:
 
 def cmd_index(args, config, roots):
     from .datasets.registry import require_data
-    from .windows import build_index, write_index
+    from .windows import build_index, write_index, write_quality
 
     require_data(config, roots, args.dataset)
-    table = build_index(config, roots, args.dataset)
+    quality: list = []
+    table = build_index(config, roots, args.dataset, quality)
     write_index(table, Path(args.out))
+    # beside the index: one row per flagged channel (the summary lists them)
+    write_quality(quality, Path(args.quality or Path(args.out).with_suffix(".quality.tsv")))
     counts = table["label"].value_counts().sort_index().to_dict()
     print(f"{args.dataset}: {table['recording'].nunique()} recordings, "
           f"{table['subject'].nunique()} subjects, {len(table):,} windows, "
@@ -54,7 +66,8 @@ def estimate_for(args, job_key: str) -> dict:
     """This job's entry of the preflight JSON, or {} when run without one."""
     if not getattr(args, "estimate", None):
         return {}
-    return json.loads(Path(args.estimate).read_text())["jobs"][job_key]
+    # absent for a benchmark preflight could not size: the job then meets the reason itself
+    return json.loads(Path(args.estimate).read_text())["jobs"].get(job_key, {})
 
 
 def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
@@ -112,7 +125,12 @@ def cmd_aggregate(args, config, roots):
     from .aggregate import aggregate_folds, format_table, write_results
 
     bench = lookup(config, "benchmarks", args.benchmark)
-    table = aggregate_folds([Path(p) for p in args.folds], bench["task"], bench.get("folds", 5))
+    not_run = {}
+    if args.not_run:  # pairs skipped before running: {"dataset": d, "pairs": {model: ...}}
+        listed = json.loads(Path(args.not_run).read_text())
+        not_run = {(listed["dataset"], m): v for m, v in listed["pairs"].items()}
+    table = aggregate_folds([Path(p) for p in args.folds], bench["task"], bench.get("folds", 5),
+                            not_run)
     write_results(table, Path(args.out))
     print(format_table(table, bench["task"], args.benchmark))
 
@@ -154,6 +172,11 @@ def cmd_check(args, config, roots):
             results.append(result)
             write_result(result, Path(args.out) if args.out else
                          Path(roots["results_root"]) / "check" / dataset / f"{model}.json")
+            if args.out and result.status != "ok":  # the workflow's job: Snakemake removes
+                # its JSON as it fails, the failure record stays (the results table reads it)
+                failure = EmbedprobeError(result.reason, result.fix or None)
+                failure.category = result.category or result.status
+                write_failure_record(args.out, failure, "check")
     if args.format == "json":
         print(json.dumps([r.as_dict() for r in results], indent=2))
     elif args.format == "csv":
@@ -177,7 +200,11 @@ def cmd_summary(args, config, roots):
     for path in args.tables:
         table = pd.read_csv(path, sep="\t")
         tables[str(table["dataset"].iloc[0]) if len(table) else Path(path).parent.name] = table
-    markdown = summary_markdown(tables, bench["task"], args.benchmark)
+    quality = None
+    if args.quality:  # the datasets' data-quality tables (index's *.quality.tsv)
+        quality = pd.concat([pd.read_csv(q, sep="\t").assign(dataset=Path(q).name.split(".")[0])
+                             for q in args.quality], ignore_index=True)
+    markdown = summary_markdown(tables, bench["task"], args.benchmark, quality)
     Path(args.out).write_text(markdown)
     plot_scores(tables, bench["task"], args.benchmark, Path(args.figure))
     print(markdown)
@@ -210,7 +237,13 @@ def add_accounting(p: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="embedprobe", description=__doc__)
-    top.add_argument("--job-config", help="the configuration as JSON (the rules pass it)")
+    top.add_argument("--job-config", help="the configuration: a JSON file (the rules pass "
+                                          "one) or JSON text")
+    top.add_argument("--configfile", action="append", metavar="FILE",
+                     help="a YAML file merged over config/*.yaml (may be given again)")
+    top.add_argument("--config", nargs="+", metavar="KEY=VALUE",
+                     help="settings over config/*.yaml, as snakemake --config takes them; "
+                          "values are YAML, dotted keys set nested values (embed.batch_size=16)")
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo-data", help="generate the demo dataset in Sleep-EDF format")
@@ -219,6 +252,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="list every labelled window of a dataset")
     p.add_argument("--dataset", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--quality", help="the data-quality table (default: OUT with the suffix "
+                                     ".quality.tsv)")
 
     p = sub.add_parser("embed", help="embed every window into the HDF5 store (resumable)")
     for name in ("--dataset", "--model", "--index", "--out"):
@@ -254,6 +289,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmark", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--figure", required=True)
+    p.add_argument("--quality", nargs="*", help="the datasets' data-quality tables (index's "
+                                                ".quality.tsv)")
     p.add_argument("tables", nargs="+")
 
     p = sub.add_parser("confusion", help="sleep-staging confusion matrix over the test folds")
@@ -264,13 +301,24 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("folds", nargs="+")
+    p.add_argument("--not-run", help="JSON of the pairs skipped before running (the rule's)")
+    p.add_argument("folds", nargs="*")
     return top
 
 
 def main(argv=None) -> int:
     use_one_malloc_arena()  # before torch or a reader thread starts a second thread
+    original = argv
+    try:
+        argv, configfiles, assignments = split_overrides(list(sys.argv[1:] if argv is None
+                                                              else argv))
+    except EmbedprobeError as exc:
+        print(exc.render(), file=sys.stderr)
+        return exc.exit_code
     args = parser().parse_args(argv)
+    args.configfile, args.config = configfiles, assignments
+    if not args.job_config:  # run by hand: a `fix:` may repeat this command with a setting
+        overrides.INVOCATION = ["embedprobe", *(sys.argv[1:] if original is None else original)]
     output = getattr(args, "out", None)
     try:
         config, roots = job_config(args)
@@ -278,7 +326,8 @@ def main(argv=None) -> int:
             args.benchmark = args.benchmark or args.benchmark_pos
             if not args.benchmark and not (args.dataset and args.model):
                 raise UsageError("check needs a benchmark, or --dataset and --model",
-                                 fix="embedprobe check sleep_stage   (or --dataset D --model M)")
+                                 fix="embedprobe check sleep_stage   "
+                                     "# or: embedprobe check --dataset D --model M")
         code = COMMANDS[args.command](args, config, roots)
     except EmbedprobeError as exc:
         print(exc.render(), file=sys.stderr)
@@ -289,6 +338,8 @@ def main(argv=None) -> int:
         if output:
             write_failure_record(output, exc, args.command)
         raise
+    if output and not code:  # this step now succeeded: its earlier failure is history
+        remove_failure_record(output)
     return code or 0
 
 

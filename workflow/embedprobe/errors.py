@@ -89,3 +89,9 @@ def write_failure_record(output: str | Path, error: BaseException, step: str) ->
     }
     record_path.write_text(json.dumps(record, indent=2) + "\n")
     return record_path
+
+
+def remove_failure_record(output: str | Path) -> None:
+    """A step that now succeeded drops the record of its earlier failure."""
+    out = Path(output)
+    out.with_name(out.name + ".failure.json").unlink(missing_ok=True)

@@ -181,14 +181,24 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
         max(margin, config.get("memory_embed_margin", 0.20)), partitions)
     runtimes["embed"] = embed_runtime_minutes(check, len(table))
     subjects = table["subject"].astype(str).tolist()
+    not_sized = {}
     for bench_id, bench in config.get("benchmarks", {}).items():
         if dataset not in bench["datasets"] or model not in bench["models"]:
             continue
-        for fold in range(bench.get("folds", 5)):
-            key = f"probe/{bench_id}/fold{fold}"
-            estimates[key], runtimes[key] = probe_estimate(
-                config, bench, subjects, fold, check.feature_dim, calibration, limit, margin,
-                partitions)
+        try:
+            sized = {}
+            for fold in range(bench.get("folds", 5)):
+                key = f"probe/{bench_id}/fold{fold}"
+                sized[key] = probe_estimate(config, bench, subjects, fold, check.feature_dim,
+                                            calibration, limit, margin, partitions)
+        except UsageError as exc:  # e.g. too few subjects for its folds: that benchmark alone
+            not_sized[bench_id] = {"message": exc.message, "fix": exc.fix}
+            print(f"warning: preflight {dataset}/{model}: benchmark {bench_id} not sized: "
+                  f"{exc.message} (its probe jobs will fail; other benchmarks run)\n"
+                  f"fix: {exc.fix}", file=sys.stderr)
+            continue
+        for key, (estimate, runtime) in sized.items():
+            estimates[key], runtimes[key] = estimate, runtime
     jobs = {key: est.as_dict() | {"runtime_min": runtimes[key]}
             for key, est in estimates.items()}
     record = {
@@ -201,6 +211,7 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
         "margin": margin,
         "verdict": "ok" if all(j["verdict"] == "ok" for j in jobs.values()) else "too_big",
         "jobs": jobs,
+        "not_sized": not_sized,
     }
     too_big = [key for key, job in jobs.items() if job["verdict"] != "ok"]
     for key, job in jobs.items():

@@ -11,39 +11,74 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .aggregate import METRICS, POOLED  # noqa: E402
+from .aggregate import METRICS, POOLED, pair_status  # noqa: E402
 from .metrics import confusion  # noqa: E402
 
 STAGE_NAMES = ("W", "N1", "N2", "N3", "REM")
 LOWER_IS_BETTER = {"mae"}
 
 
-def summary_markdown(tables: dict[str, pd.DataFrame], task: str, benchmark: str) -> str:
+def summary_markdown(tables: dict[str, pd.DataFrame], task: str, benchmark: str,
+                     quality: pd.DataFrame | None = None) -> str:
+    """The benchmark's table (a pair that did not finish: its status instead of scores), then
+    what did not run (status, reason, fix) and the recordings the data-quality scan flagged."""
     headline = METRICS[task][0]
     pooled = [f"{m} (pooled)" for m in POOLED[task]]
     columns = METRICS[task] + pooled
-    lines = [f"# {benchmark}", "", f"Headline: {headline} (mean +- SD over folds).", "",
-             "| dataset | model | " + " | ".join(columns) + " | folds | chosen |",
-             "|---|---|" + "---|" * len(columns) + "---|---|"]
+    not_run = [(d, r) for d, t in tables.items() for r in t.itertuples()
+               if pair_status(r) != "ok"]
+    lines = [f"# {benchmark}", ""]
+    if not_run:
+        pairs = ", ".join(f"{d}/{r.model} {pair_status(r)}" for d, r in not_run)
+        lines += [f"**Warning: {len(not_run)} pair(s) did not finish: {pairs}.** Their rows "
+                  "show the folds that did; see \"Not run\" below.", ""]
+    lines += [f"Headline: {headline} (mean +- SD over folds).", "",
+              "| dataset | model | " + " | ".join(columns) + " | folds | chosen | status |",
+              "|---|---|" + "---|" * len(columns) + "---|---|---|"]
     for dataset, table in tables.items():
         for row in table.itertuples():
-            scores = [f"{getattr(row, m + '_mean'):.3f} +- {getattr(row, m + '_sd'):.3f}"
+            scores = [_score(getattr(row, m + "_mean"), getattr(row, m + "_sd"))
                       for m in METRICS[task]]
-            scores += [f"{getattr(row, m + '_pooled'):.3f}" for m in POOLED[task]]
+            scores += [_score(getattr(row, m + "_pooled", np.nan)) for m in POOLED[task]]
+            chosen = row.chosen if isinstance(row.chosen, str) else "-"
             lines.append(f"| {dataset} | {row.model} | {' | '.join(scores)} | {row.folds} | "
-                         f"{row.chosen} |")
+                         f"{chosen} | {pair_status(row)} |")
     if task == "brain_age":
         lines += ["", "Baseline (predicting each fold's training mean age), MAE: "
                   + ", ".join(f"{d}/{r.model} {r.baseline_mae_mean:.2f}"
-                              for d, t in tables.items() for r in t.itertuples())]
+                              for d, t in tables.items() for r in t.itertuples()
+                              if pair_status(r) == "ok")]
+    if not_run:
+        lines += ["", "## Not run", "", "| dataset | model | status | folds | reason | fix |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {d} | {r.model} | {pair_status(r)} | {r.folds} | {r.reason} | "
+                  f"{r.fix if isinstance(r.fix, str) else ''} |" for d, r in not_run]
+    if quality is not None and len(quality):
+        lines += ["", "## Recordings flagged by the data-quality scan", "",
+                  "| dataset | recording | channel | problem | excluded | detail |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {q.dataset} | {q.recording} | {q.channel} | {q.problem} | "
+                  f"{'yes' if _true(q.excluded) else 'no (exclude_bad_recordings is false)'} | "
+                  f"{q.detail} |" for q in quality.itertuples()]
     return "\n".join(lines) + "\n"
+
+
+def _score(mean, sd=None) -> str:
+    if mean is None or not np.isfinite(mean):
+        return "-"
+    return f"{mean:.3f}" if sd is None else f"{mean:.3f} +- {sd:.3f}"
+
+
+def _true(value) -> bool:
+    return str(value).lower() in ("true", "1", "yes")
 
 
 def plot_scores(tables: dict[str, pd.DataFrame], task: str, benchmark: str, out: Path) -> None:
     """One bar per (dataset, model) with the SD over folds as its error bar."""
     headline = METRICS[task][0]
     rows = [(f"{d}\n{r.model}", getattr(r, headline + "_mean"), getattr(r, headline + "_sd"))
-            for d, t in tables.items() for r in t.itertuples()]
+            for d, t in tables.items() for r in t.itertuples()
+            if np.isfinite(getattr(r, headline + "_mean"))]
     fig, ax = plt.subplots(figsize=(max(5.5, 1.4 * len(rows)), 3.5))
     ax.bar(range(len(rows)), [r[1] for r in rows], yerr=[r[2] for r in rows], capsize=4,
            color="#4C72B0")

@@ -35,6 +35,10 @@ def expose_cli(basedir: str) -> None:
 
 
 def checked_roots(config: dict) -> dict:
+    from . import overrides
+
+    # A `fix:` printed while the plan is built may repeat snakemake's command with a setting.
+    overrides.INVOCATION = overrides.invocation_from(sys.argv)
     exit_on_error(check_names, config)
     return resolve_roots(config)
 
@@ -75,6 +79,39 @@ def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> s
     return json.dumps(sliced, sort_keys=True)
 
 
+def job_config_file(config: dict, text: str) -> str:
+    """`<results>/.jobconfig/<hash>.json` holding a job's config slice: the rule's compared
+    param is this short path (sha256[:12] of the slice), so a changed slice reruns the job
+    with a one-line reason; the job reads the file (`--job-config PATH`). Written while the
+    plan is built, once per distinct slice (content-addressed, so never rewritten)."""
+    import hashlib
+
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    path = Path(resolve_roots(config)["results_root"]) / ".jobconfig" / f"{digest}.json"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(text + "\n")
+        tmp.replace(path)
+    return str(path)
+
+
+def job_config(config: dict, benchmark=None, dataset=None, model=None) -> str:
+    """The job's config slice as a file (see job_config_file); what rules pass as params.job."""
+    return job_config_file(config, job_config_json(config, benchmark, dataset, model))
+
+
+def pair_job_config(config: dict, dataset: str, model: str) -> str:
+    """A pair's preflight config slice as a file (see pair_job_config_json)."""
+    return job_config_file(config, pair_job_config_json(config, dataset, model))
+
+
+def quality_tables(config: dict, roots: dict, benchmark: str) -> list[str]:
+    """The data-quality table of each of the benchmark's datasets (written by index)."""
+    return [f"{roots['results_root']}/index/{d}.quality.tsv"
+            for d in config["benchmarks"][benchmark]["datasets"]]
+
+
 def benchmark_tables(config: dict, roots: dict, benchmark: str) -> list[str]:
     bench = config["benchmarks"][benchmark]
     return [f"{roots['results_root']}/{benchmark}/{d}/results.tsv" for d in bench["datasets"]]
@@ -101,16 +138,61 @@ def fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, mo
 
 
 def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
-    """The benchmark's models for this dataset, less those its channel map rules out."""
+    """The benchmark's models for this dataset, less those its channel map rules out and those
+    known to be skipped before anything runs (see known_skips)."""
     from .channel_maps import channel_plan
 
     models = config["benchmarks"][benchmark]["models"]
-    return [m for m in models if not exit_on_error(
+    skipped = known_skips(config, benchmark)
+    return [m for m in models if m not in skipped and not exit_on_error(
         channel_plan, config, dataset, config["models"][m]["family"]).ruled_out]
+
+
+def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
+    """Models of the benchmark whose check would be skipped for a reason known before running:
+    a pretrained checkpoint whose weights file is absent. They get no jobs; the plan warns, and
+    results.tsv and summary.md list them as skipped (the run itself exits 0 for them)."""
+    from .models.registry import model_spec, weights_path, weights_state
+
+    roots = resolve_roots(config)
+    skips = {}
+    for model in config["benchmarks"][benchmark]["models"]:
+        spec = exit_on_error(model_spec, config, model)
+        if weights_state(spec, roots) == "missing":
+            path = weights_path(spec, roots)
+            skips[model] = {"status": "skipped", "reason": f"weights not found at {path}",
+                            "fix": f"copy the checkpoint for {model} to {path} (or set "
+                                   "weights_root / EMBEDPROBE_WEIGHTS_ROOT), then run again"}
+    return skips
+
+
+_WARNED: set = set()
+
+
+def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
+    """The plan's `warning:` line per pair skipped before running (once per pair)."""
+    for model, skip in known_skips(config, benchmark).items():
+        if (dataset, model) in _WARNED:
+            continue
+        _WARNED.add((dataset, model))
+        print(f"warning: {dataset}/{model} will be skipped: {skip['reason']}; the other pairs "
+              f"run, and results.tsv and summary.md list it as skipped (0/"
+              f"{config['benchmarks'][benchmark].get('folds', 5)} folds)\nfix: {skip['fix']}",
+              file=sys.stderr)
+
+
+def not_run_file(config: dict, benchmark: str, dataset: str) -> str:
+    """The aggregate job's list of pairs skipped before running, as a small JSON file (a
+    short param: a change of the list reruns aggregate)."""
+    skips = {m: s for m, s in known_skips(config, benchmark).items()
+             if m in config["benchmarks"][benchmark]["models"]}
+    return job_config_file(config, json.dumps({"dataset": dataset, "pairs": skips},
+                                              sort_keys=True))
 
 
 def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> list[str]:
     bench = config["benchmarks"][benchmark]
+    warn_known_skips(config, benchmark, dataset)
     return [
         f"{roots['results_root']}/{benchmark}/{dataset}/{model}/fold{k}.json"
         for model in runnable_models(config, benchmark, dataset)
@@ -130,7 +212,13 @@ def pair_job_config_json(config: dict, dataset: str, model: str) -> str:
 
 
 def _estimate(estimate_path, job_key: str) -> dict:
-    return json.loads(Path(str(estimate_path)).read_text())["jobs"][job_key]
+    """The job's preflight estimate; a probe of a benchmark preflight could not size (its
+    `not_sized`, e.g. too few subjects for its folds) gets a small job's request and runs
+    into the same error with its message and fix."""
+    record = json.loads(Path(str(estimate_path)).read_text())
+    if job_key not in record["jobs"] and job_key.startswith("probe/"):
+        return {"request_mb": 2000, "runtime_min": 10, "limit_mb": None}
+    return record["jobs"][job_key]
 
 
 def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -> int:
@@ -185,8 +273,23 @@ RUN_STARTED = time.time()
 
 
 def print_fresh_summaries(config: dict, roots: dict) -> None:
-    """After a successful run: the summary of every benchmark this run (re)wrote."""
+    """After a successful run: the summary of every benchmark this run (re)wrote, and a closing
+    `warning:` for each pair it skipped (a skip known before running leaves the exit status 0)."""
     for benchmark in config["benchmarks"]:
         path = Path(roots["results_root"]) / benchmark / "summary.md"
         if path.is_file() and path.stat().st_mtime >= RUN_STARTED:
             print(f"\n{path}:\n{path.read_text()}")
+            for model, skip in known_skips(config, benchmark).items():
+                print(f"warning: {benchmark}: {model} was skipped ({skip['reason']}): the run "
+                      f"finished without it\nfix: {skip['fix']}", file=sys.stderr)
+
+
+def write_partial_results(config: dict, roots: dict) -> None:
+    """After a failed run (`onerror`): for every benchmark a failure of this run touched,
+    results.tsv and summary.md from the pairs that finished, each pair that did not listed with
+    its status, reason and folds done/expected. Snakemake's exit status stays non-zero, and
+    the next run redoes the failed jobs and rewrites both files through the rules."""
+    from .partial import partial_results
+
+    for line in partial_results(config, roots, RUN_STARTED):
+        print(line, file=sys.stderr)

@@ -3,39 +3,85 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from .config import lookup
 from .datasets.registry import dataset_root, reader_for
+from .errors import DataError
+from .overrides import rerun_with
 
 INDEX_COLUMNS = ["recording", "subject", "night", "start", "label", "sfreq"]
 
 
-def build_index(config: dict, roots: dict, dataset: str) -> pd.DataFrame:
-    """Read every recording's labels (headers and annotations only, no signals)."""
+def build_index(config: dict, roots: dict, dataset: str, quality: list | None = None
+                ) -> pd.DataFrame:
+    """Read every recording's labels (headers and annotations) and scan its EEG channels over
+    the kept windows (flat, clipped, NaN/inf scaling, unit, rate: `warning:` lines). With
+    `exclude_bad_recordings` a flagged recording is left out. `quality`, when given, receives
+    one row per problem (QUALITY_COLUMNS)."""
+    from .datasets.quality import rate_problems, scan_recording
+
     entry = lookup(config, "datasets", dataset)
     reader = reader_for(config, dataset)
-    rows = []
+    exclude = bool(config.get("exclude_bad_recordings"))
+    counts: Counter = Counter()
+    tables, problems, rates = {}, [], {}
     for rec in reader.find_recordings(dataset_root(config, roots, dataset)):
         if rec.hypnogram is None and config.get("allow_partial"):
             print(f"warning: skipping {rec.psg} (no hypnogram)", file=sys.stderr)
             continue
-        starts, labels, sfreq = reader.read_labels(rec, entry.get("trim_wake_minutes", 30))
-        rows.append(
-            pd.DataFrame(
-                {
-                    "recording": rec.recording,
-                    "subject": rec.subject,
-                    "night": rec.night,
-                    "start": starts,
-                    "label": labels,
-                    "sfreq": sfreq,
-                }
-            )
-        )
-    return pd.concat(rows, ignore_index=True)[INDEX_COLUMNS]
+        starts, labels, sfreq = reader.read_labels(rec, entry.get("trim_wake_minutes", 30),
+                                                   counts=counts)
+        rates[rec.recording] = sfreq
+        problems += scan_recording(rec.recording, rec.psg, reader.EEG_CHANNELS, starts,
+                                   round(reader.EPOCH_SECONDS * sfreq))
+        tables[rec.recording] = pd.DataFrame({
+            "recording": rec.recording, "subject": rec.subject, "night": rec.night,
+            "start": starts, "label": labels, "sfreq": sfreq})
+    problems += rate_problems(rates, ", ".join(reader.EEG_CHANNELS))
+    flagged = sorted({p.recording for p in problems})
+    for problem in problems:
+        print(problem.warning(), file=sys.stderr)
+    if flagged:
+        action = ("excluded (exclude_bad_recordings is true)" if exclude else
+                  "kept: exclude_bad_recordings is false")
+        print(f"{'note' if exclude else 'warning'}: {len(flagged)} recording(s) of {dataset} "
+              f"flagged, {action}: {', '.join(flagged)}", file=sys.stderr)
+        if not exclude:
+            print("fix: " + rerun_with("exclude_bad_recordings=true",
+                                       "or replace the flagged files"), file=sys.stderr)
+    if quality is not None:
+        quality += [[p.recording, p.channel, p.problem, p.detail, exclude] for p in problems]
+    _note_left_out(dataset, counts)
+    kept = [t for rec, t in tables.items() if not (exclude and rec in flagged)]
+    if not kept or not sum(len(t) for t in kept):
+        raise DataError(f"dataset '{dataset}' has no labelled window"
+                        + (" left after excluding the flagged recordings" if flagged and exclude
+                           else ""),
+                        fix="check that the hypnograms hold scored sleep stages (and the "
+                            "signals are not flat)")
+    return pd.concat(kept, ignore_index=True)[INDEX_COLUMNS]
+
+
+def _note_left_out(dataset: str, counts: Counter) -> None:
+    """One `note:` per kind of annotation the index left out, with counts per text."""
+    by_kind: dict[str, list[str]] = {}
+    for (kind, text), n in sorted(counts.items()):
+        by_kind.setdefault(kind, []).append(f"{text!r} x{n}" if text else f"{n} epochs")
+    words = {"ignored": "non-stage annotations ignored", "unscored": "unscored annotations "
+             "dropped", "outside the recording": "scored epochs outside the recording dropped"}
+    for kind, items in by_kind.items():
+        print(f"note: {dataset}: {words.get(kind, kind)}: {', '.join(items)}", file=sys.stderr)
+
+
+def write_quality(rows: list, path: Path) -> None:
+    from .datasets.quality import QUALITY_COLUMNS
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows, columns=QUALITY_COLUMNS).to_csv(path, sep="\t", index=False)
 
 
 def write_index(table: pd.DataFrame, path: Path) -> None:

@@ -16,7 +16,7 @@ rule check:
         htcondor_request_mem_mb=CHECK_MEMORY_MB,
         runtime=20,
     params:
-        job=lambda w: job_config_json(config, dataset=w.dataset, model=w.model),
+        job=lambda w: job_config(config, dataset=w.dataset, model=w.model),
     shell:
         "embedprobe --job-config {params.job:q} check --dataset {wildcards.dataset}"
         " --model {wildcards.model} --out {output} 2>&1 | tee {log}"
@@ -40,7 +40,7 @@ rule preflight:
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=10,
     params:
-        job=lambda w: pair_job_config_json(config, w.dataset, w.model),
+        job=lambda w: pair_job_config(config, w.dataset, w.model),
     shell:
         "embedprobe --job-config {params.job:q} preflight --dataset {wildcards.dataset}"
         " --model {wildcards.model} --check {input.check} --index {input.index}"

@@ -14,12 +14,15 @@ from embedprobe.rules_support import (
     generated_datasets,
     gpu_resources,
     index_inputs,
-    job_config_json,
+    job_config,
     memory_request_mb,
     names_pattern,
-    pair_job_config_json,
+    not_run_file,
+    pair_job_config,
     print_fresh_summaries,
+    write_partial_results,
     probe_key,
+    quality_tables,
     runtime_minutes,
 )
 

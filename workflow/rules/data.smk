@@ -15,7 +15,7 @@ rule demo_data:
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=20,
     params:
-        job=lambda w: job_config_json(config, dataset=GENERATED[w.dataset_path]),
+        job=lambda w: job_config(config, dataset=GENERATED[w.dataset_path]),
         dataset=lambda w: GENERATED[w.dataset_path],
     shell:
         "embedprobe --job-config {params.job:q} demo-data --dataset {params.dataset} 2> {log}"
@@ -25,7 +25,8 @@ rule index:
     input:
         lambda w: index_inputs(config, ROOTS, w.dataset),
     output:
-        f"{RESULTS}/index/{{dataset}}.tsv",
+        index=f"{RESULTS}/index/{{dataset}}.tsv",
+        quality=f"{RESULTS}/index/{{dataset}}.quality.tsv",
     log:
         f"{RESULTS}/logs/index/{{dataset}}.log",
     benchmark:
@@ -38,7 +39,7 @@ rule index:
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=30,
     params:
-        job=lambda w: job_config_json(config, dataset=w.dataset),
+        job=lambda w: job_config(config, dataset=w.dataset),
     shell:
         "embedprobe --job-config {params.job:q} index --dataset {wildcards.dataset}"
-        " --out {output} 2>&1 | tee {log}"
+        " --out {output.index} --quality {output.quality} 2>&1 | tee {log}"

@@ -24,7 +24,7 @@ rule embed:
         ),
         attempt_number=lambda w, attempt: attempt,
     params:
-        job=lambda w: job_config_json(config, dataset=w.dataset, model=w.model),
+        job=lambda w: job_config(config, dataset=w.dataset, model=w.model),
     shell:
         "embedprobe --job-config {params.job:q} embed --dataset {wildcards.dataset}"
         " --model {wildcards.model} --index {input.index} --out {output}"

@@ -24,7 +24,7 @@ rule probe:
         ),
         attempt_number=lambda w, attempt: attempt,
     params:
-        job=lambda w: job_config_json(config, w.benchmark, w.dataset, w.model),
+        job=lambda w: job_config(config, w.benchmark, w.dataset, w.model),
     shell:
         "embedprobe --job-config {params.job:q} probe --benchmark {wildcards.benchmark}"
         " --dataset {wildcards.dataset} --model {wildcards.model}"
@@ -51,7 +51,9 @@ rule aggregate:
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=10,
     params:
-        job=lambda w: job_config_json(config, w.benchmark, w.dataset),
+        job=lambda w: job_config(config, w.benchmark, w.dataset),
+        # pairs skipped before running (weights absent): listed in the table as skipped
+        not_run=lambda w: not_run_file(config, w.benchmark, w.dataset),
     shell:
         "embedprobe --job-config {params.job:q} aggregate --benchmark {wildcards.benchmark}"
-        " --out {output} {input} 2>&1 | tee {log}"
+        " --not-run {params.not_run:q} --out {output} {input} 2>&1 | tee {log}"

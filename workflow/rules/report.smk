@@ -26,7 +26,8 @@ rule confusion:
 
 rule summary:
     input:
-        lambda w: benchmark_tables(config, ROOTS, w.benchmark),
+        tables=lambda w: benchmark_tables(config, ROOTS, w.benchmark),
+        quality=lambda w: quality_tables(config, ROOTS, w.benchmark),
     output:
         summary=report(
             f"{RESULTS}/{{benchmark}}/summary.md",
@@ -50,7 +51,8 @@ rule summary:
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=10,
     params:
-        job=lambda w: job_config_json(config, w.benchmark),
+        job=lambda w: job_config(config, w.benchmark),
     shell:
         "embedprobe --job-config {params.job:q} summary --benchmark {wildcards.benchmark}"
-        " --out {output.summary} --figure {output.scores} {input} 2>&1 | tee {log}"
+        " --quality {input.quality}"
+        " --out {output.summary} --figure {output.scores} {input.tables} 2>&1 | tee {log}"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..config import lookup
 from ..errors import DataError
+from ..overrides import rerun_with
 from . import sleep_edf
 
 READERS = {"sleep_edf": sleep_edf}
@@ -27,7 +28,7 @@ class DataStatus:
         return "partial" if self.found < self.expected or self.problems else "found"
 
     def describe(self) -> str:
-        return f"{self.state} ({self.found}/{self.expected} files)"
+        return f"{self.state} ({self.found}/{self.expected} recordings)"
 
 
 def dataset_root(config: dict, roots: dict, dataset: str) -> Path:
@@ -57,11 +58,12 @@ def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
     entry = lookup(config, "datasets", dataset)
     if "generator" in entry:
         return f"delete {status.root} and rerun: the demo_data rule regenerates it"
-    fix = (f"put the {dataset} files under {status.root} (or point --config data_root=... "
+    put = (f"put the {dataset} files under {status.root} (or point --config data_root=... "
            "or EMBEDPROBE_DATA_ROOT at the folder that holds them)")
-    if status.state == "partial":
-        fix += "; --config allow_partial=true runs on the recordings that are there"
-    return fix
+    if status.state == "partial":  # the command that runs on the recordings that are there
+        return rerun_with("allow_partial=true", f"runs on the {status.found} complete "
+                                                f"recordings; or {put}")
+    return put
 
 
 def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:

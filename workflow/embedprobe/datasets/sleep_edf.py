@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,16 @@ _STAGE_OF_ANNOTATION = {
     "Sleep stage ?": None,  # unscored
     "Movement time": None,
 }
+# Not stages: ignored (and counted in the index log). Anything else that is not stage-like
+# (a scorer's free-text comment) is ignored and counted too; only an unknown *stage-like* label
+# ("Sleep stage X", "Stage X") is an error, since its epochs would be silently lost.
+_NON_STAGE = re.compile(
+    r"^(lights?[ _-]?(off|on)|arousal.*|.*\barousal|comment.*|apn[o]?ea.*|hypopnea.*|"
+    r"desaturation.*|limb movement.*|plm.*|snore.*|artifact.*|start.*|end.*|recording.*)$",
+    re.IGNORECASE,
+)
+_STAGE_LIKE = re.compile(r"^(sleep[ _-]?)?stage\b", re.IGNORECASE)
+UNSCORED, IGNORED = "unscored", "ignored"
 _NAME = re.compile(r"^(?P<cohort>SC|ST)(?P<site>\d)(?P<subject>\d{2})(?P<night>[12])[A-Z0-9]{2}$")
 _FIX_PSG_NAME = (
     "keep the PhysioNet names: SC4ssNE0-PSG.edf (cassette) or ST7ssNJ0-PSG.edf (telemetry), "
@@ -132,17 +143,30 @@ def find_recordings(root: Path) -> list[Recording]:
     return [recordings[k] for k in sorted(recordings)]
 
 
-def stage_of(annotation: str, source: Path) -> int | None:
-    """Index into STAGES of a hypnogram annotation; None for unscored and movement epochs."""
+def annotation_kind(annotation: str) -> str:
+    """'stage' (a stage label), UNSCORED ('Sleep stage ?', 'Movement time'), IGNORED (lights
+    off/on, arousals, comments, any other text that is not stage-like) or 'unknown stage'."""
     text = annotation.strip()
-    if text not in _STAGE_OF_ANNOTATION:
+    if text in _STAGE_OF_ANNOTATION:
+        return "stage" if _STAGE_OF_ANNOTATION[text] is not None else UNSCORED
+    if _NON_STAGE.match(text) or not _STAGE_LIKE.match(text):
+        return IGNORED
+    return "unknown stage"
+
+
+def stage_of(annotation: str, source: Path) -> int | None:
+    """Index into STAGES of a hypnogram annotation; None for unscored and movement epochs and
+    for annotations that are not stages (lights off/on, arousals, comments). An unknown
+    stage-like label ("Sleep stage 5") is refused: its epochs would silently vanish."""
+    kind = annotation_kind(annotation)
+    if kind == "unknown stage":
         raise DataError(
             f"{source}: unknown sleep stage label {annotation!r}",
             fix="Sleep-EDF hypnograms use "
             + ", ".join(repr(k) for k in _STAGE_OF_ANNOTATION)
-            + "; correct or remove this annotation",
+            + f"; correct or remove this annotation in {source}",
         )
-    return _STAGE_OF_ANNOTATION[text]
+    return _STAGE_OF_ANNOTATION.get(annotation.strip())
 
 
 def read_edf_header(path: Path) -> EdfHeader:
@@ -235,14 +259,22 @@ def epochs_from_annotations(
     source: Path,
     sfreq: float,
     n_samples: int,
+    counts: Counter | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Cut stage runs (onset s from PSG start, duration s) into 30 s epochs: (starts, labels)."""
+    """Cut stage runs (onset s from PSG start, duration s) into 30 s epochs: (starts, labels).
+
+    `counts`, when given, gathers what was left out: ("ignored", text) and ("unscored", text)
+    annotations, and ("past the end", "") epochs beyond the signal."""
     epoch = round(EPOCH_SECONDS * sfreq)
     starts, labels = [], []
+    counts = Counter() if counts is None else counts
     for onset, duration, text in zip(onsets, durations, descriptions, strict=True):
         stage = stage_of(text, source)
         n_epochs = int(duration / EPOCH_SECONDS + 1e-6)  # a partial epoch at the end is unscored
-        if stage is None or n_epochs == 0:
+        if stage is None:
+            counts[(annotation_kind(text), text.strip()[:40])] += 1
+            continue
+        if n_epochs == 0:
             continue
         first = round(onset * sfreq)
         starts.append(first + epoch * np.arange(n_epochs, dtype=np.int64))
@@ -258,6 +290,8 @@ def epochs_from_annotations(
             fix="each 30 s epoch must have one stage; correct the hypnogram",
         )
     inside = (starts_all >= 0) & (starts_all + epoch <= n_samples)
+    if not inside.all():
+        counts[("outside the recording", "")] += int((~inside).sum())
     return starts_all[inside], labels_all[inside]
 
 
@@ -273,7 +307,8 @@ def trim_wake(
     return starts[keep], labels[keep]
 
 
-def _labels(rec: Recording, trim_wake_minutes: float | None, channels: Sequence[str]):
+def _labels(rec: Recording, trim_wake_minutes: float | None, channels: Sequence[str],
+            counts: Counter | None = None):
     header = read_edf_header(rec.psg)
     sfreq = _require_channels(header, channels)
     hyp_header, annotations = _read_annotations(rec)
@@ -286,6 +321,7 @@ def _labels(rec: Recording, trim_wake_minutes: float | None, channels: Sequence[
         rec.hypnogram,
         sfreq,
         header.n_samples(channels[0]),
+        counts,
     )
     starts, labels = trim_wake(starts, labels, sfreq, trim_wake_minutes)
     return header, sfreq, starts, labels
@@ -295,9 +331,11 @@ def read_labels(
     rec: Recording,
     trim_wake_minutes: float | None = 30.0,
     channels: Sequence[str] = EEG_CHANNELS,
+    counts: Counter | None = None,
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """(starts, labels, sfreq) of the kept epochs from headers and annotations only (fast)."""
-    _, sfreq, starts, labels = _labels(rec, trim_wake_minutes, channels)
+    """(starts, labels, sfreq) of the kept epochs from headers and annotations only (fast);
+    `counts` gathers the annotations left out (see epochs_from_annotations)."""
+    _, sfreq, starts, labels = _labels(rec, trim_wake_minutes, channels, counts)
     return starts, labels, sfreq
 
 

@@ -1,0 +1,166 @@
+"""Data quality per recording, at index time: what would otherwise pass silently.
+
+A flat channel gives one identical embedding for every window of its night (check only sees the
+first batch); a clipped one, a header whose scaling gives NaN or infinity, a unit that is not a
+voltage (or amplitudes a thousand times off), a sampling rate unlike the other recordings': each
+is a `warning:` naming the recording and the channel, and with `exclude_bad_recordings: true`
+the recording is left out of the index (and listed in the benchmark's summary).
+
+The scan reads the 16-bit samples of the kept windows straight from the EDF data records
+(a memory map: no float copy of the night), so clipping is judged on the digital values the
+recorder wrote.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+FLAT_SHARE = 0.5  # a channel flat (one digital value) in at least half of its windows
+CLIP_SHARE = 0.05  # at least 5% of its samples at the digital minimum or maximum
+MAX_RMS_V = 1e-3  # EEG is tens of microvolts: 1 mV RMS means the unit is off (x1000)
+MIN_RMS_V = 1e-8  # 0.01 uV RMS (and not flat): the unit is off the other way
+VOLT_UNITS = {"v": 1.0, "mv": 1e-3, "uv": 1e-6, "µv": 1e-6, "μv": 1e-6, "nv": 1e-9}
+WINDOW_CHUNK = 256  # windows scanned at a time (bounded memory on 20-hour nights)
+QUALITY_COLUMNS = ["recording", "channel", "problem", "detail", "excluded"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    recording: str
+    channel: str
+    problem: str  # flat, clipped, nan_inf, unit, rate
+    detail: str
+
+    def warning(self) -> str:
+        where = f"{self.recording} channel {self.channel}" if self.channel else self.recording
+        return f"warning: {where}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class SignalHeader:
+    label: str
+    unit: str
+    physical_min: float
+    physical_max: float
+    digital_min: int
+    digital_max: int
+    samples_per_record: int
+    offset: int  # of this signal's samples within a data record, in samples
+
+
+def _number(text: bytes) -> float:
+    try:
+        return float(text.decode("latin-1").strip())
+    except ValueError:
+        return math.nan
+
+
+def signal_headers(path: Path) -> tuple[int, int, dict[str, SignalHeader]]:
+    """(header bytes, samples per data record, label -> SignalHeader) of an EDF file."""
+    with open(path, "rb") as f:
+        fixed = f.read(256)
+        n = int(fixed[252:256])
+        part = f.read(256 * n)
+
+    def field(start: int, width: int, i: int) -> bytes:
+        return part[start * n + width * i: start * n + width * (i + 1)]
+
+    signals, offset = {}, 0
+    for i in range(n):
+        label = field(0, 16, i).decode("latin-1").strip()
+        spr = int(field(216, 8, i))
+        dmin, dmax = _number(field(120, 8, i)), _number(field(128, 8, i))
+        signals[label] = SignalHeader(
+            label, field(96, 8, i).decode("latin-1").strip(), _number(field(104, 8, i)),
+            _number(field(112, 8, i)), int(dmin) if math.isfinite(dmin) else 0,
+            int(dmax) if math.isfinite(dmax) else 0, spr, offset)
+        offset += spr
+    return int(fixed[184:192]), offset, signals
+
+
+def _windows(samples: np.ndarray, starts: np.ndarray, epoch: int):
+    """The kept windows' samples, WINDOW_CHUNK windows at a time, as (windows, epoch) int16."""
+    for first in range(0, len(starts), WINDOW_CHUNK):
+        block = starts[first: first + WINDOW_CHUNK]
+        yield samples[block[:, None] + np.arange(epoch)[None, :]]
+
+
+def scan_recording(recording: str, psg: Path, channels, starts: np.ndarray,
+                   epoch: int) -> list[Problem]:
+    """The problems of one recording's channels over its kept windows (empty when clean)."""
+    header_bytes, record_samples, signals = signal_headers(psg)
+    n_records = max(0, (psg.stat().st_size - header_bytes) // (2 * record_samples))
+    data = np.memmap(psg, np.int16, "r", offset=header_bytes,
+                     shape=(n_records, record_samples))
+    problems = []
+    for channel in channels:
+        sig = signals.get(channel)
+        if sig is None:  # the reader refuses a missing channel with its own message
+            continue
+        problems += _scan_channel(recording, sig, data, starts, epoch)
+    del data
+    return problems
+
+
+def _scan_channel(recording, sig: SignalHeader, data, starts, epoch) -> list[Problem]:
+    out = []
+
+    def problem(kind: str, detail: str) -> None:
+        out.append(Problem(recording, sig.label, kind, detail))
+
+    prange, drange = sig.physical_max - sig.physical_min, sig.digital_max - sig.digital_min
+    if not (math.isfinite(prange) and prange != 0 and drange > 0):
+        problem("nan_inf", f"its header scales samples to NaN or infinity (physical "
+                           f"{sig.physical_min}..{sig.physical_max}, digital "
+                           f"{sig.digital_min}..{sig.digital_max})")
+        return out
+    unit = VOLT_UNITS.get(sig.unit.lower())
+    if unit is None:
+        problem("unit", f"unit {sig.unit!r} is not a voltage (EEG is in uV, mV or V)")
+    samples = np.asarray(data[:, sig.offset: sig.offset + sig.samples_per_record]).reshape(-1)
+    starts = starts[(starts >= 0) & (starts + epoch <= len(samples))]
+    if not len(starts):
+        return out
+    flat = clipped = total = 0
+    sum_sq, live = 0.0, 0
+    gain = prange / drange
+    for block in _windows(samples, starts, epoch):
+        spread = block.max(axis=1) - block.min(axis=1)
+        flat += int((spread == 0).sum())
+        clipped += int(((block <= sig.digital_min) | (block >= sig.digital_max)).sum())
+        total += block.size
+        moving = block[spread > 0].astype(np.float64)
+        if moving.size:
+            centred = moving - moving.mean(axis=1, keepdims=True)
+            sum_sq += float((centred**2).sum()) * gain**2
+            live += moving.size
+    if flat >= FLAT_SHARE * len(starts):
+        problem("flat", f"flat (one constant value) in {flat} of its {len(starts)} windows"
+                        f" ({flat / len(starts):.0%}): every such window would get the same "
+                        "embedding")
+    if clipped >= CLIP_SHARE * total:
+        problem("clipped", f"saturated: {clipped / total:.0%} of its samples sit at the "
+                           f"physical minimum or maximum ({sig.physical_min:g} .. "
+                           f"{sig.physical_max:g} {sig.unit}): the signal is clipped")
+    if unit is not None and live:
+        rms = math.sqrt(sum_sq / live) * unit
+        if rms > MAX_RMS_V or rms < MIN_RMS_V:
+            problem("unit", f"amplitude {rms * 1e6:.4g} uV RMS in unit {sig.unit!r} is far "
+                            "from EEG's tens of microvolts: the unit (or the physical range) "
+                            "in its header is likely wrong")
+    return out
+
+
+def rate_problems(rates: dict[str, float], channel_label: str) -> list[Problem]:
+    """Recordings whose sampling rate differs from the one most recordings have."""
+    if not rates:
+        return []
+    values = list(rates.values())
+    usual = max(set(values), key=values.count)
+    return [Problem(rec, channel_label, "rate",
+                    f"sampling rate {rate:g} Hz where the other recordings have {usual:g} Hz")
+            for rec, rate in sorted(rates.items()) if rate != usual]
