@@ -36,8 +36,13 @@ def _pair_trouble(records: list[tuple[str, Path]]) -> dict:
     step, path = records[0]
     record = json.loads(path.read_text())
     return {"status": "failed", "reason": f"{step} failed ({record.get('category')}): "
-                                          f"{record.get('message', '').splitlines()[0]}",
+                                          f"{_first_line(record.get('message', ''))}",
             "fix": record.get("fix") or f"see {path}"}
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = (text.splitlines() or [""])[0]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def partial_results(config: dict, roots: dict, since: float) -> list[str]:
