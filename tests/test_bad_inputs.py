@@ -1,0 +1,364 @@
+"""A catalogue of damaged inputs: each is caught by name, with its exit code, message and fix.
+
+One small generated dataset (3 subjects x 2 nights, EDF+ through MNE) is copied and damaged per
+case; the steps are called as the CLI runs them (`embedprobe.cli.main`, in process: fast). Every
+case checks that earlier results and the cache are byte-identical afterwards, and a `fix:` that
+is a command is run as printed. The README lists these cases (section "Bad inputs").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from embedprobe import cli, demo_data, overrides
+from embedprobe.datasets import quality, sleep_edf
+from embedprobe.errors import DataError
+
+DATASET = "bad_edf"
+VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("pristine") / "bad"
+    demo_data.generate(root, n_subjects=3, nights=2, hours=0.5, seed=3)
+    return root
+
+
+@pytest.fixture
+def world(tmp_path, pristine):
+    """A copy of the dataset under data/, a config file naming it, and earlier results and a
+    cache whose bytes must survive every case."""
+    data = tmp_path / "data" / "bad"
+    shutil.copytree(pristine, data)
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump({
+        "data_root": str(tmp_path / "data"), "results_root": str(tmp_path / "results"),
+        "cache_root": str(tmp_path / "cache"), "weights_root": str(tmp_path / "weights"),
+        "datasets": {DATASET: {"format": "sleep_edf", "path": "bad", "expected_recordings": 6,
+                               "channel_map": "sleep_edf_expanded"}}}))
+    earlier = [tmp_path / "results/index/earlier.tsv", tmp_path / "results/demo/x/results.tsv",
+               tmp_path / "cache/embeddings/earlier/biot_random.h5"]
+    for i, path in enumerate(earlier):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(256 + i))
+    return tmp_path, data, config
+
+
+def tree_hashes(*roots: Path) -> dict:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for root in roots
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def run_cli(capsys, *argv) -> tuple[int, str]:
+    capsys.readouterr()
+    try:
+        code = cli.main([str(a) for a in argv])
+    finally:
+        overrides.INVOCATION = None
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def fix_line(text: str) -> str:
+    return next(line.strip() for line in text.splitlines()
+                if line.strip().startswith("fix: "))[5:]
+
+
+def run_fix_command(fix: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A fix that is a command, run as printed (a `#` comment after it is the shell's)."""
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(["bash", "-c", fix], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=300)
+
+
+# ------------------------------------------------------------------------ damage helpers
+
+
+def psgs(data: Path) -> list[Path]:
+    return sorted(data.rglob("*-PSG.edf"))
+
+
+def hypnograms(data: Path) -> list[Path]:
+    return sorted(data.rglob("*-Hypnogram.edf"))
+
+
+def change_samples(psg: Path, label: str, change) -> None:
+    """change(view) edits one channel's 16-bit samples in place, (records, samples/record)."""
+    header_bytes, record_samples, signals = quality.signal_headers(psg)
+    sig = signals[label]
+    n = (psg.stat().st_size - header_bytes) // (2 * record_samples)
+    data = np.memmap(psg, np.int16, "r+", offset=header_bytes, shape=(n, record_samples))
+    change(data[:, sig.offset: sig.offset + sig.samples_per_record])
+    data.flush()
+    del data
+
+
+def constant(value):
+    def change(view):
+        view[:] = value
+    return change
+
+
+def set_signal_field(psg: Path, label: str, start: int, width: int, text: str) -> None:
+    """Overwrite one per-signal header field (start = its offset per signal count)."""
+    with open(psg, "r+b") as f:
+        n = int(f.read(256)[252:256])
+        f.seek(256)
+        part = f.read(256 * n)
+        labels = [part[16 * i: 16 * (i + 1)].decode().strip() for i in range(n)]
+        i = labels.index(label)
+        f.seek(256 + start * n + width * i)
+        f.write(text.ljust(width)[:width].encode())
+
+
+def rewrite_hypnogram(hyp: Path, extra=(), replace=None) -> None:
+    """Rewrite a hypnogram with extra (onset, duration, text) entries, or texts replaced."""
+    import mne
+
+    ann = mne.read_annotations(hyp)
+    start = sleep_edf.read_edf_header(hyp).start
+    entries = [(float(o), float(d), (replace or {}).get(t, t))
+               for o, d, t in zip(ann.onset, ann.duration, ann.description, strict=True)]
+    demo_data.write_hypnogram(hyp, sorted(entries + list(extra)), start)
+
+
+def second_night(data: Path) -> Path:
+    return next(p for p in psgs(data) if p.name[5] == "2")
+
+
+# ------------------------------------------------------------------------ the catalogue
+
+INDEX = ("index", "--dataset", DATASET, "--out")
+
+
+def index_args(tmp: Path, config: Path) -> list:
+    return ["--configfile", config, *INDEX, tmp / "results/index/new.tsv"]
+
+
+CASES = {
+    # name: (damage(data), extra CLI args or None for index, exit code, message, fix)
+    "truncated PSG": (lambda d: os.truncate(psgs(d)[1], psgs(d)[1].stat().st_size - 5000),
+                      None, 2, "truncated: the header promises", "download the file again"),
+    "missing hypnogram": (lambda d: hypnograms(d)[2].unlink(), None, 2,
+                          "is partial (5/6 recordings)", "allow_partial=true"),
+    "hypnogram without PSG": (lambda d: psgs(d)[3].unlink(), None, 2,
+                              "is partial (5/6 recordings)", "allow_partial=true"),
+    "unknown stage label": (lambda d: rewrite_hypnogram(
+        hypnograms(d)[0], replace={"Sleep stage 2": "Sleep stage X"}), None, 2,
+        "unknown sleep stage label 'Sleep stage X'", "correct or remove this annotation in"),
+    "annotations past the end": (lambda d: rewrite_hypnogram(
+        hypnograms(d)[0], extra=[(1e6, 90.0, "Sleep stage 2")]), None, 0,
+        "scored epochs outside the recording dropped: 3 epochs", None),
+    "lights, arousals, comments": (lambda d: rewrite_hypnogram(hypnograms(d)[1], extra=[
+        (10.0, 0.0, "Lights off"), (600.0, 5.0, "Arousal"), (700.0, 0.0, "tech: cable fixed"),
+        (3000.0, 0.0, "Lights on")]), None, 0,
+        "non-stage annotations ignored: 'Arousal' x1, 'Lights off' x1, 'Lights on' x1", None),
+    "overlapping stages": (lambda d: rewrite_hypnogram(
+        hypnograms(d)[0], extra=[(45.0, 30.0, "Sleep stage 1")]), None, 2,
+        "stage annotations overlap", "correct the hypnogram"),
+    "two hypnograms for one PSG": (lambda d: shutil.copy(
+        hypnograms(d)[0], hypnograms(d)[0].with_name(hypnograms(d)[0].name[:6] + "ZZ"
+                                                     "-Hypnogram.edf")), None, 2,
+        "two hypnograms for recording", "keep one hypnogram per PSG file"),
+    "foreign file name": (lambda d: psgs(d)[0].rename(psgs(d)[0].with_name("night1-PSG.edf")),
+                          None, 2, "not a Sleep-EDF expanded file name",
+                          "keep the PhysioNet names"),
+    "corrupted header": (lambda d: set_signal_field(psgs(d)[0], "EEG Fpz-Cz", 216, 8, "x1!"),
+                         None, 2, "not a readable EDF file", "download the file again"),
+    "missing channel": (lambda d: set_signal_field(psgs(d)[4], "EEG Pz-Oz", 0, 16, "EEG Pz-Xx"),
+                        None, 2, "no channel EEG Pz-Oz", "choose channels this file has"),
+    "empty folder": (lambda d: [p.unlink() for p in d.rglob("*.edf")], None, 2,
+                     "is missing (0/6 recordings)", "put the bad_edf files under"),
+    "flat channel, second night": (lambda d: change_samples(second_night(d), "EEG Fpz-Cz",
+                                                            constant(17)), None, 0,
+                                   "channel EEG Fpz-Cz: flat (one constant value)",
+                                   "exclude_bad_recordings=true"),
+    "NaN-like saturation": (lambda d: change_samples(psgs(d)[2], "EEG Pz-Oz",
+                                                     constant(-32768)), None, 0,
+                            "channel EEG Pz-Oz: saturated: 100% of its samples",
+                            "exclude_bad_recordings=true"),
+    "clipping": (lambda d: _clip(psgs(d)[5]), None, 0, "channel EEG Fpz-Cz: saturated", None),
+    "NaN/inf scaling": (lambda d: set_signal_field(psgs(d)[1], "EEG Pz-Oz", 104, 8, "nan"),
+                        None, 0, "scales samples to NaN or infinity", None),
+    "unit not a voltage": (lambda d: set_signal_field(psgs(d)[1], "EEG Fpz-Cz", 96, 8, "degC"),
+                           None, 0, "unit 'degC' is not a voltage", None),
+    "unit off by 1000": (lambda d: set_signal_field(psgs(d)[3], "EEG Fpz-Cz", 96, 8, "mV"),
+                         None, 0, "far from EEG's tens of microvolts", None),
+    "wrong sampling rate": (lambda d: _double_rate(psgs(d)[4]), None, 0,
+                            "sampling rate 200 Hz where the other recordings have 100 Hz", None),
+    "bad config value": (None, ["--config", "embed.batch_size=0", *INDEX, "x.tsv"], 2,
+                         "config embed.batch_size: 0 is less than the minimum of 1",
+                         "correct embed.batch_size"),
+    "unknown config key": (None, ["--config", "allow_partail=true", *INDEX, "x.tsv"], 2,
+                           "unknown config key 'allow_partail' (did you mean 'allow_partial'?)",
+                           "valid keys here"),
+    "unknown dataset": (None, ["index", "--dataset", "bad_eddf", "--out", "x.tsv"], 2,
+                        "unknown dataset 'bad_eddf' (did you mean 'bad_edf'?)",
+                        "use one of:"),
+    "unknown model": (None, ["check", "--dataset", DATASET, "--model", "biot_randon"], 2,
+                      "unknown model 'biot_randon' (did you mean 'biot_random'?)",
+                      "use one of:"),
+    "channel map missing": (None, ["--config", "datasets.bad_edf.channel_map=nomap", "check",
+                                   "--dataset", DATASET, "--model", "biot_random"], 1,
+                            "has no channel map", "name an existing map with channel_map:"),
+    "configfile not YAML": (None, ["--configfile", "@BROKEN@", "index", "--dataset", DATASET,
+                                   "--out", "x.tsv"], 2, "not valid YAML",
+                            "correct the YAML in"),
+    "--config without =": (None, ["--config", "index", "--dataset", DATASET], 2,
+                           "--config needs KEY=VALUE", "write each setting as KEY=VALUE"),
+}
+
+
+def _clip(psg: Path) -> None:
+    """Clip the channel at a level 20% of its samples exceed, and make that the digital
+    (and physical) range: what a recorder with too small a range writes."""
+    _, _, signals = quality.signal_headers(psg)
+    sig = signals["EEG Fpz-Cz"]
+    tops = []
+    change_samples(psg, "EEG Fpz-Cz", lambda v: tops.append(int(np.percentile(np.abs(v), 80))))
+    top = tops[0]
+    gain = (sig.physical_max - sig.physical_min) / (sig.digital_max - sig.digital_min)
+    change_samples(psg, "EEG Fpz-Cz", lambda v: np.clip(v, -top, top, out=v))
+    set_signal_field(psg, "EEG Fpz-Cz", 120, 8, str(-top))  # digital min
+    set_signal_field(psg, "EEG Fpz-Cz", 128, 8, str(top))  # digital max
+    set_signal_field(psg, "EEG Fpz-Cz", 104, 8, f"{-top * gain:.3f}")  # physical min
+    set_signal_field(psg, "EEG Fpz-Cz", 112, 8, f"{top * gain:.3f}")  # physical max
+
+
+def _double_rate(psg: Path) -> None:
+    """Record duration 30 s -> 15 s: every channel's rate doubles (same samples)."""
+    with open(psg, "r+b") as f:
+        f.seek(244)
+        f.write(b"15      ")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_caught_by_name(case, world, capsys):
+    tmp, data, config = world
+    damage, args, code, message, fix = CASES[case]
+    if damage:
+        damage(data)
+    broken = tmp / "broken.yaml"
+    broken.write_text("datasets: [unclosed\n")
+    argv = index_args(tmp, config) if args is None else [
+        "--configfile", config, *[str(broken) if a == "@BROKEN@" else a for a in args]]
+    before = tree_hashes(tmp / "cache", tmp / "results/demo", tmp / "results/index")
+    got, out = run_cli(capsys, *argv)
+    assert got == code, out
+    assert message in out, out
+    if fix:
+        assert fix in fix_line(out), out
+    after = tree_hashes(tmp / "cache", tmp / "results/demo", tmp / "results/index")
+    assert {k: v for k, v in after.items() if k in before} == before, "earlier files changed"
+    if code:  # a refused step writes no output
+        assert not (tmp / "results/index/new.tsv").exists()
+
+
+def test_bad_subjects_table_is_named(tmp_path):
+    (tmp_path / "SC-subjects.xls").write_bytes(b"this is not a spreadsheet")
+    with pytest.raises(DataError) as err:
+        sleep_edf.subjects_table(tmp_path)
+    assert "SC-subjects.xls: cannot read subject ages" in err.value.message
+    assert "columns subject, night, age" in err.value.fix
+
+
+@pytest.mark.parametrize("case, setting", [("missing hypnogram", "allow_partial=true"),
+                                           ("flat channel, second night",
+                                            "exclude_bad_recordings=true")])
+def test_fix_commands_work_as_printed(case, setting, world, capsys):
+    """The fix is this command again with the setting added; run in a shell, it succeeds."""
+    tmp, data, config = world
+    CASES[case][0](data)
+    _, out = run_cli(capsys, *index_args(tmp, config))
+    fix = fix_line(out)
+    assert fix.startswith("embedprobe ") and setting in fix, fix
+    done = run_fix_command(fix, tmp)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = pd.read_csv(tmp / "results/index/new.tsv", sep="\t")
+    assert table["recording"].nunique() == 5  # the orphan, or the flat night, left out
+    if setting.startswith("exclude"):
+        flagged = pd.read_csv(tmp / "results/index/new.quality.tsv", sep="\t")
+        assert flagged["recording"].tolist() == [second_night(data).name[:8]]
+        assert flagged["excluded"].tolist() == [True] and flagged["problem"].tolist() == ["flat"]
+        assert "note: 1 recording(s) of bad_edf flagged, excluded" in done.stderr
+
+
+def test_cli_config_and_configfile_like_snakemake(world, capsys, tmp_path):
+    """--configfile merges over config/*.yaml, --config over that; YAML values, dotted keys;
+    before or after the step."""
+    tmp, data, config = world
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("datasets: {bad_edf: {trim_wake_minutes: 10}}\n")
+    code, _ = run_cli(capsys, "--configfile", config, *INDEX, tmp / "results/index/a.tsv",
+                      "--configfile", extra)
+    assert code == 0
+    code, _ = run_cli(capsys, "--configfile", config, "--config",
+                      "datasets.bad_edf.trim_wake_minutes=0", *INDEX,
+                      tmp / "results/index/b.tsv")
+    assert code == 0
+    full = run_cli(capsys, "--configfile", config, *INDEX, tmp / "results/index/c.tsv")
+    assert full[0] == 0
+    sizes = [len(pd.read_csv(tmp / f"results/index/{n}.tsv", sep="\t")) for n in "bac"]
+    assert sizes[0] < sizes[1] < sizes[2], sizes  # trimmed to 0, 10 and 30 min of wake
+    assert overrides.parse_assignment("embed.batch_size=16") == {"embed": {"batch_size": 16}}
+    assert overrides.parse_assignment("x=[1, 2]") == {"x": [1, 2]}
+    assert overrides.with_config(["snakemake", "--config", "a=1", "-n", "demo"], "b=2") == [
+        "snakemake", "--config", "b=2", "a=1", "-n", "demo"]
+
+
+def test_success_removes_the_stale_failure_record(world, capsys):
+    tmp, data, config = world
+    out = tmp / "results/index/new.tsv"
+    hyp = hypnograms(data)[2]
+    moved = hyp.rename(tmp / hyp.name)
+    code, _ = run_cli(capsys, *index_args(tmp, config))
+    record = out.with_name(out.name + ".failure.json")
+    assert code == 2 and record.is_file()
+    moved.rename(hyp)
+    code, _ = run_cli(capsys, *index_args(tmp, config))
+    assert code == 0 and out.is_file() and not record.exists()
+
+
+def test_annotation_kinds():
+    kinds = {t: sleep_edf.annotation_kind(t) for t in (
+        "Sleep stage W", "Sleep stage ?", "Movement time", "Lights off", "Lights on",
+        "Arousal", "tech comment", "Sleep stage X", "Stage 5")}
+    assert kinds == {"Sleep stage W": "stage", "Sleep stage ?": "unscored",
+                     "Movement time": "unscored", "Lights off": "ignored",
+                     "Lights on": "ignored", "Arousal": "ignored", "tech comment": "ignored",
+                     "Sleep stage X": "unknown stage", "Stage 5": "unknown stage"}
+
+
+def test_first_night_start_is_kept(pristine):
+    """Guard for the damage helpers: the pristine copy indexes without a warning."""
+    start = sleep_edf.read_edf_header(psgs(pristine)[0]).start
+    assert start.date() >= dt.date(1989, 1, 1)
+    problems = []
+    for rec in sleep_edf.find_recordings(pristine):
+        starts, _, sfreq = sleep_edf.read_labels(rec)
+        problems += quality.scan_recording(rec.recording, rec.psg, sleep_edf.EEG_CHANNELS,
+                                           starts, round(30 * sfreq))
+    assert problems == []
+
+
+def test_shlex_fix_quotes_paths_with_spaces():
+    overrides.INVOCATION = ["embedprobe", "index", "--out", "my results/x.tsv"]
+    try:
+        fix = overrides.rerun_with("allow_partial=true", "or put the files there")
+    finally:
+        overrides.INVOCATION = None
+    assert shlex.split(fix.split("   #")[0]) == [
+        "embedprobe", "index", "--out", "my results/x.tsv", "--config", "allow_partial=true"]
