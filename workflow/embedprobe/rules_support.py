@@ -101,6 +101,15 @@ def job_config(config: dict, benchmark=None, dataset=None, model=None) -> str:
     return job_config_file(config, job_config_json(config, benchmark, dataset, model))
 
 
+def generator_job_config(config: dict, dataset: str) -> str:
+    """The demo generator's slice: the dataset's format, path and generator settings and the
+    roots, so a change of, say, trim_wake_minutes re-indexes without regenerating the data."""
+    entry = config["datasets"][dataset]
+    sliced = {"datasets": {dataset: {k: entry[k] for k in ("format", "path", "generator")
+                                     if k in entry}}} | resolve_roots(config)
+    return job_config_file(config, json.dumps(sliced, sort_keys=True))
+
+
 def pair_job_config(config: dict, dataset: str, model: str) -> str:
     """A pair's preflight config slice as a file (see pair_job_config_json)."""
     return job_config_file(config, pair_job_config_json(config, dataset, model))

@@ -12,6 +12,7 @@ from embedprobe.rules_support import (
     fold_predictions,
     fold_results,
     generated_datasets,
+    generator_job_config,
     gpu_resources,
     index_inputs,
     job_config,

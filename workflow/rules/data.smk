@@ -15,7 +15,7 @@ rule demo_data:
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=20,
     params:
-        job=lambda w: job_config(config, dataset=GENERATED[w.dataset_path]),
+        job=lambda w: generator_job_config(config, GENERATED[w.dataset_path]),
         dataset=lambda w: GENERATED[w.dataset_path],
     shell:
         "embedprobe --job-config {params.job:q} demo-data --dataset {params.dataset} 2> {log}"
