@@ -246,8 +246,9 @@ def _double_rate(psg: Path) -> None:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_is_caught_by_name(case, world, capsys):
+def test_bad_input_is_caught_by_name(case, world, capsys, monkeypatch):
     tmp, data, config = world
+    monkeypatch.chdir(tmp)  # relative outputs (x.tsv) and their failure records land here
     damage, args, code, message, fix = CASES[case]
     if damage:
         damage(data)
