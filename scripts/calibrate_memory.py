@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import subprocess
@@ -52,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from embedprobe import baselines, estimates, memory  # noqa: E402
+from embedprobe.calibration_fit import FITTED, fit_constants, rounded  # noqa: E402
 
 RESULT_TAG = "RESULT "
 MiB = estimates.MiB
@@ -390,17 +390,8 @@ PLANS = {
     },
 }
 
-# What each job's fit sets: constants fitted on its runs. The rest are measured (baselines),
-# structural (what the code holds) or keep their value (not measurable here).
-FITTED = {
-    "embed_cpu": ("recording_copies", "window_copies", "activation_factor"),
-    # fit_data_copies stays structural (1): the fast probe keeps one standardised copy; with
-    # 3:1:1 folds it would be collinear with embeddings_copies anyway
-    "probe_logistic": ("embeddings_copies", "window_row_bytes", "workspace_factor",
-                       "block_rows", "square_copies"),
-    "probe_ridge": ("data_copies", "gram_factor", "kernel_factor"),
-    "aggregate_subject_mean": ("chunk_copies", "index_row_bytes"),
-}
+# What each job's fit sets (FITTED) and the envelope fit itself (fit_constants, rounded) live
+# in embedprobe.calibration_fit, shared with `embedprobe calibrate --from-runs`.
 STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
               "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies"}
 BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
@@ -411,53 +402,6 @@ def _unfitted(job: str, name: str) -> str:
     if name in STRUCTURAL and name not in FITTED.get(job, ()):
         return "structural"
     return "default (not measurable here)"
-
-
-def fit_constants(job: str, runs: list[dict], names, constants: dict) -> tuple[dict, float]:
-    """The tightest constants under which the job's own formula covers every run's peak.
-
-    A request must cover the unlucky run, not the average one, so this is an envelope fit: a
-    linear program that minimises the summed relative over-prediction subject to no run being
-    under-predicted, every constant >= 0. Every term is linear in each fitted constant, so a
-    run's column for constant k is the estimate with k = 1 (the other fitted ones 0) minus the
-    estimate with all of them 0. Runs are {"inputs": estimate inputs, "peak": bytes}. Returns
-    the constants and the largest over-prediction of the fit, in bytes.
-    """
-    from scipy.optimize import linprog
-
-    def total(values: dict, inputs: dict) -> float:
-        return float(estimates.estimate(job, inputs, {"jobs": {job: values}}, None).total)
-
-    zero = {**constants, **dict.fromkeys(names, 0.0)}
-    design, target, peaks = [], [], []
-    for run in runs:
-        base = total(zero, run["inputs"])
-        design.append([total({**zero, name: 1.0}, run["inputs"]) - base for name in names])
-        target.append(run["peak"] - base)
-        peaks.append(run["peak"])
-    design, target, peaks = np.array(design), np.array(target), np.array(peaks, float)
-    # In units of the typical peak, so the objective and the constraints are all of order 1
-    # (HiGHS ignores an objective that is tiny next to its constraints).
-    scale = np.where(design.max(axis=0) > 0, design.max(axis=0), 1.0)
-    unit = float(np.median(peaks))
-    scaled = design / scale
-    fit = linprog(c=(scaled * unit / peaks[:, None]).sum(axis=0), A_ub=-scaled,
-                  b_ub=-target / unit, bounds=[(0, None)] * len(names), method="highs")
-    if not fit.success:
-        raise RuntimeError(f"{job}: no constants >= 0 cover every run ({fit.message}); "
-                           "a term the formula lacks is growing")
-    coef = fit.x * unit / scale
-    miss = float((design @ coef - target).max())
-    return dict(zip(names, coef.tolist(), strict=True)), miss
-
-
-def rounded(name: str, value: float) -> float | int:
-    """Whole bytes for byte counts, four significant digits for factors (rounded up, so a
-    covering fit stays covering)."""
-    if name.endswith("_bytes"):
-        return int(math.ceil(value))
-    digits = 3 - math.floor(math.log10(abs(value))) if value else 0
-    return float(math.ceil(value * 10**digits) / 10**digits)
 
 
 def _print_run(job: str, label: str, run: memory.MeasuredRun) -> None:

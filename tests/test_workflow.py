@@ -192,3 +192,22 @@ def test_saved_predictions_are_reused_and_refitted_on_request(demo_run, small_de
     runs = pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t")
     assert len(runs) == runs_before + 10  # 5 sleep-staging + 5 brain-age folds refitted
     assert "rule embed:" not in refit.stdout + refit.stderr
+
+
+def test_memory_panel_after_the_probes(demo_run, small_demo_config):
+    """Each benchmark's memory panel (figure + table) is drawn after its probes, is in the
+    benchmark's summary.md and in the Snakemake report."""
+    workdir, run = demo_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    for benchmark in ("demo", "demo_brain_age"):
+        png = workdir / f"results/memory/{benchmark}/memory.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        table = (workdir / f"results/memory/{benchmark}/summary.md").read_text()
+        assert "| embed | sleep_edf_demo | biot_random | 1 |" in table
+        assert "| probe | sleep_edf_demo | biot_random | 5 |" in table
+        summary = (workdir / f"results/{benchmark}/summary.md").read_text()
+        assert "\n## Memory\n" in summary and "Memory-hours: requested" in summary
+    report = snakemake(workdir, "--configfile", small_demo_config, "--report",
+                       str(workdir / "memory_report.html"), "demo")
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "memory.png" in (workdir / "memory_report.html").read_text(errors="replace")

@@ -205,6 +205,10 @@ def cmd_summary(args, config, roots):
         quality = pd.concat([pd.read_csv(q, sep="\t").assign(dataset=Path(q).name.split(".")[0])
                              for q in args.quality], ignore_index=True)
     markdown = summary_markdown(tables, bench["task"], args.benchmark, quality)
+    if args.memory:  # the benchmark's memory table (memory_panel's summary.md)
+        from .memory_report import as_section
+
+        markdown += as_section(Path(args.memory).read_text())
     Path(args.out).write_text(markdown)
     plot_scores(tables, bench["task"], args.benchmark, Path(args.figure))
     print(markdown)
@@ -214,6 +218,48 @@ def cmd_confusion(args, config, roots):
     from .report import plot_confusion
 
     plot_confusion([Path(p) for p in args.predictions], args.title, Path(args.out))
+
+
+def cmd_memory(args, config, roots):
+    """Estimate, request and measured peak per rule and model, from the runs table."""
+    from .memory_report import memory_report
+
+    bench = lookup(config, "benchmarks", args.benchmark) if args.benchmark else None
+    text = memory_report(args.results_root or roots["results_root"], args.benchmark, bench,
+                         Path(args.figure) if args.figure else None,
+                         Path(args.markdown) if args.markdown else None)
+    print(text, end="")
+
+
+def cmd_calibrate(args, config, roots):
+    """Refit the memory calibration from the runs table; the drift to stdout, notes to stderr."""
+    from .calibration_fit import calibrate_from_runs, drift_lines
+    from .estimates import CALIBRATION_PATH, FORMULAS, load_calibration
+
+    unknown = sorted(set(args.job or ()) - set(FORMULAS))
+    if unknown:
+        raise UsageError(f"unknown job type {', '.join(unknown)}",
+                         fix=f"use one of: {', '.join(FORMULAS)}")
+    base = Path(args.calibration or config.get("memory_calibration") or CALIBRATION_PATH)
+    out = Path(args.out or Path(roots["results_root"]) / "memory" / "calibration.yaml")
+    outcomes, joined, lines = calibrate_from_runs(
+        [Path(p) for p in args.from_runs], Path(args.preflight_root) if args.preflight_root
+        else None, out, base, args.job)
+    used = sum(len(runs) for runs in joined.runs.values())
+    print(f"{used} finished runs joined with their preflight inputs"
+          + "".join(f"; {n} left out: {why}" for why, n in joined.skipped.items()))
+    print(f"\ndrift against {base}:")
+    print("\n".join(drift_lines(load_calibration(base), outcomes)))
+    print()
+    print("\n".join(lines))
+    print(f"\nwrote {out}")
+    for outcome in outcomes:
+        if not outcome.refitted:
+            print(f"note: {outcome.job} keeps the constants of {base.name}: {outcome.reason}",
+                  file=sys.stderr)
+    print(f"note: preflight uses it once the config names it: snakemake ... --config "
+          f"memory_calibration={out} (or memory_calibration in config/config.yaml)",
+          file=sys.stderr)
 
 
 COMMANDS = {
@@ -226,6 +272,8 @@ COMMANDS = {
     "preflight": cmd_preflight,
     "summary": cmd_summary,
     "confusion": cmd_confusion,
+    "memory": cmd_memory,
+    "calibrate": cmd_calibrate,
 }
 
 
@@ -289,6 +337,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmark", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--figure", required=True)
+    p.add_argument("--memory", help="the benchmark's memory summary.md, added as a section")
     p.add_argument("--quality", nargs="*", help="the datasets' data-quality tables (index's "
                                                 ".quality.tsv)")
     p.add_argument("tables", nargs="+")
@@ -297,6 +346,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default="")
     p.add_argument("--out", required=True)
     p.add_argument("predictions", nargs="+")
+
+    p = sub.add_parser("memory", help="estimate, request and measured peak per rule and "
+                                      "model, from results/memory/runs.tsv")
+    p.add_argument("--results-root", help="the results root holding memory/runs.tsv")
+    p.add_argument("--benchmark", help="only the embed and probe jobs of this benchmark")
+    p.add_argument("--figure", help="write the memory panel (PNG) here")
+    p.add_argument("--markdown", help="write the table as markdown here")
+
+    p = sub.add_parser("calibrate", help="refit the memory calibration from finished runs")
+    p.add_argument("--from-runs", action="append", required=True, metavar="RUNS_TSV",
+                   help="a runs table (results/memory/runs.tsv); may be given again")
+    p.add_argument("--preflight-root", help="the preflight JSONs of the runs (default: "
+                                            "preflight/ beside each runs table's memory/)")
+    p.add_argument("--out", help="the calibration YAML to write (default: "
+                                 "RESULTS/memory/calibration.yaml)")
+    p.add_argument("--calibration", help="the table to start from and compare with "
+                                         "(default: the config's memory_calibration, else "
+                                         "config/memory_calibration.yaml)")
+    p.add_argument("--job", action="append", help="refit only this job type (may be given "
+                                                  "again); refused if it cannot be refitted")
 
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
     p.add_argument("--benchmark", required=True)

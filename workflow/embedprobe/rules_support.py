@@ -133,7 +133,8 @@ def benchmark_targets(config: dict, roots: dict, *benchmarks: str) -> list[str]:
         bench = config["benchmarks"][benchmark]
         results = roots["results_root"]
         targets += [f"{results}/{benchmark}/summary.md",
-                    f"{results}/{benchmark}/figures/scores.png"]
+                    f"{results}/{benchmark}/figures/scores.png",
+                    f"{results}/memory/{benchmark}/memory.png"]
         if bench["task"] == "sleep_staging":
             targets += [f"{results}/{benchmark}/{d}/{m}/confusion.png" for d in bench["datasets"]
                         for m in runnable_models(config, benchmark, d)]
@@ -207,6 +208,12 @@ def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> lis
         for model in runnable_models(config, benchmark, dataset)
         for k in range(bench.get("folds", 5))
     ]
+
+
+def benchmark_fold_results(config: dict, roots: dict, benchmark: str) -> list[str]:
+    """Every probe fold of a benchmark, over its datasets: what its memory panel waits for."""
+    return [path for dataset in config["benchmarks"][benchmark]["datasets"]
+            for path in fold_results(config, roots, benchmark, dataset)]
 
 
 def pair_job_config_json(config: dict, dataset: str, model: str) -> str:

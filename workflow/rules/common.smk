@@ -4,6 +4,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 CONDA_ENV = "../../envs/embedprobe.yaml"
 
 from embedprobe.rules_support import (
+    benchmark_fold_results,
     benchmark_tables,
     benchmark_targets,
     expose_cli,

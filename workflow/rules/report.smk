@@ -28,6 +28,7 @@ rule summary:
     input:
         tables=lambda w: benchmark_tables(config, ROOTS, w.benchmark),
         quality=lambda w: quality_tables(config, ROOTS, w.benchmark),
+        memory=f"{RESULTS}/memory/{{benchmark}}/summary.md",
     output:
         summary=report(
             f"{RESULTS}/{{benchmark}}/summary.md",
@@ -55,4 +56,40 @@ rule summary:
     shell:
         "embedprobe --job-config {params.job:q} summary --benchmark {wildcards.benchmark}"
         " --quality {input.quality}"
-        " --out {output.summary} --figure {output.scores} {input.tables} 2>&1 | tee {log}"
+        " --out {output.summary} --figure {output.scores} --memory {input.memory}"
+        " {input.tables} 2>&1 | tee {log}"
+
+
+rule memory_panel:
+    input:
+        # every probe fold of the benchmark: the panel is drawn once they all have run
+        lambda w: benchmark_fold_results(config, ROOTS, w.benchmark),
+    output:
+        figure=report(
+            f"{RESULTS}/memory/{{benchmark}}/memory.png",
+            caption="../report/memory.rst",
+            category="memory",
+            subcategory="{benchmark}",
+        ),
+        summary=report(
+            f"{RESULTS}/memory/{{benchmark}}/summary.md",
+            caption="../report/memory_summary.rst",
+            category="memory",
+            subcategory="{benchmark}",
+        ),
+    log:
+        f"{RESULTS}/logs/memory_panel/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/memory_panel/{{benchmark}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=config["memory_small_job_mb"],
+        htcondor_request_mem_mb=config["memory_small_job_mb"],
+        runtime=10,
+    params:
+        job=lambda w: job_config(config, w.benchmark),
+    shell:
+        "embedprobe --job-config {params.job:q} memory --benchmark {wildcards.benchmark}"
+        " --figure {output.figure} --markdown {output.summary} 2>&1 | tee {log}"
