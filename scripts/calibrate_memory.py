@@ -33,6 +33,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import platform
@@ -276,6 +277,64 @@ def ridge_params(folder: Path, n_train: int, n_subjects: int, p: int, seed: int 
     return {"x": str(x_path), "ages": str(age_path), "n_train": n_train}
 
 
+ROWS_PER_SUBJECT = 20  # windows a subject has in the brain-age stores
+
+
+def brain_age_set(folder: Path, n_subjects: int, dim: int):
+    """A store of n_subjects x ROWS_PER_SUBJECT windows and the SC-subjects.xls with their ages
+    where the brain-age job looks for it; returns (job config, store, subject column)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from embedprobe import __version__, cache
+    from embedprobe.demo_data import write_subjects_table
+
+    config = job_config(folder)
+    data = Path(config["data_root"]) / config["datasets"][DEMO_DATASET]["path"]
+    data.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([n_subjects, dim])
+    ages = rng.uniform(25, 95, n_subjects).round()
+    plans = [SimpleNamespace(subject=k, night=1, age=float(ages[k]), sex=1 + k % 2,
+                             lights_off=dt.datetime(1989, 4, 1, 23, 0)) for k in range(n_subjects)]
+    write_subjects_table(data / "SC-subjects.xls", plans)
+    subjects = [f"SC{k:02d}" for k in range(n_subjects) for _ in range(ROWS_PER_SUBJECT)]
+    table = pd.DataFrame({"recording": [f"{s}E0" for s in subjects], "subject": subjects,
+                          "start": np.tile(np.arange(ROWS_PER_SUBJECT) * 3000, n_subjects),
+                          "label": np.zeros(len(subjects), np.int8)})
+    store = folder / f"store_{n_subjects}x{dim}.h5"
+    if not store.is_file():
+        identity = cache.CacheIdentity(
+            dataset=DEMO_DATASET, model="synthetic",
+            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
+            weights_sha256="0" * 64, code_version=__version__)
+        X = rng.standard_normal((len(table), dim), dtype=np.float32)
+        with cache.EmbeddingWriter(store, identity, len(X), dim, table) as writer:
+            for start in range(0, len(X), 8192):
+                writer.append(X[start:start + 8192])
+            writer.finish()
+    return config, store, subjects
+
+
+def brain_age_argv(config: dict, store: Path, estimate_path: Path, out: Path) -> list[str]:
+    """The workflow's probe job for fold 0 of the brain-age benchmark."""
+    out.mkdir(parents=True, exist_ok=True)
+    return cli_argv(config, "probe", "--benchmark", AGE_BENCHMARK, "--dataset", DEMO_DATASET,
+                    "--model", "synthetic", "--embeddings", store, "--fold", 0,
+                    "--out", out / "fold.json", "--predictions", out / "fold.npz",
+                    "--estimate", estimate_path)
+
+
+def brain_age_inputs(config: dict, subjects: list[str], dim: int) -> dict:
+    """The brain-age job's estimate inputs exactly as preflight builds them (fold 0)."""
+    from embedprobe.preflight import brain_age_inputs as ridge_inputs
+    from embedprobe.preflight import subject_mean_inputs
+
+    bench = config["benchmarks"][AGE_BENCHMARK]
+    return (ridge_inputs(config, bench, subjects, 0, dim)
+            | subject_mean_inputs(config, subjects, dim))
+
+
 def ridge_form_used(n: int, p: int) -> str:
     """The form scikit-learn's Ridge solves in fit_age_fold's largest fit (all n rows)."""
     return "dual" if p > n else "primal"
@@ -370,23 +429,27 @@ PLANS = {
     True: {
         "embed": [("biot_random", 1.0), ("cbramod_random", 2.0), ("labram_random", 0.25),
                   ("biot_random", 2.5), ("labram_random", 1.0)],
-        "probe_logistic": [(10_000, 64, 1), (80_000, 128, 1), (24_000, 512, 1),
-                           (12_000, 1024, 1), (30_000, 1536, 1), (6_000, 2_560, 1),
-                           (40_000, 128, 2), (16_000, 1024, 2)],
-        "probe_ridge": [(100, 512), (400, 1024), (1_200, 128), (2_500, 64), (1_500, 384),
-                        (600, 3_000)],
-        "subject_means": [(200_000, 32), (50_000, 512), (100_000, 128)],
+        "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (80_000, 128, 1),
+                           (24_000, 512, 1), (12_000, 1024, 1), (30_000, 1536, 1),
+                           (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2)],
+        "probe_ridge": [(40, 16), (100, 512), (400, 1024), (1_200, 128), (2_500, 64),
+                        (1_500, 384), (600, 3_000)],
+        "subject_means": [(2_000, 16), (200_000, 32), (50_000, 512), (100_000, 128)],
+        "brain_age": [(60, 16), (300, 512), (1_000, 128), (400, 1024), (120, 3_000)],
     },
     False: {
         "embed": [("biot_random", 1.0), ("biot_random", 4.0), ("cbramod_random", 2.0),
                   ("labram_random", 0.25), ("labram_random", 2.5)],
-        "probe_logistic": [(10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
+        "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
                            (24_000, 512, 1), (12_000, 1024, 1), (40_000, 1536, 1),
                            (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2),
                            (80_000, 384, 3)],
-        "probe_ridge": [(100, 512), (400, 1024), (1_200, 128), (2_500, 64), (1_500, 384),
-                        (600, 3_000), (4_000, 512)],
-        "subject_means": [(200_000, 32), (50_000, 512), (100_000, 128), (400_000, 64)],
+        "probe_ridge": [(40, 16), (100, 512), (400, 1024), (1_200, 128), (2_500, 64),
+                        (1_500, 384), (600, 3_000), (4_000, 512)],
+        "subject_means": [(2_000, 16), (200_000, 32), (50_000, 512), (100_000, 128),
+                          (400_000, 64)],
+        "brain_age": [(60, 16), (300, 512), (1_000, 128), (400, 1024), (120, 3_000),
+                      (2_500, 256)],
     },
 }
 
@@ -395,7 +458,7 @@ PLANS = {
 STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
               "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies"}
 BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
-                 "aggregate_subject_mean": "probe"}
+                 "aggregate_subject_mean": "probe", "probe_brain_age": "ridge"}
 
 
 def _unfitted(job: str, name: str) -> str:
@@ -465,6 +528,24 @@ def measure_probe_ridge(plan, workdir: Path) -> list[dict]:
     return runs
 
 
+def measure_brain_age(plan, workdir: Path) -> list[dict]:
+    """The real brain-age job (subject means streamed from a store, ages from the .xls, ridge
+    with inner CV), as the workflow runs it."""
+    runs = []
+    for n_subjects, dim in plan:
+        folder = workdir / f"age_{n_subjects}x{dim}"
+        config, store, subjects = brain_age_set(folder, n_subjects, dim)
+        inputs = brain_age_inputs(config, subjects, dim)
+        estimate = estimates.estimate("probe_brain_age", inputs, estimates.load_calibration(),
+                                      None)
+        path = write_estimate(folder / "estimate.json", f"probe/{AGE_BENCHMARK}/fold0", estimate)
+        run = measure(brain_age_argv(config, store, path, folder / "out"),
+                      f"brain age {n_subjects} x {dim}")
+        _print_run("probe_brain_age", f"{n_subjects} subjects x {dim}", run)
+        runs.append({"inputs": inputs, "peak": run.peak_bytes, "label": f"{n_subjects} x {dim}"})
+    return runs
+
+
 def measure_subject_means(plan, workdir: Path) -> list[dict]:
     from embedprobe.preflight import subject_mean_inputs
 
@@ -482,8 +563,14 @@ def measure_subject_means(plan, workdir: Path) -> list[dict]:
     return runs
 
 
-def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
-    """Run every workload; returns (constants by job, provenance, fit report)."""
+JOB_TYPES = ("embed_cpu", "probe_logistic", "probe_ridge", "aggregate_subject_mean",
+             "probe_brain_age")
+
+
+def calibrate(quick: bool, workdir: Path, old: dict,
+              selected: tuple[str, ...] = JOB_TYPES) -> tuple[dict, dict, dict]:
+    """Run the workloads of the selected job types (the others keep the old table's fitted
+    constants); returns (constants by job, provenance, fit report)."""
     plan = PLANS[quick]
     constants = {job: dict(values) for job, values in estimates.DEFAULT_CONSTANTS.items()}
     provenance = {job: {name: _unfitted(job, name) for name in values}
@@ -512,14 +599,28 @@ def calibrate(quick: bool, workdir: Path, old: dict) -> tuple[dict, dict, dict]:
     for job, step in BASELINE_STEP.items():
         fitted(job, {"baseline_bytes": baseline[step]}, "measured")
 
-    runs = {
-        "embed_cpu": measure_embed(plan["embed"], workdir, repeats=2 if quick else 3),
-        "probe_logistic": measure_probe_logistic(plan["probe_logistic"], workdir),
-        "probe_ridge": measure_probe_ridge(plan["probe_ridge"], workdir),
-        "aggregate_subject_mean": measure_subject_means(plan["subject_means"], workdir),
+    workloads = {
+        "embed_cpu": lambda: measure_embed(plan["embed"], workdir, repeats=2 if quick else 3),
+        "probe_logistic": lambda: measure_probe_logistic(plan["probe_logistic"], workdir),
+        "probe_ridge": lambda: measure_probe_ridge(plan["probe_ridge"], workdir),
+        "aggregate_subject_mean": lambda: measure_subject_means(plan["subject_means"], workdir),
     }
+    runs = {job: workload() for job, workload in workloads.items() if job in selected}
     for job, job_runs in runs.items():
         values, miss = fit_constants(job, job_runs, FITTED[job], constants[job])
+        fitted(job, values)
+        report[job] = {"fit_max_over_prediction_mb": miss / MiB}
+    # The brain-age job: its parts' fitted constants, then its own fitted on the real job. The
+    # table keeps every constant it was fitted with, so an estimate uses exactly those.
+    job = "probe_brain_age"
+    if job in selected:
+        merged = estimates.job_constants(job, {"jobs": constants})
+        merged.pop("cluster_wrapper_bytes", None)
+        constants[job] = {**merged, "baseline_bytes": constants[job]["baseline_bytes"]}
+        provenance[job] = {name: provenance[job].get(name, "from its parts (estimates.COMPOSED)")
+                           for name in constants[job]}
+        runs[job] = measure_brain_age(plan["brain_age"], workdir)
+        values, miss = fit_constants(job, runs[job], FITTED[job], constants[job])
         fitted(job, values)
         report[job] = {"fit_max_over_prediction_mb": miss / MiB}
     for name in ("recording_copies", "window_copies"):  # the host side is the same on a GPU
@@ -651,6 +752,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-drift", action="store_true", help="do not print the drift table")
     parser.add_argument("--workdir", type=Path,
                         help="keep generated inputs here and reuse them (default: a temp dir)")
+    parser.add_argument("--jobs", default=",".join(JOB_TYPES),
+                        help="job types to refit (comma-separated; the others keep the "
+                             f"previous table's constants; default all: {','.join(JOB_TYPES)})")
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -663,7 +767,11 @@ def main(argv=None) -> int:
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="calibrate_memory_") as tmp:
         workdir = args.workdir or Path(tmp)
-        constants, provenance, report = calibrate(args.quick, workdir, old or {})
+        selected = tuple(args.jobs.split(","))
+        unknown = sorted(set(selected) - set(JOB_TYPES))
+        if unknown:
+            parser.error(f"unknown job types {unknown}; use some of {', '.join(JOB_TYPES)}")
+        constants, provenance, report = calibrate(args.quick, workdir, old or {}, selected)
     table = {
         "environment": environment(args.quick, time.monotonic() - start),
         "jobs": constants,

@@ -8,6 +8,7 @@ peak is below the memory it was given. Used by `scripts/validate_memory.py --fre
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,16 @@ def run_line(k: int, code: int, runs: pd.DataFrame) -> tuple[str, bool]:
             f"{int(covered.sum())}/{len(runs)} covered: {'pass' if ok else 'FAIL'}"), ok
 
 
-def fresh_clone_runs(n: int, fresh_venv: bool = False) -> int:
+def run_grid(checkout: Path, python: Path) -> tuple[str, bool]:
+    """The clone's quick validation grid; its verdict lines."""
+    done = subprocess.run([str(python), "scripts/validate_memory.py", "--quick"], cwd=checkout,
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(checkout / "workflow")})
+    verdicts = [line for line in done.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    return "; ".join(verdicts) or done.stderr[-500:], done.returncode == 0
+
+
+def fresh_clone_runs(n: int, fresh_venv: bool = False, grid: bool = False) -> int:
     passed = 0
     with tempfile.TemporaryDirectory(prefix="fresh_clone_") as tmp:
         checkout = Path(tmp) / "fresh"
@@ -70,7 +80,11 @@ def fresh_clone_runs(n: int, fresh_venv: bool = False) -> int:
             work.mkdir()
             code, runs = run_demo(checkout, python, work, config)
             line, ok = run_line(k, code, runs)
-            passed += ok
             print(line, flush=True)
+            if grid:
+                verdicts, grid_ok = run_grid(checkout, python)
+                print(f"  quick grid: {verdicts}: {'pass' if grid_ok else 'FAIL'}", flush=True)
+                ok = ok and grid_ok
+            passed += ok
     print(f"{passed} of {n} runs passed")
     return 0 if passed == n else 1

@@ -29,8 +29,9 @@ Usage:
   python scripts/validate_memory.py                 # the full grid with contended rows
   python scripts/validate_memory.py --quick         # smaller sizes, one embed model (~2 min)
   python scripts/validate_memory.py --out validation.tsv   # also the rows (.jsonl: JSON lines)
-  python scripts/validate_memory.py --fresh-clone 5 # the demo workflow 5x in a fresh clone:
-                                                    # every job's peak against its request
+  python scripts/validate_memory.py --fresh-clone 5 --with-grid
+      # 5 times in a fresh clone: the test demo workflow (every job's peak against its
+      # request) and the quick grid; --fresh-venv also installs a new venv there
   python scripts/validate_memory.py --device cuda   # the GPU grid: 4 models x 2 batch sizes x
                                                     # 2 night lengths, device and host columns
 """
@@ -39,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import io
 import json
 import os
@@ -53,7 +53,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import calibrate_memory as jobs  # the real-job workloads, shared with the calibration
-import numpy as np
 
 from embedprobe import estimates, memory
 from embedprobe.baselines import probe_baseline_inputs
@@ -197,45 +196,6 @@ def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
         del X, y
 
 
-ROWS_PER_SUBJECT = 20  # windows a subject has in the brain-age stores
-
-
-def brain_age_set(folder: Path, n_subjects: int, dim: int):
-    """A store of n_subjects x ROWS_PER_SUBJECT windows and the SC-subjects.xls with their ages
-    where the brain-age job looks for it; returns (job config, store, subject column)."""
-    from types import SimpleNamespace
-
-    import pandas as pd
-
-    from embedprobe import __version__, cache
-    from embedprobe.demo_data import write_subjects_table
-
-    config = jobs.job_config(folder)
-    data = Path(config["data_root"]) / config["datasets"][jobs.DEMO_DATASET]["path"]
-    data.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng([n_subjects, dim])
-    ages = rng.uniform(25, 95, n_subjects).round()
-    plans = [SimpleNamespace(subject=k, night=1, age=float(ages[k]), sex=1 + k % 2,
-                             lights_off=dt.datetime(1989, 4, 1, 23, 0)) for k in range(n_subjects)]
-    write_subjects_table(data / "SC-subjects.xls", plans)
-    subjects = [f"SC{k:02d}" for k in range(n_subjects) for _ in range(ROWS_PER_SUBJECT)]
-    table = pd.DataFrame({"recording": [f"{s}E0" for s in subjects], "subject": subjects,
-                          "start": np.tile(np.arange(ROWS_PER_SUBJECT) * 3000, n_subjects),
-                          "label": np.zeros(len(subjects), np.int8)})
-    store = folder / f"store_{n_subjects}x{dim}.h5"
-    if not store.is_file():
-        identity = cache.CacheIdentity(
-            dataset=jobs.DEMO_DATASET, model="synthetic",
-            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
-            weights_sha256="0" * 64, code_version=__version__)
-        X = rng.standard_normal((len(table), dim), dtype=np.float32)
-        with cache.EmbeddingWriter(store, identity, len(X), dim, table) as writer:
-            for start in range(0, len(X), 8192):
-                writer.append(X[start:start + 8192])
-            writer.finish()
-    return config, store, subjects
-
-
 def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                    margin: float) -> Iterator[Row]:
     """The brain-age probe job (fold 0) as the workflow runs it, predicted as preflight does."""
@@ -245,18 +205,13 @@ def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
     for dim in grid["ridge_widths"]:
         for n_subjects in grid["ridge_subjects"]:
             folder = workdir / f"age_{n_subjects}x{dim}"
-            config, store, subjects = brain_age_set(folder, n_subjects, dim)
+            config, store, subjects = jobs.brain_age_set(folder, n_subjects, dim)
             bench = config["benchmarks"][jobs.AGE_BENCHMARK]
             estimate, _ = probe_estimate(config, bench, subjects, 0, dim, calibration, limit,
                                          margin, None)
             estimate_path = jobs.write_estimate(folder / "estimate.json", key, estimate)
-            out = folder / "out"
-            out.mkdir(exist_ok=True)
-            argv = jobs.cli_argv(config, "probe", "--benchmark", jobs.AGE_BENCHMARK, "--dataset",
-                                 jobs.DEMO_DATASET, "--model", "synthetic", "--embeddings", store,
-                                 "--fold", 0, "--out", out / "fold.json", "--predictions",
-                                 out / "fold.npz", "--estimate", estimate_path)
-            run = jobs.measure(argv, f"brain age {n_subjects} x {dim}")
+            run = jobs.measure(jobs.brain_age_argv(config, store, estimate_path, folder / "out"),
+                               f"brain age {n_subjects} x {dim}")
             yield _row("brain-age probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
                        f"{n_subjects:,} subjects ({estimate.inputs['n']} train)",
                        estimate.as_dict(), run)
@@ -372,11 +327,13 @@ def main(argv=None) -> int:
                         help="run the test demo workflow N times in a fresh clone of HEAD")
     parser.add_argument("--fresh-venv", action="store_true",
                         help="with --fresh-clone: install a new venv there (scripts/install.sh)")
+    parser.add_argument("--with-grid", action="store_true",
+                        help="with --fresh-clone: each run also runs the clone's --quick grid")
     args = parser.parse_args(argv)
     if args.fresh_clone:
         from validate_fresh_clone import fresh_clone_runs
 
-        return fresh_clone_runs(args.fresh_clone, args.fresh_venv)
+        return fresh_clone_runs(args.fresh_clone, args.fresh_venv, args.with_grid)
     if args.device == "cuda":
         from validate_gpu_memory import gpu_grid
 

@@ -39,10 +39,14 @@ FITTED = {
     "embed_cpu": ("recording_copies", "window_copies", "activation_factor"),
     # fit_data_copies stays structural (1): the fast probe keeps one standardised copy; with
     # 3:1:1 folds it would be collinear with embeddings_copies anyway
-    "probe_logistic": ("embeddings_copies", "window_row_bytes", "workspace_factor",
-                       "block_rows", "square_copies"),
-    "probe_ridge": ("data_copies", "gram_factor", "kernel_factor"),
-    "aggregate_subject_mean": ("chunk_copies", "index_row_bytes"),
+    "probe_logistic": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
+                       "workspace_factor", "block_rows", "square_copies"),
+    "probe_ridge": ("overhead_bytes", "data_copies", "gram_factor", "kernel_factor"),
+    "aggregate_subject_mean": ("overhead_bytes", "chunk_copies", "index_row_bytes"),
+    # the brain-age job as the workflow runs it (subject means streamed, then ridge): its own
+    # constants over its parts', fitted on the real job
+    "probe_brain_age": ("overhead_bytes", "data_copies", "gram_factor", "kernel_factor",
+                        "chunk_copies"),
 }
 
 
