@@ -42,3 +42,21 @@ def demo_root(tmp_path_factory) -> Path:
 
 def have(tool: str) -> bool:
     return shutil.which(tool) is not None
+
+
+# The `*_pretrained` entries of config/models.yaml name hub checkpoints (tests/test_hub_weights.py);
+# the tests of the local-file path (copy a checkpoint under weights_root) use these entries.
+LOCAL_WEIGHTS = {
+    "biot_pretrained": "biot_pretrained.pt",
+    "labram_pretrained": "labram_pretrained.safetensors",
+    "cbramod_pretrained": "cbramod_pretrained.safetensors",
+    "eegpt_pretrained": "eegpt_pretrained.safetensors",
+}
+
+
+def with_local_weights(config: dict) -> dict:
+    """The config with each `*_pretrained` entry reading a local file under weights_root."""
+    for model, path in LOCAL_WEIGHTS.items():
+        config["models"][model]["weights"] = path
+        config["models"][model].pop("revision", None)
+    return config

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from conftest import with_local_weights
 
 from embedprobe import cli
 from embedprobe.channel_maps import CHANNEL_MAP_DIR
@@ -86,7 +87,7 @@ class touched_under:
 
 def make_config(data_root, tmp, expected=N_RECORDINGS, allow_partial=False):
     """The project's config with the Sleep-EDF entry pointed at the demo and every root in tmp."""
-    config = load_config()
+    config = with_local_weights(load_config())
     config["datasets"][DATASET].update(path="sleep-edf", expected_recordings=expected)
     config["allow_partial"] = allow_partial
     roots = {"data_root": str(data_root), "cache_root": str(tmp / "cache"),

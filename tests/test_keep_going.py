@@ -22,6 +22,8 @@ TINY = {
                                     "generator": {"subjects": 3, "nights": 1, "hours": 0.3,
                                                   "seed": 1}}},
     "benchmarks": {"demo": {"models": ["biot_random", "biot_pretrained"], "folds": 3}},
+    # the local-file path (the shipped entry names a hub checkpoint: tests/test_hub_weights.py)
+    "models": {"biot_pretrained": {"weights": "biot_pretrained.pt"}},
 }
 TARGET = "results/demo/summary.md"
 

@@ -16,6 +16,8 @@ import yaml
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the network
 
+from conftest import with_local_weights  # noqa: E402
+
 from embedprobe import demo_data  # noqa: E402
 from embedprobe.channel_maps import CHANNEL_MAP_DIR, channel_map_path, channel_plan  # noqa: E402
 from embedprobe.config import load_config  # noqa: E402
@@ -33,7 +35,7 @@ DATASET = "sleep_edf_demo"
 # Feature widths as documented (REFERENCE.md), independent of the code under test.
 WIDTH = {"biot": 256, "labram": 200, "cbramod": 200, "eegpt": 2048}
 RATE = {"biot": 200, "labram": 200, "cbramod": 200, "eegpt": 256}
-CONFIG = load_config()
+CONFIG = with_local_weights(load_config())
 MODEL_IDS = sorted(CONFIG["models"])
 
 

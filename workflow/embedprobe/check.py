@@ -35,10 +35,10 @@ from .memory import (
     resident_now,
     self_peak_rss,
 )
-from .models.registry import ModelSpec, model_spec, weights_path, weights_state
+from .models.registry import ModelSpec, hub_state, missing_weights, model_spec, weights_state
 
 OK, FAILED, SKIPPED, RULED_OUT = "ok", "failed", "skipped", "ruled out"
-WEIGHTS_WORDS = {"found": "found", "missing": "missing",
+WEIGHTS_WORDS = {"found": "found", "missing": "missing", "not fetched": "not fetched",
                  "not needed": "not needed for random init"}
 
 
@@ -172,13 +172,36 @@ def _check_data(result: CheckResult, config: dict, roots: dict, dataset: str) ->
 
 
 def _check_weights(result: CheckResult, spec: ModelSpec, roots: dict) -> None:
-    if result.weights != "missing":
+    if result.weights not in ("missing", "not fetched"):
         return
-    path = weights_path(spec, roots)
-    result.extra["weights_path"] = str(path)
-    result.stop(SKIPPED, "weights", f"skipped: weights not found at {path}",
-                f"copy the checkpoint for {spec.model_id} to {path} "
-                "(or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)")
+    reason, fix = missing_weights(spec, roots)
+    if result.weights == "missing":
+        result.extra["weights_path"] = reason.removeprefix("weights not found at ")
+    result.stop(SKIPPED, "weights", f"skipped: {reason}", fix)
+
+
+def _check_checkpoint(result: CheckResult, spec: ModelSpec, roots: dict,
+                      plan: ChannelPlan) -> None:
+    """A fetched hub checkpoint's config.json against the model entry and the channel map:
+    a checkpoint that cannot serve the pair rules it out, before any data is read."""
+    from .models import hub
+
+    if result.weights != "found" or hub.hub_repo(spec.weights) is None:
+        return
+    checkpoint = hub_state(spec, roots).checkpoint
+    result.extra["checkpoint"] = f"{checkpoint.repo}@{checkpoint.commit}"
+    try:
+        ckpt = checkpoint.config()
+    except EmbedprobeError as exc:
+        result.stop(FAILED, "weights", f"failed: {exc.message}", exc.fix or "")
+        return
+    mismatch = hub.checkpoint_mismatch(spec, ckpt, len(plan.model_names), plan.model_names)
+    if mismatch:
+        result.data = "not read"
+        result.stop(RULED_OUT, "weights",
+                    f"ruled out: checkpoint {checkpoint.repo} cannot serve {result.dataset}: "
+                    f"{mismatch}",
+                    "use a checkpoint made for this montage and rate (models.yaml weights:)")
 
 
 def _judge_output(result: CheckResult, output: np.ndarray, n_windows: int) -> CheckResult:
@@ -238,6 +261,8 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
     spec = model_spec(config, model)
     result.weights = WEIGHTS_WORDS[weights_state(spec, roots)]
     plan = _apply_channel_map(result, config, dataset, spec.family, map_dir)
+    if result.status == OK:
+        _check_checkpoint(result, spec, roots, plan)
     if result.status != OK:  # ruled out or refused: no data is touched
         return result
     phase = "data"

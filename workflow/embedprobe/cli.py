@@ -262,7 +262,27 @@ def cmd_calibrate(args, config, roots):
           file=sys.stderr)
 
 
+def cmd_fetch_weights(args, config, roots):
+    """Download the named hub checkpoints (default: every one in models.yaml) into
+    <weights_root>/hub; a checkpoint already fetched and intact is not downloaded again."""
+    import os
+
+    from .models.hub import fetch_models
+
+    os.environ.pop("HF_HUB_OFFLINE", None)  # the one step that may reach the hub
+    for model in args.models:
+        lookup(config, "models", model)
+    lines = fetch_models(config, roots, args.models or None)
+    for line in lines:
+        print(line)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text("\n".join(lines) + "\n")
+    return 0
+
+
 COMMANDS = {
+    "fetch-weights": cmd_fetch_weights,
     "demo-data": cmd_demo_data,
     "index": cmd_index,
     "embed": cmd_embed,
@@ -293,6 +313,12 @@ def parser() -> argparse.ArgumentParser:
                      help="settings over config/*.yaml, as snakemake --config takes them; "
                           "values are YAML, dotted keys set nested values (embed.batch_size=16)")
     sub = top.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("fetch-weights", help="download hub checkpoints (hf:org/name) into "
+                                             "weights_root/hub; run once on a node with internet")
+    p.add_argument("models", nargs="*", metavar="MODEL", help="model ids (default: every hub "
+                                                              "checkpoint in models.yaml)")
+    p.add_argument("--out", help="also write the report lines here (the weights rule's output)")
 
     p = sub.add_parser("demo-data", help="generate the demo dataset in Sleep-EDF format")
     p.add_argument("--dataset", required=True)
@@ -389,6 +415,10 @@ def main(argv=None) -> int:
     if not args.job_config:  # run by hand: a `fix:` may repeat this command with a setting
         overrides.INVOCATION = ["embedprobe", *(sys.argv[1:] if original is None else original)]
     output = getattr(args, "out", None)
+    if args.command != "fetch-weights":  # every other step loads checkpoints offline only
+        from .models.hub import go_offline
+
+        go_offline()
     try:
         config, roots = job_config(args)
         if args.command == "check":

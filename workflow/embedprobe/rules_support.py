@@ -154,25 +154,51 @@ def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
 
     models = config["benchmarks"][benchmark]["models"]
     skipped = known_skips(config, benchmark)
-    return [m for m in models if m not in skipped and not exit_on_error(
-        channel_plan, config, dataset, config["models"][m]["family"]).ruled_out]
+    runnable = []
+    for m in models:
+        plan = exit_on_error(channel_plan, config, dataset, config["models"][m]["family"])
+        if m not in skipped and not plan.ruled_out and not checkpoint_rules_out(
+                config, dataset, m, plan):
+            runnable.append(m)
+    return runnable
+
+
+def checkpoint_rules_out(config: dict, dataset: str, model: str, plan) -> str:
+    """A fetched hub checkpoint whose config.json cannot serve the pair (its reason, printed
+    once in the plan); such a pair gets no jobs, like one its channel map rules out."""
+    from .models import hub
+    from .models.registry import hub_state, model_spec
+
+    spec = exit_on_error(model_spec, config, model)
+    if hub.hub_repo(spec.weights) is None:
+        return ""
+    checkpoint = hub_state(spec, resolve_roots(config)).checkpoint
+    if checkpoint is None:
+        return ""
+    reason = exit_on_error(lambda: hub.checkpoint_mismatch(
+        spec, checkpoint.config(), len(plan.model_names), plan.model_names))
+    if reason and (dataset, model, "checkpoint") not in _WARNED:
+        _WARNED.add((dataset, model, "checkpoint"))
+        print(f"warning: {dataset}/{model} is ruled out: checkpoint {checkpoint.repo} cannot "
+              f"serve it: {reason}", file=sys.stderr)
+    return reason
 
 
 def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
     """Models of the benchmark whose check would be skipped for a reason known before running:
     a pretrained checkpoint whose weights file is absent. They get no jobs; the plan warns, and
     results.tsv and summary.md list them as skipped (the run itself exits 0 for them)."""
-    from .models.registry import model_spec, weights_path, weights_state
+    from .models.registry import missing_weights, model_spec
 
     roots = resolve_roots(config)
     skips = {}
     for model in config["benchmarks"][benchmark]["models"]:
         spec = exit_on_error(model_spec, config, model)
-        if weights_state(spec, roots) == "missing":
-            path = weights_path(spec, roots)
-            skips[model] = {"status": "skipped", "reason": f"weights not found at {path}",
-                            "fix": f"copy the checkpoint for {model} to {path} (or set "
-                                   "weights_root / EMBEDPROBE_WEIGHTS_ROOT), then run again"}
+        missing = missing_weights(spec, roots)
+        if missing:
+            reason, fix = missing
+            skips[model] = {"status": "skipped", "reason": reason,
+                            "fix": f"{fix}, then run again"}
     return skips
 
 

@@ -10,6 +10,7 @@ import torch
 from ..cache import sha256_file
 from ..config import closest, lookup
 from ..errors import UsageError, WeightsError
+from . import hub
 from .architectures import ARCHITECTURES
 
 RANDOM = "random"
@@ -26,6 +27,7 @@ class ModelSpec:
     seed: int = 0
     scaling: str = "none"
     params: dict = field(default_factory=dict)
+    revision: str = "main"  # for `weights: hf:org/name`: a branch, tag or commit hash
 
     @property
     def n_times(self) -> int:
@@ -44,17 +46,41 @@ def model_spec(config: dict, model_id: str) -> ModelSpec:
 
 
 def weights_path(spec: ModelSpec, roots: dict) -> Path | None:
+    """The weights file; for a hub checkpoint its fetched model.safetensors, or the hub
+    cache folder while it is not fetched."""
     if spec.weights == RANDOM:
         return None
+    repo = hub.hub_repo(spec.weights)
+    if repo is not None:
+        state = hub.locate(repo, spec.revision, roots)
+        return state.checkpoint.weights if state.checkpoint else hub.hub_cache(roots)
     path = Path(spec.weights)
     return path if path.is_absolute() else Path(roots["weights_root"]) / path
 
 
 def weights_state(spec: ModelSpec, roots: dict) -> str:
-    path = weights_path(spec, roots)
-    if path is None:
+    if spec.weights == RANDOM:
         return "not needed"
-    return "found" if path.is_file() else "missing"
+    if hub.hub_repo(spec.weights) is not None:
+        return "found" if hub_state(spec, roots).checkpoint else "not fetched"
+    return "found" if weights_path(spec, roots).is_file() else "missing"
+
+
+def hub_state(spec: ModelSpec, roots: dict) -> hub.HubState:
+    return hub.locate(hub.hub_repo(spec.weights), spec.revision, roots)
+
+
+def missing_weights(spec: ModelSpec, roots: dict) -> tuple[str, str] | None:
+    """(reason, fix) when the pair is skipped for its weights before running, else None."""
+    state = weights_state(spec, roots)
+    if state == "not fetched":
+        return hub_state(spec, roots).reason, hub.fetch_command(spec.model_id)
+    if state == "missing":
+        path = weights_path(spec, roots)
+        return (f"weights not found at {path}",
+                f"copy the checkpoint for {spec.model_id} to {path} "
+                "(or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)")
+    return None
 
 
 def load_state_dict(path: Path) -> dict:
@@ -70,7 +96,7 @@ def load_state_dict(path: Path) -> dict:
             f"cannot load weights {path}: {exc}",
             fix="provide a state_dict saved with torch.save(model.state_dict()) or safetensors",
         ) from exc
-    return state.get("state_dict", state) if isinstance(state, dict) else state
+    return hub.unwrap(state) if isinstance(state, dict) else state
 
 
 def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Module, str]:
@@ -79,6 +105,8 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
 
     arch = ARCHITECTURES[spec.architecture]
     torch.manual_seed(spec.seed)
+    if hub.hub_repo(spec.weights) is not None:
+        return _build_from_hub(spec, n_chans, roots)
     kwargs = arch.build_kwargs(n_chans, spec.sfreq, spec.n_times) | spec.params
     model = getattr(braindecode.models, arch.class_name)(**kwargs)
     path = weights_path(spec, roots)
@@ -90,6 +118,8 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
             fix=f"copy the checkpoint to {path} (or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)",
         )
     state = load_state_dict(path)
+    if not set(state) & set(model.state_dict()):  # the original authors' names
+        return hub.fit_state(model, state, spec.architecture, path).eval(), sha256_file(path)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
@@ -99,3 +129,29 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
             fix="check the checkpoint belongs to this architecture and its params in models.yaml",
         ) from exc
     return model.eval(), sha256_file(path)
+
+
+def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Module, str]:
+    """A fetched hub checkpoint, from the local cache only; checked against its manifest and
+    against the pair (its config.json) before its weights are read."""
+    import braindecode.models
+
+    arch = ARCHITECTURES[spec.architecture]
+    state = hub_state(spec, roots)
+    if state.checkpoint is None:
+        raise WeightsError(f"'{spec.model_id}': {state.reason}",
+                           fix=hub.fetch_command(spec.model_id) + "   # on a node with internet")
+    checkpoint = state.checkpoint
+    ckpt = checkpoint.config()
+    mismatch = hub.checkpoint_mismatch(spec, ckpt, n_chans)
+    if mismatch:
+        raise WeightsError(f"checkpoint {checkpoint.repo}@{checkpoint.commit[:12]} cannot serve "
+                           f"'{spec.model_id}': {mismatch}",
+                           fix="use a checkpoint made for this montage and rate, or rule the "
+                               "family out in the dataset's channel map")
+    digest = hub.verified_weights(checkpoint, spec.model_id)
+    kwargs = arch.build_kwargs(hub.build_channels(spec, ckpt, n_chans), spec.sfreq,
+                               spec.n_times) | spec.params
+    model = getattr(braindecode.models, arch.class_name)(**kwargs)
+    weights = load_state_dict(checkpoint.weights)
+    return hub.fit_state(model, weights, spec.architecture, checkpoint.weights).eval(), digest

@@ -1,0 +1,290 @@
+"""Hub checkpoints by name (`weights: hf:org/name`, `revision:`): fetched once, loaded offline.
+
+No network: the hub is a local folder of repos written by braindecode's own `save_pretrained`
+(random weights), and `huggingface_hub.snapshot_download` is replaced by a copy from it into the
+hub's own cache layout (`models--org--name/snapshots/<commit>/`, `refs/<revision>`); lookups
+with `local_files_only=True` go to the real function. check, and embed as a real job, load
+through the same code path with HF_HUB_OFFLINE=1.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from fnmatch import fnmatch
+from pathlib import Path
+
+import h5py
+import huggingface_hub
+import numpy as np
+import pytest
+import torch
+
+from embedprobe import cli
+from embedprobe.check import FAILED, OK, RULED_OUT, SKIPPED, check_pair
+from embedprobe.config import load_config
+from embedprobe.demo_data import generate
+from embedprobe.errors import WeightsError
+from embedprobe.models import hub
+from embedprobe.models.encoder import Encoder
+from embedprobe.models.registry import RANDOM, build_model, model_spec
+from embedprobe.rules_support import known_skips, runnable_models
+
+DATASET = "sleep_edf_demo"
+BIOT_REPO = "braindecode/biot-pretrained-six-datasets-18chs"
+REAL_DOWNLOAD = huggingface_hub.snapshot_download
+
+
+def publish(hub_dir: Path, repo: str, spec, n_chans: int, seed: int = 5, **changes) -> Path:
+    """A repo as braindecode publishes it: save_pretrained of a (random) model."""
+    spec = dataclasses.replace(spec, weights=RANDOM, seed=seed, **changes)
+    model, _ = build_model(spec, n_chans, roots={})
+    folder = hub_dir / repo
+    if folder.exists():
+        shutil.rmtree(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+class FakeHub:
+    """snapshot_download from local folders: counts the downloads, knows revision `main`."""
+
+    def __init__(self, hub_dir: Path):
+        self.hub_dir, self.calls = hub_dir, []
+
+    def __call__(self, repo_id, *, revision=None, cache_dir=None, allow_patterns=None,
+                 local_files_only=False, force_download=False, **kwargs):
+        if local_files_only:
+            return REAL_DOWNLOAD(repo_id, revision=revision, cache_dir=cache_dir,
+                                 allow_patterns=allow_patterns, local_files_only=True)
+        self.calls.append((repo_id, revision, force_download))
+        source = self.hub_dir / repo_id
+        if revision != "main" or not source.is_dir():
+            raise ValueError(f"Revision Not Found for url: https://huggingface.co/api/models/"
+                             f"{repo_id}/revision/{revision}")
+        commit = hashlib.sha1(f"{repo_id}{revision}".encode()).hexdigest()
+        repo_cache = Path(cache_dir) / f"models--{repo_id.replace('/', '--')}"
+        snapshot = repo_cache / "snapshots" / commit
+        snapshot.mkdir(parents=True, exist_ok=True)
+        for path in source.iterdir():
+            if any(fnmatch(path.name, p) for p in allow_patterns):
+                if force_download or not (snapshot / path.name).exists():
+                    shutil.copyfile(path, snapshot / path.name)
+        (repo_cache / "refs").mkdir(exist_ok=True)
+        (repo_cache / "refs" / revision).write_text(commit)
+        return str(snapshot)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """One subject, one short night (Sleep-EDF demo format), indexed; the shipped config."""
+    root = tmp_path_factory.mktemp("hub")
+    generate(root / "data" / "tiny-edf", n_subjects=1, nights=1, hours=0.25, seed=3)
+    config = load_config()
+    config["datasets"] = {DATASET: {**config["datasets"][DATASET], "path": "tiny-edf",
+                                    "expected_recordings": 1}}
+    config["benchmarks"] = {"demo": {**config["benchmarks"]["demo"], "datasets": [DATASET],
+                                     "models": ["biot_random", "biot_pretrained"]}}
+    config.update(data_root=str(root / "data"), cache_root=str(root / "cache"),
+                  results_root=str(root / "results"))
+    index = root / "index.tsv"
+    subprocess.run([sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(
+        config | {"weights_root": str(root / "w")}), "index", "--dataset", DATASET, "--out",
+        str(index)], check=True, capture_output=True)
+    return root, config, index
+
+
+@pytest.fixture
+def env(tiny, tmp_path, monkeypatch):
+    """A fresh weights root, a fake hub publishing BIOT with 18 channel tokens."""
+    root, config, index = tiny
+    config = json.loads(json.dumps(config)) | {"weights_root": str(tmp_path / "weights")}
+    roots = {k: config[k] for k in ("data_root", "cache_root", "results_root", "weights_root")}
+    fake = FakeHub(tmp_path / "published")
+    publish(fake.hub_dir, BIOT_REPO, model_spec(config, "biot_pretrained"), n_chans=18)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+    monkeypatch.setenv("EMBEDPROBE_WEIGHTS_ROOT", roots["weights_root"])
+    return config, roots, fake, index
+
+
+def fetch_cli(config, *models):
+    return cli.main(["--job-config", json.dumps(config), "fetch-weights", *models])
+
+
+# ------------------------------------------------------------------------------ fetching
+
+
+def test_fetch_records_hashes_and_a_rerun_downloads_nothing(env, capsys):
+    config, roots, fake, _ = env
+    assert fetch_cli(config, "biot_pretrained") == 0
+    assert len(fake.calls) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"biot_pretrained: fetched {BIOT_REPO}@main (commit ")
+    entry = json.loads(hub.manifest_path(roots).read_text())[f"{BIOT_REPO}@main"]
+    snapshot = (Path(roots["weights_root"]) / "hub" / "models--braindecode--biot-pretrained-"
+                "six-datasets-18chs" / "snapshots" / entry["commit"])
+    assert sorted(entry["files"]) == ["config.json", "model.safetensors"]  # allow_patterns
+    assert entry["files"]["model.safetensors"] == hashlib.sha256(
+        (snapshot / "model.safetensors").read_bytes()).hexdigest()
+    assert fetch_cli(config, "biot_pretrained") == 0
+    assert len(fake.calls) == 1  # the re-run found everything in place
+    assert "already fetched" in capsys.readouterr().out
+
+
+def test_fetch_of_an_unknown_revision_is_an_error_with_its_fix(env, capsys):
+    config, roots, fake, _ = env
+    config["models"]["biot_pretrained"]["revision"] = "v9"
+    assert fetch_cli(config, "biot_pretrained") == 2
+    err = capsys.readouterr().err
+    assert f"error: cannot fetch {BIOT_REPO} at revision v9" in err
+    assert "fix: check the repo and revision in config/models.yaml" in err
+
+
+# ------------------------------------------------------------------------------ loading offline
+
+
+def test_check_and_embed_load_the_fetched_checkpoint_offline(env, tmp_path):
+    config, roots, fake, index = env
+    assert fetch_cli(config, "biot_pretrained") == 0
+    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    assert result.status == OK, result.note
+    assert result.weights == "found" and result.forward == "(8, 256) finite"
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert known_skips(config, "demo") == {}
+    assert runnable_models(config, "demo", DATASET) == ["biot_random", "biot_pretrained"]
+    # embed as the workflow runs it: a job of its own, the hub offline, weights from the cache
+    out = tmp_path / "biot_pretrained.h5"
+    job = subprocess.run(
+        [sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(config), "embed",
+         "--dataset", DATASET, "--model", "biot_pretrained", "--index", str(index), "--out",
+         str(out), "--batch-size", "16", "--threads", "1"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, HF_HUB_OFFLINE="0"))
+    assert job.returncode == 0, job.stderr
+    entry = json.loads(hub.manifest_path(roots).read_text())[f"{BIOT_REPO}@main"]
+    with h5py.File(out, "r") as f:
+        assert json.dumps(dict(f.attrs), default=str).count(entry["files"]["model.safetensors"])
+        assert np.isfinite(f["embeddings"][:]).all()
+
+
+def test_not_fetched_is_a_skip_in_check_and_in_the_plan(env):
+    config, roots, _, _ = env
+    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    assert (result.status, result.category, result.weights) == (SKIPPED, "weights", "not fetched")
+    assert result.reason.startswith(f"skipped: weights not fetched: {BIOT_REPO} at revision main")
+    assert result.fix == "embedprobe fetch-weights biot_pretrained"
+    skip = known_skips(config, "demo")["biot_pretrained"]
+    assert skip["reason"].startswith("weights not fetched")
+    assert skip["fix"].startswith("embedprobe fetch-weights biot_pretrained")
+    assert runnable_models(config, "demo", DATASET) == ["biot_random"]
+
+
+def test_a_revision_not_fetched_is_a_skip(env):
+    config, roots, _, _ = env
+    assert fetch_cli(config, "biot_pretrained") == 0
+    config["models"]["biot_pretrained"]["revision"] = "0123456789abcdef0123456789abcdef01234567"
+    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    assert result.status == SKIPPED and "weights not fetched" in result.reason
+    assert "at revision 0123456789ab" in result.reason
+
+
+def test_a_damaged_file_fails_with_the_fetch_fix_and_fetch_repairs_it(env):
+    config, roots, fake, _ = env
+    assert fetch_cli(config, "biot_pretrained") == 0
+    state = hub.locate(BIOT_REPO, "main", roots)
+    data = bytearray(state.checkpoint.weights.read_bytes())
+    data[-10] ^= 0xFF
+    state.checkpoint.weights.write_bytes(bytes(data))
+    spec = model_spec(config, "biot_pretrained")
+    with pytest.raises(WeightsError, match="are damaged") as caught:
+        build_model(spec, 2, roots)
+    assert caught.value.fix.startswith("embedprobe fetch-weights biot_pretrained")
+    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    assert (result.status, result.category) == (FAILED, "weights")
+    assert fetch_cli(config, "biot_pretrained") == 0
+    assert fake.calls[-1] == (BIOT_REPO, "main", True)  # downloaded again, forced
+    assert check_pair(config, roots, DATASET, "biot_pretrained", 8).status == OK
+
+
+def test_a_missing_file_is_a_skip_with_the_fetch_fix(env):
+    config, roots, _, _ = env
+    assert fetch_cli(config, "biot_pretrained") == 0
+    hub.locate(BIOT_REPO, "main", roots).checkpoint.weights.unlink()
+    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    assert result.status == SKIPPED and "model.safetensors missing" in result.reason
+    assert result.fix == "embedprobe fetch-weights biot_pretrained"
+
+
+@pytest.mark.parametrize("n_chans, changes, reason", [
+    (1, {}, "it has 1 channel tokens, the channel map gives 2 channels"),
+    (18, {"sfreq": 256}, "sfreq 256 in the checkpoint, 200 from the model entry"),
+])
+def test_a_checkpoint_that_cannot_serve_the_dataset_is_ruled_out(env, n_chans, changes, reason):
+    config, roots, fake, _ = env
+    publish(fake.hub_dir, BIOT_REPO, model_spec(config, "biot_pretrained"), n_chans, **changes)
+    assert fetch_cli(config, "biot_pretrained") == 0
+    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    assert (result.status, result.category, result.data) == (RULED_OUT, "weights", "not read")
+    assert reason in result.reason and result.reason.startswith(
+        f"ruled out: checkpoint {BIOT_REPO} cannot serve {DATASET}")
+    assert runnable_models(config, "demo", DATASET) == ["biot_random"]
+    with pytest.raises(WeightsError, match="cannot serve"):
+        build_model(model_spec(config, "biot_pretrained"), 2, roots)
+
+
+# ------------------------------------------------------------------------------ original files
+
+
+def original_biot(state: dict, prefix: str) -> dict:
+    """braindecode's BIOT names -> the original repo's (BIOTClassifier under `prefix`)."""
+    out = {}
+    for key, value in state.items():
+        if key.startswith("encoder."):
+            out[prefix + "biot." + key[len("encoder."):]] = value
+        elif key.startswith("final_layer.classification_head."):
+            out[prefix + "classifier.clshead.1." + key.rsplit(".", 1)[1]] = value
+    out[prefix + "biot.index"] = torch.arange(2)  # the original keeps it as a parameter
+    return out
+
+
+@pytest.mark.parametrize("container", ["lightning_ckpt", "pth_model"])
+def test_an_original_biot_file_embeds_like_braindecodes_layout(env, tmp_path, container):
+    config, roots, _, _ = env
+    spec = model_spec(config, "biot_pretrained")
+    model, _ = build_model(dataclasses.replace(spec, weights=RANDOM, seed=9), 2, roots)
+    state = model.state_dict()
+    weights = Path(roots["weights_root"])
+    weights.mkdir(parents=True, exist_ok=True)
+    torch.save(state, weights / "biot_bd.pt")
+    if container == "lightning_ckpt":
+        torch.save({"state_dict": original_biot(state, "model."), "epoch": 3,
+                    "global_step": 70, "pytorch-lightning_version": "1.6.0"},
+                   weights / "biot_orig.ckpt")
+        name = "biot_orig.ckpt"
+    else:
+        torch.save({"model": original_biot(state, "")}, weights / "biot_orig.pth")
+        name = "biot_orig.pth"
+    windows = np.random.default_rng(0).standard_normal((4, 2, 6000)).astype(np.float32)
+    ours = Encoder(dataclasses.replace(spec, weights="biot_bd.pt"), ("A", "B"), roots)
+    theirs = Encoder(dataclasses.replace(spec, weights=name), ("A", "B"), roots)
+    np.testing.assert_array_equal(ours(windows), theirs(windows))
+
+
+def test_an_original_file_that_does_not_fit_names_its_keys(env):
+    config, roots, _, _ = env
+    spec = model_spec(config, "biot_pretrained")
+    model, _ = build_model(dataclasses.replace(spec, weights=RANDOM), 2, roots)
+    state = original_biot(model.state_dict(), "model.")
+    state["model.biot.extra_layer.weight"] = torch.zeros(3)
+    del state["model.biot.channel_tokens.weight"]
+    weights = Path(roots["weights_root"])
+    weights.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": state}, weights / "bad.ckpt")
+    with pytest.raises(WeightsError) as caught:
+        build_model(dataclasses.replace(spec, weights="bad.ckpt"), 2, roots)
+    message = caught.value.message
+    assert "unexpected keys (1): encoder.extra_layer.weight" in message
+    assert "missing keys (1): encoder.channel_tokens.weight" in message
+    assert "KEY_MAPS" in caught.value.fix
