@@ -34,6 +34,32 @@ rule demo:
         benchmark_targets(config, ROOTS, "demo", "demo_brain_age"),
 
 
+# The hub checkpoints (`weights: hf:org/name`) into weights_root/hub: run once where there is
+# internet (it runs on the node Snakemake runs on); every other job loads them offline.
+localrules:
+    weights,
+
+
+rule weights:
+    output:
+        f"{RESULTS}/weights/fetched.txt",
+    log:
+        f"{RESULTS}/logs/weights.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/weights.tsv"
+    conda:
+        "envs/embedprobe.yaml"
+    threads: 1
+    resources:
+        mem_mb=config["memory_small_job_mb"],
+        htcondor_request_mem_mb=config["memory_small_job_mb"],
+        runtime=60,
+    params:
+        job=weights_job_config(config),
+    shell:
+        "embedprobe --job-config {params.job:q} fetch-weights --out {output:q} 2> {log}"
+
+
 onsuccess:
     print_fresh_summaries(config, ROOTS)
 

@@ -434,7 +434,12 @@ def closing_notes(results: list[CheckResult]) -> list[str]:
         if result.status == SKIPPED:
             skipped[result.category].append(result)
     lines = []
-    weights = skipped.get("weights", [])
+    fetch = [r.model for r in skipped.get("weights", []) if r.weights == "not fetched"]
+    if len(fetch) > 1:
+        lines += [f"note: {len(fetch)} hub checkpoints skipped: not fetched",
+                  f"fix: embedprobe fetch-weights {' '.join(sorted(set(fetch)))}   "
+                  "# on a node with internet"]
+    weights = [r for r in skipped.get("weights", []) if r.weights != "not fetched"]
     if len(weights) > 1:
         paths = ", ".join(sorted({r.extra.get("weights_path", r.model) for r in weights}))
         lines += [f"note: {len(weights)} checkpoints skipped for missing weights",

@@ -96,6 +96,16 @@ def job_config_file(config: dict, text: str) -> str:
     return str(path)
 
 
+def weights_job_config(config: dict) -> str:
+    """The weights rule's config slice: the roots and the hub checkpoints (repo, revision), so
+    that a new or re-pinned checkpoint reruns it."""
+    from .models.hub import hub_repo
+
+    sliced = json.loads(job_config_json(config))
+    sliced["models"] = {m: e for m, e in config["models"].items() if hub_repo(e["weights"])}
+    return job_config_file(config, json.dumps(sliced, sort_keys=True))
+
+
 def job_config(config: dict, benchmark=None, dataset=None, model=None) -> str:
     """The job's config slice as a file (see job_config_file); what rules pass as params.job."""
     return job_config_file(config, job_config_json(config, benchmark, dataset, model))

@@ -26,6 +26,7 @@ from embedprobe.rules_support import (
     probe_key,
     quality_tables,
     runtime_minutes,
+    weights_job_config,
 )
 
 expose_cli(workflow.basedir)

@@ -118,7 +118,9 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
             fix=f"copy the checkpoint to {path} (or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)",
         )
     state = load_state_dict(path)
-    if not set(state) & set(model.state_dict()):  # the original authors' names
+    own = set(model.state_dict())
+    if not set(state) & own and set(hub.to_braindecode(state, spec.architecture, own)) & own:
+        # the original authors' names, which the family's key map knows
         return hub.fit_state(model, state, spec.architecture, path).eval(), sha256_file(path)
     try:
         model.load_state_dict(state, strict=True)
