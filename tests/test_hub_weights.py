@@ -288,3 +288,14 @@ def test_an_original_file_that_does_not_fit_names_its_keys(env):
     assert "unexpected keys (1): encoder.extra_layer.weight" in message
     assert "missing keys (1): encoder.channel_tokens.weight" in message
     assert "KEY_MAPS" in caught.value.fix
+
+
+@pytest.mark.workflow
+def test_snakemake_weights_plans_one_fetch_job(tmp_path):
+    from conftest import snakemake
+
+    plan = snakemake(tmp_path, "-n", "-p", "weights", timeout=300)
+    assert plan.returncode == 0, plan.stderr
+    assert "rule weights:" in plan.stdout
+    assert "fetch-weights --out" in plan.stdout and f"{tmp_path}/results/weights/fetched.txt" \
+        in plan.stdout
