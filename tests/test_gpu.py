@@ -60,6 +60,16 @@ def embedprobe(config: dict, *args) -> subprocess.CompletedProcess:
         env={"PYTHONPATH": str(PROJECT / "workflow"), "PATH": "/usr/bin:/bin"})
 
 
+def cuda_preflight(config: dict, index, record, tmp_path):
+    """preflight under embed.device cuda on a check record; (the run, its JSON path)."""
+    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
+    write_result(record, check_path)
+    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
+                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
+                     "--out", out)
+    return run, out
+
+
 @no_cuda
 def test_check_on_cuda_without_a_gpu_fails_with_the_fix(pair, tmp_path):
     config, roots, _, _, _ = pair
@@ -114,11 +124,7 @@ def test_preflight_sizes_the_batch_to_the_gpu_that_check_measured(pair, tmp_path
 
 def test_a_gpu_too_small_for_one_window_stops_preflight_with_the_fix(pair, tmp_path):
     config, roots, index, check, _ = pair
-    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
-    write_result(gpu_check_record(check, 512 * MiB), check_path)
-    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
-                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
-                     "--out", out)
+    run, out = cuda_preflight(config, index, gpu_check_record(check, 512 * MiB), tmp_path)
     assert run.returncode == 1 and not out.exists()
     assert "embed cannot fit" in run.stderr and "GPU with at least" in run.stderr
     assert "batch_size=1" in run.stderr  # every smaller batch was tried first
@@ -126,11 +132,7 @@ def test_a_gpu_too_small_for_one_window_stops_preflight_with_the_fix(pair, tmp_p
 
 def test_preflight_refuses_a_check_made_on_another_device(pair, tmp_path):
     config, roots, index, check, _ = pair
-    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
-    write_result(check, check_path)  # made on the CPU
-    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
-                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
-                     "--out", out)
+    run, out = cuda_preflight(config, index, check, tmp_path)  # a check made on the CPU
     assert run.returncode == 2 and not out.exists()
     assert "embed.device is cuda, but the check of" in run.stderr and "ran on cpu" in run.stderr
     assert "fix: run the check again" in run.stderr
@@ -186,11 +188,7 @@ def test_check_on_a_gpu_measures_the_allocator_at_two_batch_sizes(pair, tmp_path
     assert all(result.gpu_reserved_peaks[b] >= result.gpu_peaks[b] for b in (1, 32))
     assert 100 * MiB < result.gpu_context_bytes < 4096 * MiB, result.extra
     assert result.baseline_bytes > 0  # the host side of a CUDA process, measured here
-    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
-    write_result(result, check_path)
-    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
-                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
-                     "--out", out)
+    run, out = cuda_preflight(config, index, result, tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(out.read_text())["jobs"]["embed"]["job"] == "embed_gpu"
 
@@ -204,11 +202,7 @@ def test_preflight_takes_the_measured_context_reserve_and_host_baseline(pair, tm
     record = dataclasses.replace(gpu_check_record(check, 80 * 1024 * MiB),
                                  gpu_reserved_peaks=reserved, gpu_context_bytes=530 * MiB,
                                  baseline_bytes=1403 * MiB)
-    check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
-    write_result(record, check_path)
-    run = embedprobe({**cuda_config(config), "benchmarks": {}}, "preflight", "--dataset",
-                     DATASET, "--model", MODEL, "--check", check_path, "--index", index,
-                     "--out", out)
+    run, out = cuda_preflight(config, index, record, tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     embed = json.loads(out.read_text())["jobs"]["embed"]
     assert embed["terms"]["interpreter and libraries, with the model built"] == 1403 * MiB
