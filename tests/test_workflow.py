@@ -1,11 +1,13 @@
 """The real snakemake on the demo: plan, full run, refusals. Roots live in a tmp folder."""
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import snakemake
+from conftest import PROJECT, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -211,3 +213,22 @@ def test_memory_panel_after_the_probes(demo_run, small_demo_config):
                        str(workdir / "memory_report.html"), "demo")
     assert report.returncode == 0, report.stderr[-2000:]
     assert "memory.png" in (workdir / "memory_report.html").read_text(errors="replace")
+
+
+def test_the_plan_loads_no_torch(tmp_path):
+    """Every cluster job runs snakemake again inside its allocation: what the Snakefile imports
+    at parse time counts against each job's request (the scheduler-processes term, ~300 MB).
+    torch alone is ~220 MB; it once crept in through model_spec and got probe jobs killed."""
+    code = ("import sys, resource\n"
+            f"sys.argv = ['snakemake', '-s', {str(PROJECT / 'Snakefile')!r}, '-n', 'demo', '-q']\n"
+            "from snakemake.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('torch', 'braindecode', 'mne', 'h5py', 'sklearn')"
+            " if m in sys.modules]\n"
+            "print('HEAVY', heavy, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300)
+    line = [row for row in run.stdout.splitlines() if row.startswith("HEAVY")][-1]
+    heavy, peak_mb = line.split(" ", 1)[1].rsplit(" ", 1)
+    assert heavy == "[]", line
+    assert int(peak_mb) < 250, line

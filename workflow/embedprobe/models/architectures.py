@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..errors import ModelError
+
+if TYPE_CHECKING:  # the Snakefile reads this table at parse time: no torch there (~220 MB)
+    import torch
 
 
 def _features(output) -> torch.Tensor:
@@ -61,6 +63,8 @@ def _eegpt_chan_ids(ch_names: tuple[str, ...]) -> torch.Tensor:
 
     ids = _require_known(ch_names, CHANNEL_DICT, "EEGPT",
                          "braindecode.models.eegpt.EEGPT_CHANNELS")
+    import torch
+
     return torch.tensor(ids, dtype=torch.long)
 
 

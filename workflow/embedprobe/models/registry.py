@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from ..cache import sha256_file
 from ..config import closest, lookup
 from ..errors import UsageError, WeightsError
 from . import hub
 from .architectures import ARCHITECTURES
+
+# The Snakefile asks model_spec and the weights' state at parse time: the snakemake process
+# in every cluster job must not load torch (~220 MB beyond what the job's request allows).
+if TYPE_CHECKING:
+    import torch
 
 RANDOM = "random"
 
@@ -90,6 +93,8 @@ def load_state_dict(path: Path) -> dict:
             from safetensors.torch import load_file
 
             return load_file(str(path))
+        import torch
+
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for bad or unsafe files
         raise WeightsError(
@@ -102,6 +107,9 @@ def load_state_dict(path: Path) -> dict:
 def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Module, str]:
     """The model in eval mode and the sha256 identifying its weights ('random:<seed>')."""
     import braindecode.models
+    import torch
+
+    from ..cache import sha256_file
 
     arch = ARCHITECTURES[spec.architecture]
     torch.manual_seed(spec.seed)
