@@ -97,10 +97,10 @@ def hypnograms(data: Path) -> list[Path]:
 
 def change_samples(psg: Path, label: str, change) -> None:
     """change(view) edits one channel's 16-bit samples in place, (records, samples/record)."""
-    header_bytes, record_samples, signals = quality.signal_headers(psg)
-    sig = signals[label]
-    n = (psg.stat().st_size - header_bytes) // (2 * record_samples)
-    data = np.memmap(psg, np.int16, "r+", offset=header_bytes, shape=(n, record_samples))
+    header = sleep_edf.read_edf_header(psg)
+    sig = header.signals[header.labels.index(label)]
+    data = np.memmap(psg, np.int16, "r+", offset=header.header_bytes,
+                     shape=(header.n_records, sum(header.samples_per_record)))
     change(data[:, sig.offset: sig.offset + sig.samples_per_record])
     data.flush()
     del data
@@ -225,8 +225,8 @@ CASES = {
 def _clip(psg: Path) -> None:
     """Clip the channel at a level 20% of its samples exceed, and make that the digital
     (and physical) range: what a recorder with too small a range writes."""
-    _, _, signals = quality.signal_headers(psg)
-    sig = signals["EEG Fpz-Cz"]
+    header = sleep_edf.read_edf_header(psg)
+    sig = header.signals[header.labels.index("EEG Fpz-Cz")]
     tops = []
     change_samples(psg, "EEG Fpz-Cz", lambda v: tops.append(int(np.percentile(np.abs(v), 80))))
     top = tops[0]

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .sleep_edf import SignalHeader, read_edf_header
+
 FLAT_SHARE = 0.5  # a channel flat (one digital value) in at least half of its windows
 CLIP_SHARE = 0.05  # at least 5% of its samples at the digital minimum or maximum
 MAX_RMS_V = 1e-3  # EEG is tens of microvolts: 1 mV RMS means the unit is off (x1000)
@@ -40,48 +42,6 @@ class Problem:
         return f"warning: {where}: {self.detail}"
 
 
-@dataclass(frozen=True)
-class SignalHeader:
-    label: str
-    unit: str
-    physical_min: float
-    physical_max: float
-    digital_min: int
-    digital_max: int
-    samples_per_record: int
-    offset: int  # of this signal's samples within a data record, in samples
-
-
-def _number(text: bytes) -> float:
-    try:
-        return float(text.decode("latin-1").strip())
-    except ValueError:
-        return math.nan
-
-
-def signal_headers(path: Path) -> tuple[int, int, dict[str, SignalHeader]]:
-    """(header bytes, samples per data record, label -> SignalHeader) of an EDF file."""
-    with open(path, "rb") as f:
-        fixed = f.read(256)
-        n = int(fixed[252:256])
-        part = f.read(256 * n)
-
-    def field(start: int, width: int, i: int) -> bytes:
-        return part[start * n + width * i: start * n + width * (i + 1)]
-
-    signals, offset = {}, 0
-    for i in range(n):
-        label = field(0, 16, i).decode("latin-1").strip()
-        spr = int(field(216, 8, i))
-        dmin, dmax = _number(field(120, 8, i)), _number(field(128, 8, i))
-        signals[label] = SignalHeader(
-            label, field(96, 8, i).decode("latin-1").strip(), _number(field(104, 8, i)),
-            _number(field(112, 8, i)), int(dmin) if math.isfinite(dmin) else 0,
-            int(dmax) if math.isfinite(dmax) else 0, spr, offset)
-        offset += spr
-    return int(fixed[184:192]), offset, signals
-
-
 def _windows(samples: np.ndarray, starts: np.ndarray, epoch: int):
     """The kept windows' samples, WINDOW_CHUNK windows at a time, as (windows, epoch) int16."""
     for first in range(0, len(starts), WINDOW_CHUNK):
@@ -92,10 +52,10 @@ def _windows(samples: np.ndarray, starts: np.ndarray, epoch: int):
 def scan_recording(recording: str, psg: Path, channels, starts: np.ndarray,
                    epoch: int) -> list[Problem]:
     """The problems of one recording's channels over its kept windows (empty when clean)."""
-    header_bytes, record_samples, signals = signal_headers(psg)
-    n_records = max(0, (psg.stat().st_size - header_bytes) // (2 * record_samples))
-    data = np.memmap(psg, np.int16, "r", offset=header_bytes,
-                     shape=(n_records, record_samples))
+    header = read_edf_header(psg)
+    signals = {sig.label: sig for sig in header.signals}
+    data = np.memmap(psg, np.int16, "r", offset=header.header_bytes,
+                     shape=(header.n_records, sum(header.samples_per_record)))
     problems = []
     for channel in channels:
         sig = signals.get(channel)

@@ -84,16 +84,37 @@ class Night:
 
 
 @dataclass(frozen=True)
+class SignalHeader:
+    """One signal's part of an EDF header: its unit and scaling, and where its samples sit."""
+
+    label: str
+    unit: str
+    physical_min: float
+    physical_max: float
+    digital_min: int
+    digital_max: int
+    samples_per_record: int
+    offset: int  # of this signal's samples within a data record, in samples
+
+
+@dataclass(frozen=True)
 class EdfHeader:
-    """The fixed part of an EDF header: enough to check size, rates and start time."""
+    """An EDF header: enough to check size, rates, start time and each signal's scaling."""
 
     path: Path
     start: dt.datetime
     header_bytes: int
     n_records: int
     record_seconds: float
-    labels: tuple[str, ...]
-    samples_per_record: tuple[int, ...]
+    signals: tuple[SignalHeader, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(sig.label for sig in self.signals)
+
+    @property
+    def samples_per_record(self) -> tuple[int, ...]:
+        return tuple(sig.samples_per_record for sig in self.signals)
 
     def sfreq(self, label: str) -> float:
         return self.samples_per_record[self.labels.index(label)] / self.record_seconds
@@ -169,6 +190,34 @@ def stage_of(annotation: str, source: Path) -> int | None:
     return _STAGE_OF_ANNOTATION.get(annotation.strip())
 
 
+def _number(text: bytes) -> float:
+    """A header number; NaN where the field holds none (the quality scan reports it)."""
+    try:
+        return float(text.decode("latin-1").strip())
+    except ValueError:
+        return float("nan")
+
+
+def _signal_headers(part: bytes, n: int) -> tuple[SignalHeader, ...]:
+    """The per-signal fields, stored field by field for all n signals in turn."""
+
+    def field(start: int, width: int, i: int) -> bytes:
+        return part[start * n + width * i : start * n + width * (i + 1)]
+
+    def whole(value: float) -> int:
+        return int(value) if np.isfinite(value) else 0
+
+    signals, offset = [], 0
+    for i in range(n):
+        spr = int(field(216, 8, i))
+        signals.append(SignalHeader(
+            field(0, 16, i).decode("latin-1").strip(), field(96, 8, i).decode("latin-1").strip(),
+            _number(field(104, 8, i)), _number(field(112, 8, i)),
+            whole(_number(field(120, 8, i))), whole(_number(field(128, 8, i))), spr, offset))
+        offset += spr
+    return tuple(signals)
+
+
 def read_edf_header(path: Path) -> EdfHeader:
     """Parse an EDF header and refuse a file shorter than the header says (a truncated copy)."""
     path = Path(path)
@@ -188,13 +237,8 @@ def read_edf_header(path: Path) -> EdfHeader:
         header_bytes = int(fixed[184:192])
         n_records = int(fixed[236:244])
         record_seconds = float(fixed[244:252])
-        labels = tuple(
-            signal_part[16 * i : 16 * (i + 1)].decode("latin-1").strip() for i in range(n_signals)
-        )
-        offset = 216 * n_signals  # samples per record follow 8 per-signal fields before them
-        samples = tuple(
-            int(signal_part[offset + 8 * i : offset + 8 * (i + 1)]) for i in range(n_signals)
-        )
+        signals = _signal_headers(signal_part, n_signals)
+        samples = [sig.samples_per_record for sig in signals]
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(
             f"{path}: not a readable EDF file ({exc})",
@@ -204,7 +248,7 @@ def read_edf_header(path: Path) -> EdfHeader:
     record_bytes = sum(samples) * 2  # 16-bit samples
     if n_records < 0:  # -1: the recorder did not know the count when it wrote the header
         n_records = (size - header_bytes) // max(record_bytes, 1)
-    header = EdfHeader(path, start, header_bytes, n_records, record_seconds, labels, samples)
+    header = EdfHeader(path, start, header_bytes, n_records, record_seconds, signals)
     expected = header_bytes + n_records * record_bytes
     if size < expected:
         raise DataError(
