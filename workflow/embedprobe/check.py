@@ -35,7 +35,13 @@ from .memory import (
     resident_now,
     self_peak_rss,
 )
-from .models.registry import ModelSpec, hub_state, missing_weights, model_spec, weights_state
+from .models.registry import (
+    ModelSpec,
+    checkpoint_against_pair,
+    missing_weights,
+    model_spec,
+    weights_state,
+)
 
 OK, FAILED, SKIPPED, RULED_OUT = "ok", "failed", "skipped", "ruled out"
 WEIGHTS_WORDS = {"found": "found", "missing": "missing", "not fetched": "not fetched",
@@ -184,18 +190,16 @@ def _check_checkpoint(result: CheckResult, spec: ModelSpec, roots: dict,
                       plan: ChannelPlan) -> None:
     """A fetched hub checkpoint's config.json against the model entry and the channel map:
     a checkpoint that cannot serve the pair rules it out, before any data is read."""
-    from .models import hub
-
-    if result.weights != "found" or hub.hub_repo(spec.weights) is None:
+    if result.weights != "found":
         return
-    checkpoint = hub_state(spec, roots).checkpoint
-    result.extra["checkpoint"] = f"{checkpoint.repo}@{checkpoint.commit}"
     try:
-        ckpt = checkpoint.config()
-    except EmbedprobeError as exc:
+        checkpoint, mismatch = checkpoint_against_pair(spec, roots, plan.model_names)
+    except EmbedprobeError as exc:  # a config.json it cannot read
         result.stop(FAILED, "weights", f"failed: {exc.message}", exc.fix or "")
         return
-    mismatch = hub.checkpoint_mismatch(spec, ckpt, len(plan.model_names), plan.model_names)
+    if checkpoint is None:
+        return
+    result.extra["checkpoint"] = f"{checkpoint.repo}@{checkpoint.commit}"
     if mismatch:
         result.data = "not read"
         result.stop(RULED_OUT, "weights",

@@ -193,17 +193,14 @@ def cmd_check(args, config, roots):
 def cmd_summary(args, config, roots):
     import pandas as pd
 
-    from .report import plot_scores, summary_markdown
+    from .report import plot_scores, read_quality, summary_markdown
 
     bench = lookup(config, "benchmarks", args.benchmark)
     tables = {}
     for path in args.tables:
         table = pd.read_csv(path, sep="\t")
         tables[str(table["dataset"].iloc[0]) if len(table) else Path(path).parent.name] = table
-    quality = None
-    if args.quality:  # the datasets' data-quality tables (index's *.quality.tsv)
-        quality = pd.concat([pd.read_csv(q, sep="\t").assign(dataset=Path(q).name.split(".")[0])
-                             for q in args.quality], ignore_index=True)
+    quality = read_quality(args.quality or ())  # the datasets' index *.quality.tsv
     markdown = summary_markdown(tables, bench["task"], args.benchmark, quality)
     if args.memory:  # the benchmark's memory table (memory_panel's summary.md)
         from .memory_report import as_section
@@ -234,13 +231,13 @@ def cmd_memory(args, config, roots):
 def cmd_calibrate(args, config, roots):
     """Refit the memory calibration from the runs table; the drift to stdout, notes to stderr."""
     from .calibration_fit import calibrate_from_runs, drift_lines
-    from .estimates import CALIBRATION_PATH, FORMULAS, load_calibration
+    from .estimates import FORMULAS, calibration_path, load_calibration
 
     unknown = sorted(set(args.job or ()) - set(FORMULAS))
     if unknown:
         raise UsageError(f"unknown job type {', '.join(unknown)}",
                          fix=f"use one of: {', '.join(FORMULAS)}")
-    base = Path(args.calibration or config.get("memory_calibration") or CALIBRATION_PATH)
+    base = Path(args.calibration or calibration_path(config))
     out = Path(args.out or Path(roots["results_root"]) / "memory" / "calibration.yaml")
     outcomes, joined, lines = calibrate_from_runs(
         [Path(p) for p in args.from_runs], Path(args.preflight_root) if args.preflight_root

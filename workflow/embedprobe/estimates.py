@@ -553,9 +553,14 @@ def fit_knobs(job_type: str, inputs: dict, calibration: dict, limit_bytes: int |
 # ------------------------------------------------------------------------- the calibration
 
 
+def calibration_path(config: dict) -> Path:
+    """The table the config names (`memory_calibration`), else the shipped one."""
+    return Path(config.get("memory_calibration") or CALIBRATION_PATH)
+
+
 def embed_baseline_from_table(config: dict, cuda: bool, weights_bytes: int) -> int:
     """The embed baseline the calibration table in use gives (for comparing a measured one)."""
-    calibration = load_calibration(config.get("memory_calibration") or CALIBRATION_PATH)
+    calibration = load_calibration(calibration_path(config))
     job = "embed_gpu" if cuda else "embed_cpu"
     c = job_constants(job, calibration)
     return int(_embed_baseline({"weights_bytes": weights_bytes}, c))

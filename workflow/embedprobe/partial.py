@@ -49,7 +49,7 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
     """Write results.tsv and summary.md for what a failure of this run touched; the lines to
     print (what was written, and which pairs did not finish)."""
     from .aggregate import aggregate_folds, write_results
-    from .report import summary_markdown
+    from .report import read_quality, summary_markdown
     from .rules_support import known_skips, runnable_models
 
     lines = []
@@ -87,15 +87,14 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
                 tables[dataset] = pd.read_csv(path, sep="\t")
         summary = results / benchmark / "summary.md"
         summary.write_text(summary_markdown(tables, bench["task"], benchmark,
-                                            quality_tables(results, bench["datasets"])))
+                                            read_quality(quality_paths(results, bench))))
         lines.append(f"note: {benchmark}: the pairs that finished are in "
                      f"{', '.join(map(str, written.values()))} and {summary}; the run failed, "
                      "so the next run redoes the failed jobs only")
     return lines
 
 
-def quality_tables(results: Path, datasets) -> pd.DataFrame | None:
-    """The datasets' data-quality rows (index's .quality.tsv), with a dataset column."""
-    frames = [pd.read_csv(path, sep="\t").assign(dataset=dataset) for dataset in datasets
-              if (path := results / "index" / f"{dataset}.quality.tsv").is_file()]
-    return pd.concat(frames, ignore_index=True) if frames else None
+def quality_paths(results: Path, bench: dict) -> list[Path]:
+    """The benchmark's datasets' data-quality tables that index wrote."""
+    return [path for dataset in bench["datasets"]
+            if (path := results / "index" / f"{dataset}.quality.tsv").is_file()]

@@ -21,7 +21,7 @@ from .config import lookup
 from .datasets.registry import dataset_root, reader_for
 from .device import embed_device
 from .errors import OutOfMemory, UsageError
-from .estimates import CALIBRATION_PATH, fit_knobs, load_calibration
+from .estimates import calibration_path, fit_knobs, load_calibration
 from .folds import fold_split, subject_groups
 from .memory import cluster_memory_limit_mb, job_memory_limit, running_under_scheduler
 from .windows import read_index
@@ -167,7 +167,7 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
         raise UsageError(f"check of {dataset}/{model} did not pass ({check.status}): "
                          f"{check.reason}", fix=check.fix or "run the check step again")
     table = read_index(index_path)
-    calibration = load_calibration(config.get("memory_calibration") or CALIBRATION_PATH)
+    calibration = load_calibration(calibration_path(config))
     if running_under_scheduler():  # the allocation also holds Snakemake's own processes
         config["memory_on_cluster"] = True
     cluster_mb = config.get("memory_limit_mb") or cluster_memory_limit_mb()

@@ -63,6 +63,13 @@ def summary_markdown(tables: dict[str, pd.DataFrame], task: str, benchmark: str,
     return "\n".join(lines) + "\n"
 
 
+def read_quality(paths) -> pd.DataFrame | None:
+    """Index's data-quality tables (`<dataset>.quality.tsv`) as one, with a dataset column."""
+    frames = [pd.read_csv(path, sep="\t").assign(dataset=Path(path).name.split(".")[0])
+              for path in paths]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
 def _score(mean, sd=None) -> str:
     if mean is None or not np.isfinite(mean):
         return "-"

@@ -176,17 +176,11 @@ def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
 def checkpoint_rules_out(config: dict, dataset: str, model: str, plan) -> str:
     """A fetched hub checkpoint whose config.json cannot serve the pair (its reason, printed
     once in the plan); such a pair gets no jobs, like one its channel map rules out."""
-    from .models import hub
-    from .models.registry import hub_state, model_spec
+    from .models.registry import checkpoint_against_pair, model_spec
 
     spec = exit_on_error(model_spec, config, model)
-    if hub.hub_repo(spec.weights) is None:
-        return ""
-    checkpoint = hub_state(spec, resolve_roots(config)).checkpoint
-    if checkpoint is None:
-        return ""
-    reason = exit_on_error(lambda: hub.checkpoint_mismatch(
-        spec, checkpoint.config(), len(plan.model_names), plan.model_names))
+    checkpoint, reason = exit_on_error(checkpoint_against_pair, spec, resolve_roots(config),
+                                       plan.model_names)
     if reason and (dataset, model, "checkpoint") not in _WARNED:
         _WARNED.add((dataset, model, "checkpoint"))
         print(f"warning: {dataset}/{model} is ruled out: checkpoint {checkpoint.repo} cannot "
@@ -230,8 +224,7 @@ def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
 def not_run_file(config: dict, benchmark: str, dataset: str) -> str:
     """The aggregate job's list of pairs skipped before running, as a small JSON file (a
     short param: a change of the list reruns aggregate)."""
-    skips = {m: s for m, s in known_skips(config, benchmark).items()
-             if m in config["benchmarks"][benchmark]["models"]}
+    skips = known_skips(config, benchmark)
     return job_config_file(config, json.dumps({"dataset": dataset, "pairs": skips},
                                               sort_keys=True))
 
@@ -292,9 +285,10 @@ def check_memory_mb(config: dict) -> int:
     small = int(config["memory_small_job_mb"])
     if embed_device(config) != "cuda":
         return small
-    from .estimates import MiB, load_calibration
+    from .estimates import MiB, calibration_path, load_calibration
 
-    return small + math.ceil(load_calibration()["jobs"]["embed_gpu"]["baseline_bytes"] / MiB)
+    baseline = load_calibration(calibration_path(config))["jobs"]["embed_gpu"]["baseline_bytes"]
+    return small + math.ceil(baseline / MiB)
 
 
 def gpu_resources(config: dict, job_key: str | None = None) -> dict:

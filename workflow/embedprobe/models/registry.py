@@ -73,6 +73,20 @@ def hub_state(spec: ModelSpec, roots: dict) -> hub.HubState:
     return hub.locate(hub.hub_repo(spec.weights), spec.revision, roots)
 
 
+def checkpoint_against_pair(spec: ModelSpec, roots: dict,
+                            ch_names: tuple[str, ...]) -> tuple[hub.HubCheckpoint | None, str]:
+    """(the fetched hub checkpoint, why its config.json cannot serve these channels: '' when
+    it can); (None, '') for local or random weights and checkpoints not fetched. Shared by the
+    plan and check, so both rule a pair out for the same reason."""
+    if hub.hub_repo(spec.weights) is None:
+        return None, ""
+    checkpoint = hub_state(spec, roots).checkpoint
+    if checkpoint is None:
+        return None, ""
+    return checkpoint, hub.checkpoint_mismatch(spec, checkpoint.config(), len(ch_names),
+                                               ch_names)
+
+
 def missing_weights(spec: ModelSpec, roots: dict) -> tuple[str, str] | None:
     """(reason, fix) when the pair is skipped for its weights before running, else None."""
     state = weights_state(spec, roots)
