@@ -289,9 +289,12 @@ def test_killed_session_resumes_embed_and_refits_no_finished_fold(
     embed_log = (workdir / f"results/logs/embed/{DATASET}/{MODEL}.log").read_text()
     assert re.search(rf"note: resuming \S+ at window {durable} of {n_windows}\b", embed_log), \
         embed_log[-2000:]
-    finished = finished_outputs(workdir, "probe")
+    logged = finished_outputs(workdir, "probe")
     cancel_leftovers(workdir)
-    assert finished and set(finished) <= set(fold_paths(workdir)), finished
+    # A fold whose job completed on the cluster after the kill (the session never logged it)
+    # is as finished as a logged one: its job wrote the output and Snakemake's metadata.
+    finished = [path for path in fold_paths(workdir) if path.exists()]
+    assert logged and set(logged) <= set(finished), (logged, finished)
     before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in finished}
     last_job = max(j.job_id for j in slurm_jobs(workdir))
 
