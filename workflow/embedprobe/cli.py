@@ -33,17 +33,11 @@ def job_config(args) -> tuple[dict, dict]:
 
 
 def cmd_demo_data(args, config, roots):
-    from .datasets.registry import dataset_root
-    from .demo_data import generate
+    from .datasets.registry import dataset_root, generator_for
 
     entry = lookup(config, "datasets", args.dataset)
-    generate(dataset_root(config, roots, args.dataset), **_generator_kwargs(entry))
-
-
-def _generator_kwargs(entry: dict) -> dict:
-    gen = entry.get("generator", {})
-    return {"n_subjects": gen.get("subjects", 10), "nights": gen.get("nights", 2),
-            "hours": gen.get("hours", 1.0), "seed": gen.get("seed", 0)}
+    generator_for(config, args.dataset).write_lookalike(
+        dataset_root(config, roots, args.dataset), entry.get("generator", {}))
 
 
 def cmd_index(args, config, roots):

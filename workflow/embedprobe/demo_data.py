@@ -431,3 +431,9 @@ def generate(
         files += write_night(p, folder)
     files.append(write_subjects_table(root / SUBJECTS_TABLE, plans))
     return [*files, write_manifest(root, files)]
+
+
+def write_lookalike(root: Path, settings: dict) -> list[Path]:
+    """The demo from a dataset's `generator:` settings (datasets/registry.GENERATORS)."""
+    return generate(root, settings.get("subjects", 10), settings.get("nights", 2),
+                    settings.get("hours", 1.0), settings.get("seed", 0))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .sleep_edf import SignalHeader, read_edf_header
+from .edf import SignalHeader, read_edf_header
 
 FLAT_SHARE = 0.5  # a channel flat (one digital value) in at least half of its windows
 CLIP_SHARE = 0.05  # at least 5% of its samples at the digital minimum or maximum

@@ -11,6 +11,8 @@ from ..overrides import rerun_with
 from . import sleep_edf
 
 READERS = {"sleep_edf": sleep_edf}
+# Format -> the module whose generate(root, **generator settings) writes a look-alike dataset.
+GENERATORS = {"sleep_edf": "embedprobe.demo_data"}
 
 
 @dataclass
@@ -39,6 +41,13 @@ def reader_for(config: dict, dataset: str):
     return READERS[lookup(config, "datasets", dataset)["format"]]
 
 
+def generator_for(config: dict, dataset: str):
+    """The look-alike writer module of the dataset's format (imported when asked for)."""
+    import importlib
+
+    return importlib.import_module(GENERATORS[lookup(config, "datasets", dataset)["format"]])
+
+
 def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
     """Count complete recordings (a PSG with its hypnogram) against the expected number."""
     entry = lookup(config, "datasets", dataset)
@@ -47,7 +56,7 @@ def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
     if not root.is_dir():
         return DataStatus(dataset, root, 0, expected, [f"folder {root} does not exist"])
     recordings = reader_for(config, dataset).find_recordings(root)
-    problems = [f"{r.psg.name} has no hypnogram" for r in recordings if r.hypnogram is None]
+    problems = [r.problem for r in recordings if r.problem]
     complete = len(recordings) - len(problems)
     if 0 < complete < expected:
         problems.append(f"{expected - complete} of {expected} recordings are not in {root}")
@@ -76,4 +85,4 @@ def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:
             fix=fix_for(config, dataset, status),
         )
     recordings = reader_for(config, dataset).find_recordings(status.root)
-    return [p for r in recordings if r.hypnogram is not None for p in (r.psg, r.hypnogram)]
+    return [p for r in recordings if not r.problem for p in r.files]

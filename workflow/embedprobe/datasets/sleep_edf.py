@@ -19,7 +19,6 @@ against its header first.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -29,7 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
+from .base import Event, RecordingHeader, Signals
+from .edf import (  # noqa: F401  (EdfHeader, read_edf_header: part of this reader's API)
+    EdfHeader,
+    read_edf_header,
+    read_edf_signals,
+    require_channels,
+)
 
+FORMAT = "sleep_edf"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
 EPOCH_SECONDS = 30
 EEG_CHANNELS = ("EEG Fpz-Cz", "EEG Pz-Oz")
@@ -60,7 +67,6 @@ _FIX_PSG_NAME = (
     "keep the PhysioNet names: SC4ssNE0-PSG.edf (cassette) or ST7ssNJ0-PSG.edf (telemetry), "
     "ss = subject, N = night 1 or 2"
 )
-_READ_CHUNK_SECONDS = 3600  # MNE reads float64: read an hour at a time into the float32 array
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,23 @@ class Recording:
     night: int
     cohort: str  # "SC" (cassette) or "ST" (telemetry)
 
+    # The reader interface's names (datasets/base.py)
+    @property
+    def session(self) -> str:
+        return str(self.night)
+
+    @property
+    def signal_path(self) -> Path:
+        return self.psg
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return (self.psg,) if self.hypnogram is None else (self.psg, self.hypnogram)
+
+    @property
+    def problem(self) -> str:
+        return "" if self.hypnogram is not None else f"{self.psg.name} has no hypnogram"
+
 
 @dataclass
 class Night:
@@ -81,46 +104,6 @@ class Night:
     signals: np.ndarray  # (n_channels, n_samples) float32, volts
     starts: np.ndarray  # int64 sample index of each kept 30 s epoch
     labels: np.ndarray  # int8 index into STAGES per kept epoch
-
-
-@dataclass(frozen=True)
-class SignalHeader:
-    """One signal's part of an EDF header: its unit and scaling, and where its samples sit."""
-
-    label: str
-    unit: str
-    physical_min: float
-    physical_max: float
-    digital_min: int
-    digital_max: int
-    samples_per_record: int
-    offset: int  # of this signal's samples within a data record, in samples
-
-
-@dataclass(frozen=True)
-class EdfHeader:
-    """An EDF header: enough to check size, rates, start time and each signal's scaling."""
-
-    path: Path
-    start: dt.datetime
-    header_bytes: int
-    n_records: int
-    record_seconds: float
-    signals: tuple[SignalHeader, ...]
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(sig.label for sig in self.signals)
-
-    @property
-    def samples_per_record(self) -> tuple[int, ...]:
-        return tuple(sig.samples_per_record for sig in self.signals)
-
-    def sfreq(self, label: str) -> float:
-        return self.samples_per_record[self.labels.index(label)] / self.record_seconds
-
-    def n_samples(self, label: str) -> int:
-        return self.n_records * self.samples_per_record[self.labels.index(label)]
 
 
 def find_recordings(root: Path) -> list[Recording]:
@@ -188,93 +171,6 @@ def stage_of(annotation: str, source: Path) -> int | None:
             + f"; correct or remove this annotation in {source}",
         )
     return _STAGE_OF_ANNOTATION.get(annotation.strip())
-
-
-def _number(text: bytes) -> float:
-    """A header number; NaN where the field holds none (the quality scan reports it)."""
-    try:
-        return float(text.decode("latin-1").strip())
-    except ValueError:
-        return float("nan")
-
-
-def _signal_headers(part: bytes, n: int) -> tuple[SignalHeader, ...]:
-    """The per-signal fields, stored field by field for all n signals in turn."""
-
-    def field(start: int, width: int, i: int) -> bytes:
-        return part[start * n + width * i : start * n + width * (i + 1)]
-
-    def whole(value: float) -> int:
-        return int(value) if np.isfinite(value) else 0
-
-    signals, offset = [], 0
-    for i in range(n):
-        spr = int(field(216, 8, i))
-        signals.append(SignalHeader(
-            field(0, 16, i).decode("latin-1").strip(), field(96, 8, i).decode("latin-1").strip(),
-            _number(field(104, 8, i)), _number(field(112, 8, i)),
-            whole(_number(field(120, 8, i))), whole(_number(field(128, 8, i))), spr, offset))
-        offset += spr
-    return tuple(signals)
-
-
-def read_edf_header(path: Path) -> EdfHeader:
-    """Parse an EDF header and refuse a file shorter than the header says (a truncated copy)."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            fixed = f.read(256)
-            n_signals = int(fixed[252:256])
-            signal_part = f.read(256 * n_signals)
-        if len(signal_part) < 256 * n_signals:
-            raise ValueError("header shorter than its signal count")
-        day, month, year = (int(x) for x in fixed[168:176].decode("ascii").split("."))
-        hour, minute, second = (int(x) for x in fixed[176:184].decode("ascii").split("."))
-        # EDF's two-digit years: 85-99 are 1985-1999, 00-84 are 2000-2084
-        start = dt.datetime(
-            1900 + year if year >= 85 else 2000 + year, month, day, hour, minute, second
-        )
-        header_bytes = int(fixed[184:192])
-        n_records = int(fixed[236:244])
-        record_seconds = float(fixed[244:252])
-        signals = _signal_headers(signal_part, n_signals)
-        samples = [sig.samples_per_record for sig in signals]
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise DataError(
-            f"{path}: not a readable EDF file ({exc})",
-            fix="download the file again; it may be damaged or not EDF",
-        ) from exc
-    size = path.stat().st_size
-    record_bytes = sum(samples) * 2  # 16-bit samples
-    if n_records < 0:  # -1: the recorder did not know the count when it wrote the header
-        n_records = (size - header_bytes) // max(record_bytes, 1)
-    header = EdfHeader(path, start, header_bytes, n_records, record_seconds, signals)
-    expected = header_bytes + n_records * record_bytes
-    if size < expected:
-        raise DataError(
-            f"{path}: truncated: the header promises {n_records} records ({expected} bytes) "
-            f"but the file has {size} bytes",
-            fix="download the file again (the copy stopped early)",
-        )
-    return header
-
-
-def _require_channels(header: EdfHeader, channels: Sequence[str]) -> float:
-    """The shared sampling rate of the wanted channels; refuse missing or mixed-rate ones."""
-    missing = [c for c in channels if c not in header.labels]
-    if missing:
-        has = [label for label in header.labels if label != "EDF Annotations"]
-        raise DataError(
-            f"{header.path}: no channel {', '.join(missing)}; it has {', '.join(has)}",
-            fix="choose channels this file has (the dataset's channel list in config)",
-        )
-    rates = {header.sfreq(c) for c in channels}
-    if len(rates) > 1:
-        raise DataError(
-            f"{header.path}: channels {', '.join(channels)} have different rates {sorted(rates)}",
-            fix="choose channels recorded at one sampling rate",
-        )
-    return rates.pop()
 
 
 def _read_annotations(rec: Recording):
@@ -354,7 +250,7 @@ def trim_wake(
 def _labels(rec: Recording, trim_wake_minutes: float | None, channels: Sequence[str],
             counts: Counter | None = None):
     header = read_edf_header(rec.psg)
-    sfreq = _require_channels(header, channels)
+    sfreq = require_channels(header, channels)
     hyp_header, annotations = _read_annotations(rec)
     # Annotation onsets count from the hypnogram's own start; real files start with the PSG.
     shift = (hyp_header.start - header.start).total_seconds()
@@ -389,30 +285,29 @@ def read_night(
     trim_wake_minutes: float | None = 30.0,
 ) -> Night:
     """The requested channels of a night (float32 volts) with its kept epochs."""
-    import mne
+    header, _, starts, labels = _labels(rec, trim_wake_minutes, channels)
+    signals = read_edf_signals(rec.psg, channels, header)
+    return Night(rec, signals.sfreq, signals.ch_names, signals.data, starts, labels)
 
-    channels = list(channels)
-    header, sfreq, starts, labels = _labels(rec, trim_wake_minutes, channels)
-    try:
-        raw = mne.io.read_raw_edf(rec.psg, include=channels, preload=False, verbose="error")
-    except Exception as exc:  # MNE raises many types for a damaged file
-        raise DataError(
-            f"{rec.psg}: MNE cannot read it ({type(exc).__name__}: {exc})",
-            fix="download the file again",
-        ) from exc
-    n_samples = header.n_samples(channels[0])
-    if raw.info["sfreq"] != sfreq or raw.n_times != n_samples:
-        raise DataError(
-            f"{rec.psg}: MNE reads {raw.n_times} samples at {raw.info['sfreq']} Hz, "
-            f"the header says {n_samples} at {sfreq} Hz",
-            fix="download the file again",
-        )
-    signals = np.empty((len(channels), n_samples), np.float32)
-    chunk = round(_READ_CHUNK_SECONDS * sfreq)
-    for first in range(0, n_samples, chunk):
-        last = min(n_samples, first + chunk)
-        signals[:, first:last] = raw.get_data(picks=channels, start=first, stop=last)
-    return Night(rec, sfreq, channels, signals, starts, labels)
+
+# The reader interface (datasets/base.py) --------------------------------------------------
+
+
+def read_header(rec: Recording) -> RecordingHeader:
+    header = read_edf_header(rec.psg)
+    sfreq = require_channels(header, EEG_CHANNELS)
+    return RecordingHeader(header.labels, sfreq, header.n_samples(EEG_CHANNELS[0]))
+
+
+def read_signals(rec: Recording, channels: Sequence[str]) -> Signals:
+    return read_edf_signals(rec.psg, channels)
+
+
+def read_events(rec: Recording) -> list[Event]:
+    """The hypnogram's annotations as they are written (stages are read by read_labels)."""
+    _, annotations = _read_annotations(rec)
+    return [Event(float(o), float(d), str(t)) for o, d, t in
+            zip(annotations.onset, annotations.duration, annotations.description, strict=True)]
 
 
 def subjects_table(root: Path) -> dict[str, float]:

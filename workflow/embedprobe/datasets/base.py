@@ -1,0 +1,99 @@
+"""The interface every dataset reader implements, and the values it hands out.
+
+A reader is a module (sleep_edf.py, chbmit.py, ...) registered by its format name in
+datasets/registry.py. It knows one dataset layout: where the recordings are, how to read their
+signals in volts, and what their annotations mean. It knows nothing about windows, folds or
+probes: a task (embedprobe/tasks/) turns a recording's events into labelled units.
+
+Every reader module provides:
+
+    FORMAT: str                                   the format name used in config/datasets.yaml
+    find_recordings(root) -> list[RecordingLike]  sorted by recording id; a layout error is a
+                                                  DataError naming the file, with a fix
+    read_header(rec) -> RecordingHeader             channels, rate, length; headers only (fast)
+    read_signals(rec, channels) -> Signals        the named channels, float32 volts
+    read_events(rec) -> list[Event]               the recording's annotations, in seconds from
+                                                  the start of its signal file
+
+and optionally `subjects_table(root) -> dict[str, float]` (subject -> age) for brain age.
+A look-alike generator for tests and demos (registry.GENERATORS) exposes
+`write_lookalike(root, settings: dict) -> list[Path]`, settings being the dataset's
+`generator:` entry in config/datasets.yaml; MANIFEST.tsv is written last
+(demo_data.write_manifest): its presence marks a complete dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+
+class RecordingLike(Protocol):
+    """What the workflow reads from a reader's recording object (readers add their own)."""
+
+    @property
+    def recording(self) -> str: ...  # unique id within the dataset ("chb01_03", "SC4001E0")
+
+    @property
+    def subject(self) -> str: ...  # the unit folds are made of ("chb01", "SC00")
+
+    @property
+    def session(self) -> str: ...  # night, run or file number, as text
+
+    @property
+    def signal_path(self) -> Path: ...  # the file the signals are read from
+
+    @property
+    def files(self) -> tuple[Path, ...]: ...  # every file the recording needs (workflow inputs)
+
+    @property
+    def problem(self) -> str: ...  # why the recording is incomplete; "" when complete
+
+
+@dataclass(frozen=True)
+class RecordingHeader:
+    """A recording's signals as its header describes them (no samples read)."""
+
+    channels: tuple[str, ...]  # as recorded (duplicates made unique the way MNE does)
+    sfreq: float  # Hz, of the EEG channels
+    n_samples: int  # per EEG channel
+
+
+@dataclass
+class Signals:
+    sfreq: float
+    ch_names: list[str]
+    data: np.ndarray  # (len(ch_names), n_samples) float32, volts
+
+    @property
+    def seconds(self) -> float:
+        return self.data.shape[1] / self.sfreq
+
+
+@dataclass(frozen=True)
+class Event:
+    """One annotation: a seizure, a cue, a scored sleep stage, in seconds from the file's start."""
+
+    onset: float
+    duration: float
+    description: str  # the reader's normalised name ("seizure", "left_hand", "Sleep stage 2")
+
+    @property
+    def end(self) -> float:
+        return self.onset + self.duration
+
+
+class DatasetReader(Protocol):
+    FORMAT: str
+
+    def find_recordings(self, root: Path) -> list[RecordingLike]: ...
+
+    def read_header(self, rec: RecordingLike) -> RecordingHeader: ...
+
+    def read_signals(self, rec: RecordingLike, channels: Sequence[str]) -> Signals: ...
+
+    def read_events(self, rec: RecordingLike) -> list[Event]: ...

@@ -1,0 +1,176 @@
+"""EDF files: the header (size, rates, start, each signal's scaling) and signals through MNE.
+
+Shared by every EDF reader. MNE reads a truncated EDF without complaint (fewer records), so
+each file's size is checked against its header before its samples are trusted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError
+from .base import Signals
+
+READ_CHUNK_SECONDS = 3600  # MNE reads float64: read an hour at a time into the float32 array
+
+
+@dataclass(frozen=True)
+class SignalHeader:
+    """One signal's part of an EDF header: its unit and scaling, and where its samples sit."""
+
+    label: str
+    unit: str
+    physical_min: float
+    physical_max: float
+    digital_min: int
+    digital_max: int
+    samples_per_record: int
+    offset: int  # of this signal's samples within a data record, in samples
+
+
+@dataclass(frozen=True)
+class EdfHeader:
+    """An EDF header: enough to check size, rates, start time and each signal's scaling."""
+
+    path: Path
+    start: dt.datetime
+    header_bytes: int
+    n_records: int
+    record_seconds: float
+    signals: tuple[SignalHeader, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(sig.label for sig in self.signals)
+
+    @property
+    def samples_per_record(self) -> tuple[int, ...]:
+        return tuple(sig.samples_per_record for sig in self.signals)
+
+    def sfreq(self, label: str) -> float:
+        return self.samples_per_record[self.labels.index(label)] / self.record_seconds
+
+    def n_samples(self, label: str) -> int:
+        return self.n_records * self.samples_per_record[self.labels.index(label)]
+
+
+def _number(text: bytes) -> float:
+    """A header number; NaN where the field holds none (the quality scan reports it)."""
+    try:
+        return float(text.decode("latin-1").strip())
+    except ValueError:
+        return float("nan")
+
+
+def _signal_headers(part: bytes, n: int) -> tuple[SignalHeader, ...]:
+    """The per-signal fields, stored field by field for all n signals in turn."""
+
+    def field(start: int, width: int, i: int) -> bytes:
+        return part[start * n + width * i : start * n + width * (i + 1)]
+
+    def whole(value: float) -> int:
+        return int(value) if np.isfinite(value) else 0
+
+    signals, offset = [], 0
+    for i in range(n):
+        spr = int(field(216, 8, i))
+        signals.append(SignalHeader(
+            field(0, 16, i).decode("latin-1").strip(), field(96, 8, i).decode("latin-1").strip(),
+            _number(field(104, 8, i)), _number(field(112, 8, i)),
+            whole(_number(field(120, 8, i))), whole(_number(field(128, 8, i))), spr, offset))
+        offset += spr
+    return tuple(signals)
+
+
+def read_edf_header(path: Path) -> EdfHeader:
+    """Parse an EDF header and refuse a file shorter than the header says (a truncated copy)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            fixed = f.read(256)
+            n_signals = int(fixed[252:256])
+            signal_part = f.read(256 * n_signals)
+        if len(signal_part) < 256 * n_signals:
+            raise ValueError("header shorter than its signal count")
+        day, month, year = (int(x) for x in fixed[168:176].decode("ascii").split("."))
+        hour, minute, second = (int(x) for x in fixed[176:184].decode("ascii").split("."))
+        # EDF's two-digit years: 85-99 are 1985-1999, 00-84 are 2000-2084
+        start = dt.datetime(
+            1900 + year if year >= 85 else 2000 + year, month, day, hour, minute, second
+        )
+        header_bytes = int(fixed[184:192])
+        n_records = int(fixed[236:244])
+        record_seconds = float(fixed[244:252])
+        signals = _signal_headers(signal_part, n_signals)
+        samples = [sig.samples_per_record for sig in signals]
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise DataError(
+            f"{path}: not a readable EDF file ({exc})",
+            fix="download the file again; it may be damaged or not EDF",
+        ) from exc
+    size = path.stat().st_size
+    record_bytes = sum(samples) * 2  # 16-bit samples
+    if n_records < 0:  # -1: the recorder did not know the count when it wrote the header
+        n_records = (size - header_bytes) // max(record_bytes, 1)
+    header = EdfHeader(path, start, header_bytes, n_records, record_seconds, signals)
+    expected = header_bytes + n_records * record_bytes
+    if size < expected:
+        raise DataError(
+            f"{path}: truncated: the header promises {n_records} records ({expected} bytes) "
+            f"but the file has {size} bytes",
+            fix="download the file again (the copy stopped early)",
+        )
+    return header
+
+
+def require_channels(header: EdfHeader, channels: Sequence[str]) -> float:
+    """The shared sampling rate of the wanted channels; refuse missing or mixed-rate ones."""
+    missing = [c for c in channels if c not in header.labels]
+    if missing:
+        has = [label for label in header.labels if label != "EDF Annotations"]
+        raise DataError(
+            f"{header.path}: no channel {', '.join(missing)}; it has {', '.join(has)}",
+            fix="choose channels this file has (the dataset's channel list in config)",
+        )
+    rates = {header.sfreq(c) for c in channels}
+    if len(rates) > 1:
+        raise DataError(
+            f"{header.path}: channels {', '.join(channels)} have different rates {sorted(rates)}",
+            fix="choose channels recorded at one sampling rate",
+        )
+    return rates.pop()
+
+
+def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | None = None
+                     ) -> Signals:
+    """The named channels of an EDF file as float32 volts, read an hour at a time."""
+    import mne
+
+    channels = list(channels)
+    header = header or read_edf_header(path)
+    sfreq = require_channels(header, channels)
+    try:
+        raw = mne.io.read_raw_edf(path, include=channels, preload=False, verbose="error")
+    except Exception as exc:  # MNE raises many types for a damaged file
+        raise DataError(
+            f"{path}: MNE cannot read it ({type(exc).__name__}: {exc})",
+            fix="download the file again",
+        ) from exc
+    n_samples = header.n_samples(channels[0])
+    if raw.info["sfreq"] != sfreq or raw.n_times != n_samples:
+        raise DataError(
+            f"{path}: MNE reads {raw.n_times} samples at {raw.info['sfreq']} Hz, "
+            f"the header says {n_samples} at {sfreq} Hz",
+            fix="download the file again",
+        )
+    data = np.empty((len(channels), n_samples), np.float32)
+    chunk = round(READ_CHUNK_SECONDS * sfreq)
+    for first in range(0, n_samples, chunk):
+        last = min(n_samples, first + chunk)
+        data[:, first:last] = raw.get_data(picks=channels, start=first, stop=last)
+    return Signals(sfreq, channels, data)
