@@ -19,19 +19,15 @@ include: "workflow/rules/probe.smk"
 include: "workflow/rules/report.smk"
 
 
-rule sleep_stage:
-    input:
-        benchmark_targets(config, ROOTS, "sleep_stage"),
+# One target per benchmark in the config (`snakemake sleep_stage`), per target group
+# (`snakemake demo`: config target_groups) and `all`: a benchmark added in YAML is a target.
+for target, members in target_groups(config).items():
 
-
-rule brain_age:
-    input:
-        benchmark_targets(config, ROOTS, "brain_age"),
-
-
-rule demo:
-    input:
-        benchmark_targets(config, ROOTS, "demo", "demo_brain_age"),
+    rule:
+        name:
+            target
+        input:
+            benchmark_targets(config, ROOTS, *members),
 
 
 # The hub checkpoints (`weights: hf:org/name`) into weights_root/hub: run once where there is

@@ -10,7 +10,7 @@ Every workload is the code a workflow job runs, in its own child process, measur
                   (preflight.embed_inputs)
   probe_logistic  `embedprobe probe` (probe_fold -> probe.fit_logistic_probe, the fast method)
                   on an HDF5 store of hard synthetic embeddings; inputs from
-                  preflight.probe_inputs
+                  the task's probe_memory
   probe_ridge     probe.fit_age_fold (StandardScaler + Ridge, alpha by inner CV, refit) on
                   subject means, split into training and test subjects as probe_fold does
   aggregate       EmbeddingStore.mean_by("subject") on a store (the brain-age job's first part)
@@ -250,10 +250,14 @@ def probe_config(folder: Path, n_jobs: int) -> dict:
 
 def probe_logistic_inputs(config: dict, subjects: list[str], dim: int, fold: int = 0) -> dict:
     """The probe job's estimate inputs exactly as preflight builds them."""
-    from embedprobe.preflight import probe_inputs
+    import pandas as pd
+
+    from embedprobe.tasks import benchmark_task
 
     bench = config["benchmarks"][PROBE_BENCHMARK]
-    return probe_inputs(config, bench, subjects, fold, dim)
+    table = pd.DataFrame({"subject": subjects})
+    return benchmark_task(config, PROBE_BENCHMARK).probe_memory(config, bench, table, fold,
+                                                                dim)[1]
 
 
 def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: int = 0):
@@ -327,12 +331,13 @@ def brain_age_argv(config: dict, store: Path, estimate_path: Path, out: Path) ->
 
 def brain_age_inputs(config: dict, subjects: list[str], dim: int) -> dict:
     """The brain-age job's estimate inputs exactly as preflight builds them (fold 0)."""
-    from embedprobe.preflight import brain_age_inputs as ridge_inputs
-    from embedprobe.preflight import subject_mean_inputs
+    import pandas as pd
+
+    from embedprobe.tasks import benchmark_task
 
     bench = config["benchmarks"][AGE_BENCHMARK]
-    return (ridge_inputs(config, bench, subjects, 0, dim)
-            | subject_mean_inputs(config, subjects, dim))
+    table = pd.DataFrame({"subject": subjects})
+    return benchmark_task(config, AGE_BENCHMARK).probe_memory(config, bench, table, 0, dim)[1]
 
 
 def ridge_form_used(n: int, p: int) -> str:
@@ -549,7 +554,7 @@ def measure_brain_age(plan, workdir: Path) -> list[dict]:
 
 
 def measure_subject_means(plan, workdir: Path) -> list[dict]:
-    from embedprobe.preflight import subject_mean_inputs
+    from embedprobe.tasks.brain_age import subject_mean_inputs
 
     runs = []
     rng = np.random.default_rng(0)

@@ -32,12 +32,18 @@ def clone(into: Path, fresh_venv: bool) -> Path:
     return into / ".venv" / "bin" / "python"
 
 
+def clone_env(checkout: Path) -> dict:
+    """The clone's package ahead of any editable install of another checkout in the venv: its
+    jobs must run the clone's code, not the working tree's."""
+    return {**os.environ, "PYTHONPATH": str(checkout / "workflow")}
+
+
 def run_demo(checkout: Path, python: Path, work: Path, config: Path) -> tuple[int, pd.DataFrame]:
     roots = [f"{name}_root={work}/{name}" for name in ("data", "cache", "results", "weights")]
     done = subprocess.run(
         [str(python.parent / "snakemake"), "-s", str(checkout / "Snakefile"), "--directory",
          str(work), "--config", *roots, "--configfile", str(config), "--cores", "2", "demo"],
-        capture_output=True, text=True, cwd=work)
+        capture_output=True, text=True, cwd=work, env=clone_env(checkout))
     table = work / "results" / "memory" / "runs.tsv"
     runs = pd.read_csv(table, sep="\t") if table.is_file() else pd.DataFrame()
     if done.returncode:
@@ -62,7 +68,7 @@ def run_grid(checkout: Path, python: Path) -> tuple[str, bool]:
     """The clone's quick validation grid; its verdict lines."""
     done = subprocess.run([str(python), "scripts/validate_memory.py", "--quick"], cwd=checkout,
                           capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(checkout / "workflow")})
+                          env=clone_env(checkout))
     verdicts = [line for line in done.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
     return "; ".join(verdicts) or done.stderr[-500:], done.returncode == 0
 

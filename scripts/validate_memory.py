@@ -9,7 +9,7 @@ ru_maxrss from wait4, memory.run_measured), each predicted the way the workflow 
                   `embedprobe embed` job with that preflight JSON as its --estimate
   logistic probe  3 feature widths x 3 row counts of hard synthetic embeddings in an HDF5 store:
                   the `embedprobe probe` job (sleep staging, fold 0), inputs from
-                  preflight.probe_inputs, estimate from estimates.fit_knobs
+                  the task's probe_memory, estimate from estimates.fit_knobs
   brain-age probe 3 widths x 3 numbers of subjects: the `embedprobe probe` job of the brain-age
                   benchmark (subject means streamed from a store, ages from an SC-subjects.xls,
                   ridge with inner CV), inputs and estimate as preflight.probe_estimate builds them

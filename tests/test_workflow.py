@@ -37,7 +37,7 @@ def test_dry_run_prints_the_plan(tmp_path, small_demo_config):
     out = run.stdout + run.stderr
     for rule, count in (("demo_data", 1), ("index", 1), ("check", 1), ("preflight", 1),
                         ("embed", 1), ("probe", 10), ("aggregate", 2), ("summary", 2),
-                        ("confusion", 1)):
+                        ("pair_figure", 1)):
         assert f"{rule:<9} " in out or f"{rule} " in out
         job_line = [line for line in out.splitlines() if line.split()[:1] == [rule]]
         assert job_line and job_line[0].split()[1] == str(count), job_line

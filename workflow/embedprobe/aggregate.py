@@ -9,23 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .metrics import regression_scores
 
-# Mean +- SD over folds; the first metric of each task is its headline.
-METRICS = {
-    "sleep_staging": ["kappa", "balanced_accuracy", "macro_f1"],
-    "brain_age": ["mae"],
-}
-# Computed once over every fold's test subjects: a fold holds too few subjects for r or R2.
-POOLED = {"sleep_staging": [], "brain_age": ["pearson_r", "r2"]}
-CHOSEN = {"sleep_staging": "C", "brain_age": "alpha"}
-
-
-def aggregate_folds(fold_paths: list[Path], task: str, expected: int,
+def aggregate_folds(fold_paths: list[Path], task, expected: int,
                     not_run: dict | None = None) -> pd.DataFrame:
     """One row per pair. `not_run` maps (dataset, model) to {status, reason, fix} for pairs
     that did not finish (skipped before running, or failed): they get a row too, with their
-    status and reason and the folds that did finish."""
+    status and reason and the folds that did finish. Mean +- sample SD over folds of each of
+    the task's metrics (the first is its headline), and its pooled scores."""
     records = [json.loads(Path(p).read_text()) for p in fold_paths]
     rows = []
     by_pair: dict[tuple[str, str], list[dict]] = {pair: [] for pair in (not_run or {})}
@@ -40,29 +30,25 @@ def aggregate_folds(fold_paths: list[Path], task: str, expected: int,
                "fix": trouble.get("fix", "")}
         if status != "ok" and not row["reason"]:
             row["reason"] = f"{expected - len(ok)} of {expected} folds did not finish"
-        for metric in METRICS[task]:
+        for metric in task.metrics:
             values = np.array([f["metrics"][metric] for f in ok], dtype=float)
             row[f"{metric}_mean"] = round(float(values.mean()), 4) if len(values) else np.nan
             row[f"{metric}_sd"] = round(float(values.std(ddof=1)), 4) if len(values) > 1 else 0.0
-        if POOLED[task] and ok:
-            pairs = [(p["age"], p["predicted"]) for f in ok for p in f["predictions"]]
-            truth, predicted = np.array(pairs).T
-            pooled = regression_scores(truth, predicted)
-            for metric in POOLED[task]:
-                row[f"{metric}_pooled"] = round(float(pooled[metric]), 4)
-            row["baseline_mae_mean"] = round(float(np.mean([f["baseline_mae"] for f in ok])), 4)
+        if ok:
+            row.update(task.pooled_scores(ok))
         chosen = [f["chosen"] for f in ok]
         row["chosen"] = ",".join(f"{c:g}" for c in chosen)
         row["chosen_mode"] = Counter(chosen).most_common(1)[0][0] if chosen else np.nan
-        row["chosen_name"] = CHOSEN[task]
+        row["chosen_name"] = task.chosen_name
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def format_table(table: pd.DataFrame, task: str, benchmark: str) -> str:
-    headline = METRICS[task][0]
+def format_table(table: pd.DataFrame, task, benchmark: str) -> str:
+    headline = task.metrics[0]
     lines = [f"{benchmark}: {headline} mean +- SD over folds",
-             f"{'dataset':<22} {'model':<18} {headline:>16} {'folds':>6}  chosen {CHOSEN[task]}"]
+             f"{'dataset':<22} {'model':<18} {headline:>16} {'folds':>6}  "
+             f"chosen {task.chosen_name}"]
     for row in table.itertuples():
         score = f"{getattr(row, headline + '_mean'):.3f} +- {getattr(row, headline + '_sd'):.3f}"
         if pair_status(row) != "ok":

@@ -60,3 +60,14 @@ def channel_plan(config: dict, dataset: str, family: str,
         f"{path}: entry '{family}' needs one of rename, labels_as_recorded, skip",
         fix="see config/channel_maps/sleep_edf_expanded.yaml for the form",
     )
+
+
+def mapped_channels(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR) -> tuple[str, ...]:
+    """Every recorded channel some model family receives (first-seen order): the channels the
+    data-quality scan looks at."""
+    path = channel_map_path(config, dataset, map_dir)
+    entries = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+    seen: dict[str, None] = {}
+    for family in entries:
+        seen.update(dict.fromkeys(channel_plan(config, dataset, family, map_dir).recorded))
+    return tuple(seen)

@@ -16,6 +16,7 @@ from .allocator import use_one_malloc_arena
 from .config import check_names, load_config, lookup, resolve_roots
 from .errors import EmbedprobeError, UsageError, remove_failure_record, write_failure_record
 from .overrides import apply_overrides, split_overrides
+from .tasks import benchmark_task
 
 
 def job_config(args) -> tuple[dict, dict]:
@@ -118,15 +119,15 @@ def cmd_probe(args, config, roots):
 def cmd_aggregate(args, config, roots):
     from .aggregate import aggregate_folds, format_table, write_results
 
+    task = benchmark_task(config, args.benchmark)
     bench = lookup(config, "benchmarks", args.benchmark)
     not_run = {}
     if args.not_run:  # pairs skipped before running: {"dataset": d, "pairs": {model: ...}}
         listed = json.loads(Path(args.not_run).read_text())
         not_run = {(listed["dataset"], m): v for m, v in listed["pairs"].items()}
-    table = aggregate_folds([Path(p) for p in args.folds], bench["task"], bench.get("folds", 5),
-                            not_run)
+    table = aggregate_folds([Path(p) for p in args.folds], task, bench.get("folds", 5), not_run)
     write_results(table, Path(args.out))
-    print(format_table(table, bench["task"], args.benchmark))
+    print(format_table(table, task, args.benchmark))
 
 
 def cmd_check(args, config, roots):
@@ -189,26 +190,25 @@ def cmd_summary(args, config, roots):
 
     from .report import plot_scores, read_quality, summary_markdown
 
-    bench = lookup(config, "benchmarks", args.benchmark)
+    task = benchmark_task(config, args.benchmark)
     tables = {}
     for path in args.tables:
         table = pd.read_csv(path, sep="\t")
         tables[str(table["dataset"].iloc[0]) if len(table) else Path(path).parent.name] = table
     quality = read_quality(args.quality or ())  # the datasets' index *.quality.tsv
-    markdown = summary_markdown(tables, bench["task"], args.benchmark, quality)
+    markdown = summary_markdown(tables, task, args.benchmark, quality)
     if args.memory:  # the benchmark's memory table (memory_panel's summary.md)
         from .memory_report import as_section
 
         markdown += as_section(Path(args.memory).read_text())
     Path(args.out).write_text(markdown)
-    plot_scores(tables, bench["task"], args.benchmark, Path(args.figure))
+    plot_scores(tables, task, args.benchmark, Path(args.figure))
     print(markdown)
 
 
-def cmd_confusion(args, config, roots):
-    from .report import plot_confusion
-
-    plot_confusion([Path(p) for p in args.predictions], args.title, Path(args.out))
+def cmd_pair_figure(args, config, roots):
+    benchmark_task(config, args.benchmark).plot_pair(
+        args.figure, [Path(p) for p in args.predictions], args.title, Path(args.out))
 
 
 def cmd_memory(args, config, roots):
@@ -282,7 +282,7 @@ COMMANDS = {
     "check": cmd_check,
     "preflight": cmd_preflight,
     "summary": cmd_summary,
-    "confusion": cmd_confusion,
+    "pair-figure": cmd_pair_figure,
     "memory": cmd_memory,
     "calibrate": cmd_calibrate,
 }
@@ -359,7 +359,10 @@ def parser() -> argparse.ArgumentParser:
                                                 ".quality.tsv)")
     p.add_argument("tables", nargs="+")
 
-    p = sub.add_parser("confusion", help="sleep-staging confusion matrix over the test folds")
+    p = sub.add_parser("pair-figure", help="a task's figure of one (dataset, model) over its "
+                                           "test folds (sleep staging: confusion)")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--figure", required=True, help="one of the task's pair_figures")
     p.add_argument("--title", default="")
     p.add_argument("--out", required=True)
     p.add_argument("predictions", nargs="+")

@@ -51,6 +51,7 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
     from .aggregate import aggregate_folds, write_results
     from .report import read_quality, summary_markdown
     from .rules_support import known_skips, runnable_models
+    from .tasks import task_for
 
     lines = []
     results = Path(roots["results_root"])
@@ -70,7 +71,7 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
                 continue
             for model, skip in known_skips(config, benchmark).items():
                 not_run[(dataset, model)] = skip
-            table = aggregate_folds(fold_paths, bench["task"], folds, not_run)
+            table = aggregate_folds(fold_paths, task_for(bench["task"]), folds, not_run)
             out = results / benchmark / dataset / "results.tsv"
             write_results(table, out)
             written[dataset] = out
@@ -86,7 +87,7 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
             if path.is_file():
                 tables[dataset] = pd.read_csv(path, sep="\t")
         summary = results / benchmark / "summary.md"
-        summary.write_text(summary_markdown(tables, bench["task"], benchmark,
+        summary.write_text(summary_markdown(tables, task_for(bench["task"]), benchmark,
                                             read_quality(quality_paths(results, bench))))
         lines.append(f"note: {benchmark}: the pairs that finished are in "
                      f"{', '.join(map(str, written.values()))} and {summary}; the run failed, "

@@ -13,8 +13,6 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from .baselines import probe_baseline_inputs
 from .check import OK, read_result
 from .config import lookup
@@ -22,12 +20,11 @@ from .datasets.registry import dataset_root, reader_for
 from .device import embed_device
 from .errors import OutOfMemory, UsageError
 from .estimates import calibration_path, fit_knobs, load_calibration
-from .folds import fold_split, subject_groups
 from .memory import cluster_memory_limit_mb, job_memory_limit, running_under_scheduler
+from .tasks import task_for
 from .windows import read_index
 
 FLOAT64 = 8
-N_CLASSES = {"sleep_staging": 5}
 
 
 def longest_recording_samples(config: dict, roots: dict, dataset: str, channel: str) -> int:
@@ -102,62 +99,19 @@ def _recorded_sfreq(config, roots, dataset, spec) -> float:
     return reader.read_edf_header(first.psg).sfreq(_first_channel(config, dataset, spec))
 
 
-def probe_inputs(config: dict, bench: dict, subjects, fold: int, dim: int) -> dict:
-    n_folds, seed = bench.get("folds", 5), bench.get("fold_seed", 42)
-    groups = subject_groups(subjects, n_folds, seed)
-    masks = fold_split(np.array([groups[s] for s in subjects]), fold, n_folds)
-    return {
-        "n_train": int(masks["train"].sum()),
-        "n_val": int(masks["val"].sum()),
-        "n_test": int(masks["test"].sum()),
-        "dim": dim,
-        "n_classes": N_CLASSES[bench["task"]],
-        "n_jobs": config.get("probe", {}).get("n_jobs", 1),
-        "n_fits": len(bench.get("probe", {}).get("C_grid", range(6))),
-        "on_cluster": bool(config.get("memory_on_cluster")),
-    }
-
-
-def brain_age_inputs(config: dict, bench: dict, subjects, fold: int, dim: int) -> dict:
-    """Ridge on one mean embedding per subject of the fold's training and validation groups."""
-    unique = sorted(set(subjects))
-    n_folds = bench.get("folds", 5)
-    groups = subject_groups(unique, n_folds, bench.get("fold_seed", 42))
-    test = sum(1 for s in unique if groups[s] == fold)
-    return {"n": len(unique) - test, "p": dim,
-            "n_fits": len(bench.get("probe", {}).get("alpha_grid", range(8))) * 4,
-            "on_cluster": bool(config.get("memory_on_cluster"))}
-
-
-def subject_mean_inputs(config: dict, subjects, dim: int) -> dict:
-    return {"dim": dim, "chunk_rows": max(1, (64 << 20) // (dim * 4)),
-            "n_subjects": len(set(subjects)), "n_rows": len(subjects),
-            "on_cluster": bool(config.get("memory_on_cluster"))}
-
-
-def probe_estimate(config, bench, subjects, fold, dim, calibration, limit, margin, partitions):
-    """The probe job's estimate; brain age streams subject means, then fits ridge: the larger."""
-    if bench["task"] == "brain_age":
-        inputs = (brain_age_inputs(config, bench, subjects, fold, dim)
-                  | subject_mean_inputs(config, subjects, dim)
-                  | probe_baseline_inputs("probe_brain_age"))
-        return fit_knobs("probe_brain_age", inputs, calibration, limit, margin, partitions), 15
-    inputs = probe_inputs(config, bench, subjects, fold, dim)
-    estimate = fit_knobs("probe_logistic", inputs | probe_baseline_inputs("probe_logistic"),
-                         calibration, limit, margin, partitions)
-    return estimate, probe_runtime_minutes(inputs)
+def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, margin,
+                   partitions):
+    """The probe job's estimate and runtime: its task names the job type and its inputs."""
+    job_type, inputs, runtime = task.probe_memory(config, bench, table, fold, dim)
+    estimate = fit_knobs(job_type, inputs | probe_baseline_inputs(job_type), calibration, limit,
+                         margin, partitions)
+    return estimate, runtime
 
 
 def embed_runtime_minutes(check, n_windows: int) -> int:
     """Three times the checked batch rate (reading, writing, a slower node), plus 10 min."""
     batches = math.ceil(n_windows / max(check.batch_size, 1))
     return int(math.ceil(batches * check.seconds * 3 / 60)) + 10
-
-
-def probe_runtime_minutes(inputs: dict) -> int:
-    """Generous: fits scale with rows x features x grid values (measured ~2 min per 1e9)."""
-    work = inputs["n_train"] * inputs["dim"] * inputs["n_fits"]
-    return int(math.ceil(work / 1e9 * 2 * 3)) + 10
 
 
 def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_path: Path,
@@ -180,7 +134,6 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
         embed_job_type(config, check), inputs, calibration, limit,
         max(margin, config.get("memory_embed_margin", 0.20)), partitions)
     runtimes["embed"] = embed_runtime_minutes(check, len(table))
-    subjects = table["subject"].astype(str).tolist()
     not_sized = {}
     for bench_id, bench in config.get("benchmarks", {}).items():
         if dataset not in bench["datasets"] or model not in bench["models"]:
@@ -189,8 +142,9 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
             sized = {}
             for fold in range(bench.get("folds", 5)):
                 key = f"probe/{bench_id}/fold{fold}"
-                sized[key] = probe_estimate(config, bench, subjects, fold, check.feature_dim,
-                                            calibration, limit, margin, partitions)
+                sized[key] = probe_estimate(config, task_for(bench["task"]), bench, table, fold,
+                                            check.feature_dim, calibration, limit, margin,
+                                            partitions)
         except UsageError as exc:  # e.g. too few subjects for its folds: that benchmark alone
             not_sized[bench_id] = {"message": exc.message, "fix": exc.fix}
             print(f"warning: preflight {dataset}/{model}: benchmark {bench_id} not sized: "

@@ -11,20 +11,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .aggregate import METRICS, POOLED, pair_status  # noqa: E402
+from .aggregate import pair_status  # noqa: E402
 from .metrics import confusion  # noqa: E402
 
-STAGE_NAMES = ("W", "N1", "N2", "N3", "REM")
-LOWER_IS_BETTER = {"mae"}
 
-
-def summary_markdown(tables: dict[str, pd.DataFrame], task: str, benchmark: str,
+def summary_markdown(tables: dict[str, pd.DataFrame], task, benchmark: str,
                      quality: pd.DataFrame | None = None) -> str:
     """The benchmark's table (a pair that did not finish: its status instead of scores), then
     what did not run (status, reason, fix) and the recordings the data-quality scan flagged."""
-    headline = METRICS[task][0]
-    pooled = [f"{m} (pooled)" for m in POOLED[task]]
-    columns = METRICS[task] + pooled
+    headline = task.metrics[0]
+    columns = [*task.metrics, *(f"{m} (pooled)" for m in task.pooled)]
     not_run = [(d, r) for d, t in tables.items() for r in t.itertuples()
                if pair_status(r) != "ok"]
     lines = [f"# {benchmark}", ""]
@@ -38,16 +34,12 @@ def summary_markdown(tables: dict[str, pd.DataFrame], task: str, benchmark: str,
     for dataset, table in tables.items():
         for row in table.itertuples():
             scores = [_score(getattr(row, m + "_mean"), getattr(row, m + "_sd"))
-                      for m in METRICS[task]]
-            scores += [_score(getattr(row, m + "_pooled", np.nan)) for m in POOLED[task]]
+                      for m in task.metrics]
+            scores += [_score(getattr(row, m + "_pooled", np.nan)) for m in task.pooled]
             chosen = row.chosen if isinstance(row.chosen, str) else "-"
             lines.append(f"| {dataset} | {row.model} | {' | '.join(scores)} | {row.folds} | "
                          f"{chosen} | {pair_status(row)} |")
-    if task == "brain_age":
-        lines += ["", "Baseline (predicting each fold's training mean age), MAE: "
-                  + ", ".join(f"{d}/{r.model} {r.baseline_mae_mean:.2f}"
-                              for d, t in tables.items() for r in t.itertuples()
-                              if pair_status(r) == "ok")]
+    lines += task.summary_notes(tables)
     if not_run:
         lines += ["", "## Not run", "", "| dataset | model | status | folds | reason | fix |",
                   "|---|---|---|---|---|---|"]
@@ -80,9 +72,9 @@ def _true(value) -> bool:
     return str(value).lower() in ("true", "1", "yes")
 
 
-def plot_scores(tables: dict[str, pd.DataFrame], task: str, benchmark: str, out: Path) -> None:
+def plot_scores(tables: dict[str, pd.DataFrame], task, benchmark: str, out: Path) -> None:
     """One bar per (dataset, model) with the SD over folds as its error bar."""
-    headline = METRICS[task][0]
+    headline = task.metrics[0]
     rows = [(f"{d}\n{r.model}", getattr(r, headline + "_mean"), getattr(r, headline + "_sd"))
             for d, t in tables.items() for r in t.itertuples()
             if np.isfinite(getattr(r, headline + "_mean"))]
@@ -90,7 +82,7 @@ def plot_scores(tables: dict[str, pd.DataFrame], task: str, benchmark: str, out:
     ax.bar(range(len(rows)), [r[1] for r in rows], yerr=[r[2] for r in rows], capsize=4,
            color="#4C72B0")
     ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
-    arrow = "lower is better" if headline in LOWER_IS_BETTER else "higher is better"
+    arrow = "lower is better" if task.lower_is_better else "higher is better"
     ax.set_ylabel(f"{headline} ({arrow})")
     ax.set_title(f"{benchmark}: {headline}, mean +- SD over folds", fontsize=10)
     fig.tight_layout()
@@ -99,21 +91,22 @@ def plot_scores(tables: dict[str, pd.DataFrame], task: str, benchmark: str, out:
     plt.close(fig)
 
 
-def plot_confusion(prediction_files: list[Path], title: str, out: Path) -> None:
-    """The sleep-staging confusion matrix over every test fold, normalised per true stage."""
-    counts = np.zeros((len(STAGE_NAMES), len(STAGE_NAMES)))
+def plot_confusion(prediction_files: list[Path], classes, title: str, out: Path) -> None:
+    """The confusion matrix over every test fold, normalised per true class."""
+    n = len(classes)
+    counts = np.zeros((n, n))
     for path in prediction_files:
         with np.load(path) as saved:
-            counts += confusion(saved["y_true"], saved["y_pred"], len(STAGE_NAMES))
+            counts += confusion(saved["y_true"], saved["y_pred"], n)
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
     fig, ax = plt.subplots(figsize=(4.2, 3.8))
     image = ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
-    for i in range(len(STAGE_NAMES)):
-        for j in range(len(STAGE_NAMES)):
+    for i in range(n):
+        for j in range(n):
             ax.text(j, i, f"{share[i, j]:.2f}", ha="center", va="center", fontsize=8,
                     color="white" if share[i, j] > 0.6 else "black")
-    ax.set_xticks(range(len(STAGE_NAMES)), STAGE_NAMES)
-    ax.set_yticks(range(len(STAGE_NAMES)), STAGE_NAMES)
+    ax.set_xticks(range(n), classes)
+    ax.set_yticks(range(n), classes)
     ax.set_xlabel("predicted")
     ax.set_ylabel("true")
     ax.set_title(title, fontsize=9)

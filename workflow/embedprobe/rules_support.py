@@ -39,7 +39,10 @@ def checked_roots(config: dict) -> dict:
 
     # A `fix:` printed while the plan is built may repeat snakemake's command with a setting.
     overrides.INVOCATION = overrides.invocation_from(sys.argv)
+    from .tasks import check_benchmark_tasks
+
     exit_on_error(check_names, config)
+    exit_on_error(check_benchmark_tasks, config)
     return resolve_roots(config)
 
 
@@ -138,17 +141,37 @@ def benchmark_tables(config: dict, roots: dict, benchmark: str) -> list[str]:
 
 def benchmark_targets(config: dict, roots: dict, *benchmarks: str) -> list[str]:
     """Each benchmark's summary and figures (which pull in every fold of every pair)."""
+    from .tasks import benchmark_task
+
     targets = []
     for benchmark in benchmarks:
         bench = config["benchmarks"][benchmark]
+        task = exit_on_error(benchmark_task, config, benchmark)
         results = roots["results_root"]
         targets += [f"{results}/{benchmark}/summary.md",
                     f"{results}/{benchmark}/figures/scores.png",
                     f"{results}/memory/{benchmark}/memory.png"]
-        if bench["task"] == "sleep_staging":
-            targets += [f"{results}/{benchmark}/{d}/{m}/confusion.png" for d in bench["datasets"]
-                        for m in runnable_models(config, benchmark, d)]
+        targets += [f"{results}/{benchmark}/{d}/{m}/{figure}.png" for d in bench["datasets"]
+                    for m in runnable_models(config, benchmark, d) for figure in task.pair_figures]
     return targets
+
+
+def target_groups(config: dict) -> dict[str, list[str]]:
+    """Target name -> the benchmarks it runs: every configured benchmark under its own name,
+    the `target_groups:` of the config (e.g. demo: [demo, demo_brain_age]), and `all`."""
+    groups = {name: [name] for name in config["benchmarks"]}
+    groups.update({name: list(members) for name, members in
+                   (config.get("target_groups") or {}).items()})
+    groups["all"] = list(config["benchmarks"])
+    return groups
+
+
+def pair_figure_names(config: dict) -> set[str]:
+    """Every figure name some benchmark's task draws per pair (the wildcard's constraint)."""
+    from .tasks import benchmark_task
+
+    return {figure for benchmark in config["benchmarks"]
+            for figure in exit_on_error(benchmark_task, config, benchmark).pair_figures}
 
 
 def fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, model: str):

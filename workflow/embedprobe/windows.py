@@ -13,7 +13,7 @@ from .datasets.registry import dataset_root, reader_for
 from .errors import DataError
 from .overrides import rerun_with
 
-INDEX_COLUMNS = ["recording", "subject", "night", "start", "label", "sfreq"]
+INDEX_COLUMNS = ["recording", "subject", "session", "start", "label", "sfreq"]
 
 
 def build_index(config: dict, roots: dict, dataset: str, quality: list | None = None
@@ -22,26 +22,31 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     the kept windows (flat, clipped, NaN/inf scaling, unit, rate: `warning:` lines). With
     `exclude_bad_recordings` a flagged recording is left out. `quality`, when given, receives
     one row per problem (QUALITY_COLUMNS)."""
+    from .channel_maps import mapped_channels
     from .datasets.quality import rate_problems, scan_recording
+    from .tasks import labelling_task
 
     entry = lookup(config, "datasets", dataset)
     reader = reader_for(config, dataset)
+    task = labelling_task(config, dataset)
+    channels = mapped_channels(config, dataset)
+    epoch_seconds = entry.get("epoch_seconds", 30)
     exclude = bool(config.get("exclude_bad_recordings"))
     counts: Counter = Counter()
     tables, problems, rates = {}, [], {}
     for rec in reader.find_recordings(dataset_root(config, roots, dataset)):
-        if rec.hypnogram is None and config.get("allow_partial"):
-            print(f"warning: skipping {rec.psg} (no hypnogram)", file=sys.stderr)
+        if rec.problem and config.get("allow_partial"):
+            print(f"warning: skipping {rec.signal_path} ({rec.problem})", file=sys.stderr)
             continue
-        starts, labels, sfreq = reader.read_labels(rec, entry.get("trim_wake_minutes", 30),
-                                                   counts=counts)
-        rates[rec.recording] = sfreq
-        problems += scan_recording(rec.recording, rec.psg, reader.EEG_CHANNELS, starts,
-                                   round(reader.EPOCH_SECONDS * sfreq))
+        units = task.units(reader, rec, entry, counts)
+        rates[rec.recording] = units.sfreq
+        if rec.signal_path.suffix.lower() == ".edf":  # the scan reads EDF samples directly
+            problems += scan_recording(rec.recording, rec.signal_path, channels, units.starts,
+                                       round(epoch_seconds * units.sfreq))
         tables[rec.recording] = pd.DataFrame({
-            "recording": rec.recording, "subject": rec.subject, "night": rec.night,
-            "start": starts, "label": labels, "sfreq": sfreq})
-    problems += rate_problems(rates, ", ".join(reader.EEG_CHANNELS))
+            "recording": rec.recording, "subject": rec.subject, "session": rec.session,
+            "start": units.starts, "label": units.labels, "sfreq": units.sfreq})
+    problems += rate_problems(rates, ", ".join(channels))
     flagged = sorted({p.recording for p in problems})
     for problem in problems:
         print(problem.warning(), file=sys.stderr)
@@ -61,8 +66,8 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
         raise DataError(f"dataset '{dataset}' has no labelled window"
                         + (" left after excluding the flagged recordings" if flagged and exclude
                            else ""),
-                        fix="check that the hypnograms hold scored sleep stages (and the "
-                            "signals are not flat)")
+                        fix=f"check that the recordings' annotations hold {task.name} labels "
+                            "(and the signals are not flat)")
     return pd.concat(kept, ignore_index=True)[INDEX_COLUMNS]
 
 
@@ -92,4 +97,5 @@ def write_index(table: pd.DataFrame, path: Path) -> None:
 
 
 def read_index(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, sep="\t", dtype={"recording": str, "subject": str})
+    return pd.read_csv(path, sep="\t", dtype={"recording": str, "subject": str,
+                                              "session": str})

@@ -26,6 +26,8 @@ from embedprobe.rules_support import (
     probe_key,
     quality_tables,
     runtime_minutes,
+    pair_figure_names,
+    target_groups,
     weights_job_config,
 )
 

@@ -1,17 +1,19 @@
-rule confusion:
+rule pair_figure:
     input:
         lambda w: fold_predictions(config, ROOTS, w.benchmark, w.dataset, w.model),
     output:
         report(
-            f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/confusion.png",
-            caption="../report/confusion.rst",
+            f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/{{figure}}.png",
+            caption="../report/pair_figure.rst",
             category="{benchmark}",
-            subcategory="confusion matrices",
+            subcategory="{figure}",
         ),
     log:
-        f"{RESULTS}/logs/confusion/{{benchmark}}/{{dataset}}/{{model}}.log",
+        f"{RESULTS}/logs/pair_figure/{{benchmark}}/{{dataset}}/{{model}}/{{figure}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/confusion/{{benchmark}}/{{dataset}}/{{model}}.tsv"
+        f"{RESULTS}/benchmarks/pair_figure/{{benchmark}}/{{dataset}}/{{model}}/{{figure}}.tsv"
+    wildcard_constraints:
+        figure=names_pattern(pair_figure_names(config)) or "^$",
     conda:
         CONDA_ENV
     threads: 1
@@ -19,8 +21,11 @@ rule confusion:
         mem_mb=config["memory_small_job_mb"],
         htcondor_request_mem_mb=config["memory_small_job_mb"],
         runtime=10,
+    params:
+        job=lambda w: job_config(config, w.benchmark),
     shell:
-        "embedprobe confusion --title '{wildcards.dataset} {wildcards.model}'"
+        "embedprobe --job-config {params.job:q} pair-figure --benchmark {wildcards.benchmark}"
+        " --figure {wildcards.figure} --title '{wildcards.dataset} {wildcards.model}'"
         " --out {output} {input} 2> {log}"
 
 

@@ -1,0 +1,69 @@
+"""Task families by name (the `task:` of a benchmark), each one module (see base.Task).
+
+A task module is imported when first asked for, so the plan (Snakefile parse) loads only the
+tasks its benchmarks use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..config import lookup
+from ..errors import UsageError
+from .base import Task
+
+TASKS = {
+    "sleep_staging": "embedprobe.tasks.sleep_staging",
+    "brain_age": "embedprobe.tasks.brain_age",
+    "seizure_detection": "embedprobe.tasks.seizure_detection",
+    "motor_imagery": "embedprobe.tasks.motor_imagery",
+}
+# The task whose units a dataset's index holds, when its config entry names none (`labels:`).
+LABELS_BY_FORMAT = {
+    "sleep_edf": "sleep_staging",
+    "chbmit": "seizure_detection",
+    "siena": "seizure_detection",
+    "physionet_mi": "motor_imagery",
+    "bnci2014_001": "motor_imagery",
+}
+
+
+def task_for(name: str) -> Task:
+    if name not in TASKS:
+        raise UsageError(f"unknown task '{name}'",
+                         fix=f"use one of: {', '.join(TASKS)} (config/benchmarks.yaml `task:`)")
+    return importlib.import_module(TASKS[name]).TASK
+
+
+def benchmark_task(config: dict, benchmark: str) -> Task:
+    return task_for(lookup(config, "benchmarks", benchmark)["task"])
+
+
+def labelling_task(config: dict, dataset: str) -> Task:
+    """The task that cuts the dataset's recordings into labelled units for its index."""
+    entry = lookup(config, "datasets", dataset)
+    name = entry.get("labels") or LABELS_BY_FORMAT.get(entry["format"])
+    if name is None:
+        raise UsageError(f"dataset '{dataset}' names no `labels:` task",
+                         fix=f"add `labels: <task>` to its entry in config/datasets.yaml "
+                             f"(one of: {', '.join(TASKS)})")
+    task = task_for(name)
+    if not task.defines_units:
+        raise UsageError(f"dataset '{dataset}': task '{name}' defines no units of its own",
+                         fix="set `labels:` to a task that cuts windows or trials")
+    return task
+
+
+def check_benchmark_tasks(config: dict) -> None:
+    """Each benchmark's task exists and can use its datasets' units (a sleep-staging benchmark
+    on a seizure dataset is refused before any job)."""
+    for benchmark, bench in config["benchmarks"].items():
+        task = task_for(bench["task"])
+        for dataset in bench["datasets"]:
+            labels = labelling_task(config, dataset)
+            if task.defines_units and labels.name != task.name:
+                raise UsageError(
+                    f"benchmark '{benchmark}' ({task.name}) cannot use dataset '{dataset}': "
+                    f"its index holds {labels.name} units",
+                    fix=f"use a {task.name} dataset in benchmarks.{benchmark}.datasets, or set "
+                        f"`labels: {task.name}` on datasets.{dataset} if its files carry them")

@@ -1,0 +1,101 @@
+"""Brain age: one mean embedding per subject, ridge regression on age, alpha by inner CV.
+
+It has no units of its own: it averages whatever windows the dataset's labelling task cut
+(sleep epochs on Sleep-EDF), and reads ages from the reader's subjects table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..datasets.registry import dataset_root, reader_for
+from ..errors import DataError
+from ..folds import fold_split, subject_groups
+from ..metrics import regression_scores
+from ..probe import AGE_BINS, ALPHA_GRID, fit_age_fold
+from .base import FoldJob, Task
+
+
+class BrainAge(Task):
+    name = "brain_age"
+    metrics = ("mae",)
+    headline_label = "MAE(years)"
+    pooled = ("pearson_r", "r2")  # a fold holds too few subjects for r or R2
+    chosen_name = "alpha"
+    lower_is_better = True
+    defines_units = False
+
+    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+        config, dataset = job.config, job.dataset
+        ages_by_subject = reader_for(config, dataset).subjects_table(
+            dataset_root(config, job.roots, dataset))
+        subjects, means = job.store.mean_by("subject")
+        known = np.array([s in ages_by_subject for s in subjects])
+        if not known.any():
+            raise DataError(f"no subject of {dataset} has an age in its subjects table",
+                            fix="brain_age needs the cassette subjects table (SC-subjects.xls)")
+        subjects, means = subjects[known], means[known]
+        ages = np.array([ages_by_subject[s] for s in subjects], dtype=float)
+        group = np.array([job.groups[s] for s in subjects])
+        masks = fold_split(group, job.fold, job.bench.get("folds", 5))
+        train = masks["train"] | masks["val"]  # alpha comes from inner CV, not the val group
+        probe = job.bench.get("probe", {})
+        result = fit_age_fold(means[train], ages[train], means[masks["test"]],
+                              ages[masks["test"]],
+                              alpha_grid=tuple(probe.get("alpha_grid", ALPHA_GRID)),
+                              age_bins=AGE_BINS, seed=job.bench.get("fold_seed", 42) + job.fold)
+        record = {
+            "n_train": int(train.sum()), "n_test": int(masks["test"].sum()),
+            "test_subjects": subjects[masks["test"]].tolist(),
+            "chosen": result["alpha"], "chosen_alpha": result["alpha"],
+            "inner_mae_by_alpha": {str(a): v for a, v in result["inner_mae_by_alpha"].items()},
+            "baseline_mae": result["baseline_mae"],
+            "method": "StandardScaler + Ridge, alpha by inner stratified 4-fold CV",
+            "metrics": result["metrics"],
+            # Per subject, so the aggregate can pool r and R2 over folds.
+            "predictions": [{"subject": str(s), "age": float(a), "predicted": float(p)}
+                            for s, a, p in zip(subjects[masks["test"]], ages[masks["test"]],
+                                               result["predictions"], strict=True)],
+        }
+        saved = {"subjects": subjects[masks["test"]], "y_true": ages[masks["test"]],
+                 "y_pred": result["predictions"]}
+        return record, saved
+
+    def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
+        pairs = [(p["age"], p["predicted"]) for f in folds for p in f["predictions"]]
+        truth, predicted = np.array(pairs).T
+        pooled = regression_scores(truth, predicted)
+        return {f"{m}_pooled": round(float(pooled[m]), 4) for m in self.pooled} | {
+            "baseline_mae_mean": round(float(np.mean([f["baseline_mae"] for f in folds])), 4)}
+
+    def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
+                     dim: int) -> tuple[str, dict, int]:
+        """Streams subject means, then fits ridge on the fold's training and validation
+        subjects (one formula, probe_brain_age)."""
+        subjects = table["subject"].astype(str).tolist()
+        unique = sorted(set(subjects))
+        groups = subject_groups(unique, bench.get("folds", 5), bench.get("fold_seed", 42))
+        test = sum(1 for s in unique if groups[s] == fold)
+        inputs = {"n": len(unique) - test, "p": dim,
+                  "n_fits": len(bench.get("probe", {}).get("alpha_grid", ALPHA_GRID)) * 4,
+                  } | subject_mean_inputs(config, subjects, dim)
+        return "probe_brain_age", inputs, 15
+
+    def summary_notes(self, tables: dict[str, pd.DataFrame]) -> list[str]:
+        from ..aggregate import pair_status
+
+        return ["", "Baseline (predicting each fold's training mean age), MAE: "
+                + ", ".join(f"{d}/{r.model} {r.baseline_mae_mean:.2f}"
+                            for d, t in tables.items() for r in t.itertuples()
+                            if pair_status(r) == "ok")]
+
+
+def subject_mean_inputs(config: dict, subjects, dim: int) -> dict:
+    """The subject-means stream's inputs (the store read in 64 MiB chunks)."""
+    return {"dim": dim, "chunk_rows": max(1, (64 << 20) // (dim * 4)),
+            "n_subjects": len(set(subjects)), "n_rows": len(subjects),
+            "on_cluster": bool(config.get("memory_on_cluster"))}
+
+
+TASK = BrainAge()
