@@ -33,9 +33,12 @@ def aggregate_folds(fold_paths: list[Path], task, expected: int,
         for metric in task.metrics:
             values = np.array([f["metrics"][metric] for f in ok], dtype=float)
             row[f"{metric}_mean"] = round(float(values.mean()), 4) if len(values) else np.nan
-            row[f"{metric}_sd"] = round(float(values.std(ddof=1)), 4) if len(values) > 1 else 0.0
+            row[f"{metric}_sd"] = (round(float(values.std(ddof=task.sd_ddof)), 4)
+                                   if len(values) > 1 else 0.0)
         if ok:
             row.update(task.pooled_scores(ok))
+            if "n_classes" in ok[0]:
+                row["n_classes"] = max(f["n_classes"] for f in ok)
         chosen = [f["chosen"] for f in ok]
         row["chosen"] = ",".join(f"{c:g}" for c in chosen)
         row["chosen_mode"] = Counter(chosen).most_common(1)[0][0] if chosen else np.nan

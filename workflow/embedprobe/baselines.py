@@ -20,10 +20,11 @@ STEP_IMPORTS = {
     "embed": "import torch, mne, braindecode.models, embedprobe.cli, embedprobe.embed, "
              "embedprobe.runs; torch.ones(8) @ torch.ones(8)",
     # the sleep-staging probe job (probe.py's own L-BFGS: no scikit-learn)
-    "probe": "import embedprobe.cli, embedprobe.probe_fold, embedprobe.runs",
+    "probe": "import embedprobe.cli, embedprobe.probe_fold, embedprobe.tasks.sleep_staging, "
+             "embedprobe.runs",
     # the brain-age job also imports scikit-learn's Ridge and reads the subjects table (.xls)
     "ridge": "import sklearn.linear_model, sklearn.preprocessing, xlrd, embedprobe.cli, "
-             "embedprobe.probe_fold, embedprobe.runs, embedprobe.datasets.sleep_edf",
+             "embedprobe.probe_fold, embedprobe.runs, embedprobe.tasks.brain_age",
 }
 # The baseline each probe job type takes.
 JOB_STEP = {"probe_logistic": "probe", "probe_ridge": "ridge", "probe_brain_age": "ridge",

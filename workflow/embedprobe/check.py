@@ -262,7 +262,7 @@ def check_pair(config: dict, roots: dict, dataset: str, model: str, batch_size: 
 
 def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) -> CheckResult:
     result = CheckResult(dataset, model)
-    spec = model_spec(config, model)
+    spec = model_spec(config, model, dataset)
     result.weights = WEIGHTS_WORDS[weights_state(spec, roots)]
     plan = _apply_channel_map(result, config, dataset, spec.family, map_dir)
     if result.status == OK:

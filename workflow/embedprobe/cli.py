@@ -16,7 +16,6 @@ from .allocator import use_one_malloc_arena
 from .config import check_names, load_config, lookup, resolve_roots
 from .errors import EmbedprobeError, UsageError, remove_failure_record, write_failure_record
 from .overrides import apply_overrides, split_overrides
-from .tasks import benchmark_task
 
 
 def job_config(args) -> tuple[dict, dict]:
@@ -59,10 +58,9 @@ def cmd_index(args, config, roots):
 
 def estimate_for(args, job_key: str) -> dict:
     """This job's entry of the preflight JSON, or {} when run without one."""
-    if not getattr(args, "estimate", None):
-        return {}
-    # absent for a benchmark preflight could not size: the job then meets the reason itself
-    return json.loads(Path(args.estimate).read_text())["jobs"].get(job_key, {})
+    from .preflight_record import job_estimate
+
+    return job_estimate(args.estimate, job_key) if getattr(args, "estimate", None) else {}
 
 
 def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
@@ -105,7 +103,9 @@ def cmd_embed(args, config, roots):
 
 
 def cmd_probe(args, config, roots):
-    job_key = f"probe/{args.benchmark}/fold{args.fold}"
+    from .preflight_record import job_key as key_of
+
+    job_key = key_of(args.benchmark, args.fold)
     with recorded(args, roots, "probe", job_key, args.dataset, args.model):
         from .probe_fold import run_probe_fold
 
@@ -118,6 +118,7 @@ def cmd_probe(args, config, roots):
 
 def cmd_aggregate(args, config, roots):
     from .aggregate import aggregate_folds, format_table, write_results
+    from .tasks import benchmark_task
 
     task = benchmark_task(config, args.benchmark)
     bench = lookup(config, "benchmarks", args.benchmark)
@@ -189,6 +190,7 @@ def cmd_summary(args, config, roots):
     import pandas as pd
 
     from .report import plot_scores, read_quality, summary_markdown
+    from .tasks import benchmark_task
 
     task = benchmark_task(config, args.benchmark)
     tables = {}
@@ -207,6 +209,8 @@ def cmd_summary(args, config, roots):
 
 
 def cmd_pair_figure(args, config, roots):
+    from .tasks import benchmark_task
+
     benchmark_task(config, args.benchmark).plot_pair(
         args.figure, [Path(p) for p in args.predictions], args.title, Path(args.out))
 

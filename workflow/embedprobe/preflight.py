@@ -21,26 +21,27 @@ from .device import embed_device
 from .errors import OutOfMemory, UsageError
 from .estimates import calibration_path, fit_knobs, load_calibration
 from .memory import cluster_memory_limit_mb, job_memory_limit, running_under_scheduler
+from .preflight_record import job_key
 from .tasks import task_for
 from .windows import read_index
 
 FLOAT64 = 8
 
 
-def longest_recording_samples(config: dict, roots: dict, dataset: str, channel: str) -> int:
-    """Samples of the longest night in one channel, from the EDF headers only."""
+def recording_headers(config: dict, roots: dict, dataset: str) -> list:
+    """Every recording's header (channels, rate, length), read from the headers only."""
     reader = reader_for(config, dataset)
-    recordings = reader.find_recordings(dataset_root(config, roots, dataset))
-    return max(reader.read_edf_header(r.psg).n_samples(channel) for r in recordings)
+    return [reader.read_header(r)
+            for r in reader.find_recordings(dataset_root(config, roots, dataset))]
 
 
 def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     """The embed job's estimate inputs: the check's measurements, the window index's counts
     and the longest night's length from the EDF headers."""
     spec = lookup(config, "models", check.model)
-    channel = _first_channel(config, dataset, spec)
-    samples = longest_recording_samples(config, roots, dataset, channel)
-    recorded_sfreq = _recorded_sfreq(config, roots, dataset, spec)
+    headers = recording_headers(config, roots, dataset)
+    samples = max(h.n_samples for h in headers)
+    recorded_sfreq = headers[0].sfreq
     batch_size = config.get("embed", {}).get("batch_size", 32)
     return {
         "batch_size": batch_size,
@@ -87,18 +88,6 @@ def embed_job_type(config: dict, check) -> str:
     return "embed_gpu" if device == "cuda" else "embed_cpu"
 
 
-def _first_channel(config: dict, dataset: str, spec: dict) -> str:
-    from .channel_maps import channel_plan
-
-    return channel_plan(config, dataset, spec["family"]).recorded[0]
-
-
-def _recorded_sfreq(config, roots, dataset, spec) -> float:
-    reader = reader_for(config, dataset)
-    first = reader.find_recordings(dataset_root(config, roots, dataset))[0]
-    return reader.read_edf_header(first.psg).sfreq(_first_channel(config, dataset, spec))
-
-
 def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, margin,
                    partitions):
     """The probe job's estimate and runtime: its task names the job type and its inputs."""
@@ -141,7 +130,7 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
         try:
             sized = {}
             for fold in range(bench.get("folds", 5)):
-                key = f"probe/{bench_id}/fold{fold}"
+                key = job_key(bench_id, fold)
                 sized[key] = probe_estimate(config, task_for(bench["task"]), bench, table, fold,
                                             check.feature_dim, calibration, limit, margin,
                                             partitions)

@@ -82,6 +82,14 @@ def plot_scores(tables: dict[str, pd.DataFrame], task, benchmark: str, out: Path
     ax.bar(range(len(rows)), [r[1] for r in rows], yerr=[r[2] for r in rows], capsize=4,
            color="#4C72B0")
     ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    if task.draws_chance:  # 1 / number of classes under each bar
+        chance = [1 / getattr(r, "n_classes", np.nan) for t in tables.values()
+                  for r in t.itertuples() if np.isfinite(getattr(r, headline + "_mean"))]
+        for k, level in enumerate(chance):
+            ax.hlines(level, k - 0.45, k + 0.45, colors="#C44E52", linestyles="--",
+                      label="chance" if k == 0 else None)
+        if chance:
+            ax.legend(fontsize=8)
     arrow = "lower is better" if task.lower_is_better else "higher is better"
     ax.set_ylabel(f"{headline} ({arrow})")
     ax.set_title(f"{benchmark}: {headline}, mean +- SD over folds", fontsize=10)

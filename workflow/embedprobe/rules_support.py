@@ -279,14 +279,10 @@ def pair_job_config_json(config: dict, dataset: str, model: str) -> str:
     return json.dumps(sliced, sort_keys=True)
 
 
-def _estimate(estimate_path, job_key: str) -> dict:
-    """The job's preflight estimate; a probe of a benchmark preflight could not size (its
-    `not_sized`, e.g. too few subjects for its folds) gets a small job's request and runs
-    into the same error with its message and fix."""
-    record = json.loads(Path(str(estimate_path)).read_text())
-    if job_key not in record["jobs"] and job_key.startswith("probe/"):
-        return {"request_mb": 2000, "runtime_min": 10, "limit_mb": None}
-    return record["jobs"][job_key]
+def _estimate(estimate_path, key: str) -> dict:
+    from .preflight_record import job_estimate
+
+    return job_estimate(estimate_path, key)
 
 
 def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -> int:
@@ -335,7 +331,9 @@ def runtime_minutes(estimate_path, job_key: str, attempt: int) -> int:
 
 
 def probe_key(wildcards) -> str:
-    return f"probe/{wildcards.benchmark}/fold{wildcards.fold}"
+    from .preflight_record import job_key
+
+    return job_key(wildcards.benchmark, wildcards.fold)
 
 
 RUN_STARTED = time.time()

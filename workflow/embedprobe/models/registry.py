@@ -37,8 +37,15 @@ class ModelSpec:
         return int(round(self.sfreq * self.window_seconds))
 
 
-def model_spec(config: dict, model_id: str) -> ModelSpec:
+def model_spec(config: dict, model_id: str, dataset: str | None = None) -> ModelSpec:
+    """The model's settings; for a dataset whose units (10 s seizure windows, 4 s trials) are
+    shorter than the model's window, the model is built for the unit's length: each family here
+    takes any whole number of its patches, and nothing is padded or interpolated."""
     entry = lookup(config, "models", model_id)
+    if dataset is not None:
+        epoch = lookup(config, "datasets", dataset).get("epoch_seconds", 30)
+        if epoch < entry["window_seconds"]:
+            entry = entry | {"window_seconds": epoch}
     if entry["architecture"] not in ARCHITECTURES:
         raise UsageError(
             f"model '{model_id}': unknown architecture '{entry['architecture']}'"

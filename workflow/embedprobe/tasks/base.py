@@ -50,6 +50,8 @@ class Task:
     pair_figures: tuple[str, ...] = ()  # figure names drawn per (dataset, model)
     defines_units: bool = True  # False: uses the units of the dataset's own labelling task
     classes: tuple[str, ...] = ()
+    sd_ddof: int = 1  # the SD over folds: sample SD (1) or population SD (0)
+    draws_chance: bool = False  # the scores figure marks 1 / number of classes
 
     # --- the window index ---------------------------------------------------------------
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:

@@ -53,6 +53,7 @@ class SleepStaging(Task):
             "val_kappa": result.val_kappa,
             "val_kappa_by_C": {str(c): k for c, k in result.val_kappa_by_C.items()},
             "method": result.method,
+            "n_classes": int(len(np.unique(y))),
             "metrics": {k: float(v) for k, v in result.test_metrics.items()},
         }
         saved = {"index": np.flatnonzero(masks["test"]), "y_true": y[masks["test"]],

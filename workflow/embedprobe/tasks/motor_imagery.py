@@ -1,0 +1,81 @@
+"""Motor imagery: one embedding per trial cut after its cue; leave-one-subject-out folds.
+
+A trial starts `trial_offset_seconds` after its cue (default 0.5 s) and lasts the dataset's
+`epoch_seconds` (default 4 s): the 0.5-4.5 s window most motor-imagery work uses, after the
+visual evoked response to the cue and within the imagery period of both datasets (PhysioNet
+MMI cues last ~4.1 s, BNCI 2014-001's imagery 4 s). Fold k tests subject k (sorted ids) and
+validates C on subject k+1; an unweighted logistic probe picks C on validation kappa; the
+headline is balanced accuracy, with its SD over held-out subjects taken as the population SD.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, UsageError
+from .base import Units
+from .sleep_staging import SleepStaging
+
+# Label index = position; the readers name classes as MOABB does.
+CLASSES = ("left_hand", "right_hand", "feet", "tongue", "hands")
+
+
+class MotorImagery(SleepStaging):
+    """The sleep probe's fit (standardise, logistic, C on validation kappa) over trials."""
+
+    name = "motor_imagery"
+    metrics = ("balanced_accuracy", "kappa", "macro_f1")
+    headline_label = "balanced accuracy"
+    pair_figures = ("confusion",)
+    classes = CLASSES
+    sd_ddof = 0  # population SD over held-out subjects (every subject is tested once)
+    draws_chance = True
+
+    def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
+        header = reader.read_header(rec)
+        offset = float(entry.get("trial_offset_seconds", 0.5))
+        length = float(entry.get("epoch_seconds", 4.0))
+        starts, labels = [], []
+        for event in reader.read_events(rec):
+            if event.description not in CLASSES:
+                counts[("ignored", event.description)] += 1
+                continue
+            start = int(round((event.onset + offset) * header.sfreq))
+            if start < 0 or start + round(length * header.sfreq) > header.n_samples:
+                counts[("outside the recording", "")] += 1
+                continue
+            starts.append(start)
+            labels.append(CLASSES.index(event.description))
+        if not starts:
+            raise DataError(f"{rec.signal_path}: no motor-imagery trial (cues named "
+                            f"{', '.join(CLASSES)}) fits in the recording",
+                            fix="check the file's annotations, or leave the run out")
+        return Units(np.array(starts, np.int64), np.array(labels, np.int64), header.sfreq)
+
+    def fold_groups(self, subjects, bench: dict) -> dict[str, int]:
+        """Leave one subject out: subject k (sorted) is group k; `folds` must equal the
+        number of subjects."""
+        unique = sorted({str(s) for s in subjects})
+        if bench.get("folds", 5) != len(unique):
+            raise UsageError(
+                f"leave-one-subject-out over {len(unique)} subjects needs folds: "
+                f"{len(unique)}, the benchmark has folds: {bench.get('folds', 5)}",
+                fix=f"set `folds: {len(unique)}` on the benchmark in config/benchmarks.yaml")
+        return {s: k for k, s in enumerate(unique)}
+
+    def summary_notes(self, tables: dict[str, pd.DataFrame]) -> list[str]:
+        return ["", "Chance level (balanced accuracy): 1 / number of classes in the dataset; "
+                "SD is the population SD over held-out subjects."]
+
+    def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
+                  out: Path) -> None:
+        from ..report import plot_confusion
+
+        plot_confusion(prediction_files, self.classes, title, out)
+
+
+TASK = MotorImagery()
