@@ -23,7 +23,7 @@ Inputs (bytes unless said otherwise):
     probe_fold loads the whole store and cuts the fold's splits, probe.fit_logistic_probe
     (method "fast") standardises one float32 copy of the training rows, builds a p x p
     preconditioner and runs preconditioned L-BFGS fits that share that copy.
-  probe_ridge: n, p, n_jobs, n_fits, dtype_bytes (fit_age_probe computes in float64),
+  probe_ridge: n, p, n_jobs, n_fits, dtype_bytes (fit_age_fold computes in float64),
     ridge_form ("auto", "primal" or "dual").
   aggregate_subject_mean: dim, chunk_rows, n_subjects, n_rows.
   every job: on_cluster (adds the scheduler's own processes in the job's allocation).
@@ -296,7 +296,7 @@ DEFAULT_INPUTS: dict[str, dict] = {
     "embed_gpu": _EMBED_DEFAULTS,
     "embed_gpu_device": _EMBED_DEFAULTS,
     "probe_logistic": {"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32},
-    # fit_age_probe casts the subject means to float64
+    # fit_age_fold casts the subject means to float64
     "probe_ridge": {"n_jobs": 1, "n_fits": 8, "dtype_bytes": FLOAT64, "ridge_form": "auto"},
     "aggregate_subject_mean": {},
 }

@@ -556,29 +556,6 @@ def _reference(fold: _Fold, plan: _Plan) -> dict:
 # ----------------------------------------------------------------------------------------------
 # The brain-age probe
 # ----------------------------------------------------------------------------------------------
-@dataclass
-class RidgeProbeResult:
-    predictions: np.ndarray  # out-of-fold predicted age, one per subject (input order)
-    outer_fold: np.ndarray  # outer fold index of every subject
-    chosen_alpha_by_fold: list[float]
-    fold_mae: list[float]
-    inner_mae_by_alpha: list[dict[float, float]]  # per outer fold: mean inner-CV MAE per alpha
-    final_alpha: float  # inner CV on all subjects: the alpha a model of all data would use
-    metrics: dict[str, float]  # mae, pearson_r, r2 over the out-of-fold predictions
-    baseline_mae: float  # predicting each outer fold's training mean age
-    seconds: float
-
-    def summary(self) -> dict:
-        return {
-            "metrics": self.metrics,
-            "baseline_mae": self.baseline_mae,
-            "fold_mae": self.fold_mae,
-            "chosen_alpha_by_fold": self.chosen_alpha_by_fold,
-            "final_alpha": self.final_alpha,
-            "seconds": self.seconds,
-        }
-
-
 def age_bin_of(ages: np.ndarray, age_bins=AGE_BINS) -> np.ndarray:
     """Index of each age's bin [edge_i, edge_i+1); a DataError for ages outside the edges."""
     edges = np.asarray(age_bins, dtype=np.float64)
@@ -627,61 +604,6 @@ def _choose_alpha(X, ages, strata, alpha_grid, n_folds, seed) -> tuple[float, di
             errors[alpha].append(mae(ages[test], predicted))
     mean_error = {alpha: float(np.mean(e)) for alpha, e in errors.items()}
     return min(mean_error, key=mean_error.get), mean_error
-
-
-def fit_age_probe(
-    X,
-    ages,
-    alpha_grid=ALPHA_GRID,
-    age_bins=AGE_BINS,
-    n_outer: int = 4,
-    seed: int = 42,
-    progress: Progress = None,
-) -> RidgeProbeResult:
-    """Nested CV brain-age probe on one mean embedding per subject (rows of X)."""
-    started = time.perf_counter()
-    X = np.asarray(X, dtype=np.float64)
-    ages = np.asarray(ages, dtype=np.float64)
-    if X.ndim != 2 or ages.shape != (X.shape[0],):
-        raise DataError(
-            f"brain age needs one embedding row per subject and one age each; got X {X.shape}, "
-            f"ages {ages.shape}",
-            fix="aggregate the cache to one mean embedding per subject before the probe",
-        )
-    if X.shape[0] < 2 * n_outer:
-        raise DataError(
-            f"{X.shape[0]} subjects are too few for {n_outer}-fold nested CV",
-            fix=f"use a dataset with at least {2 * n_outer * n_outer} subjects",
-        )
-    if not alpha_grid:
-        raise UsageError("the ridge alpha grid is empty", fix="set alpha_grid in the benchmark")
-    strata = age_bin_of(ages, age_bins)
-    predictions = np.empty_like(ages)
-    outer_fold = np.empty(len(ages), dtype=np.int64)
-    folds = []
-    for k, test in enumerate(stratified_folds(strata, n_outer, seed)):
-        train = np.setdiff1d(np.arange(len(ages)), test)
-        fold = fit_age_fold(
-            X[train], ages[train], X[test], ages[test], alpha_grid, age_bins, n_outer, seed + 1 + k
-        )
-        predictions[test], outer_fold[test] = fold["predictions"], k
-        folds.append(fold)
-        if progress is not None:
-            message = f"outer fold {k}: alpha {fold['alpha']:g}, MAE {fold['metrics']['mae']:.2f}"
-            progress(k + 1, n_outer, message)
-    final_alpha, _ = _choose_alpha(X, ages, strata, alpha_grid, n_outer, seed)
-    test_sizes = np.bincount(outer_fold, minlength=n_outer)
-    return RidgeProbeResult(
-        predictions=predictions,
-        outer_fold=outer_fold,
-        chosen_alpha_by_fold=[f["alpha"] for f in folds],
-        fold_mae=[f["metrics"]["mae"] for f in folds],
-        inner_mae_by_alpha=[f["inner_mae_by_alpha"] for f in folds],
-        final_alpha=final_alpha,
-        metrics=regression_scores(ages, predictions),
-        baseline_mae=float(np.average([f["baseline_mae"] for f in folds], weights=test_sizes)),
-        seconds=time.perf_counter() - started,
-    )
 
 
 def fit_age_fold(
