@@ -1,7 +1,9 @@
 """EDF files: the header (size, rates, start, each signal's scaling) and signals through MNE.
 
 Shared by every EDF reader. MNE reads a truncated EDF without complaint (fewer records), so
-each file's size is checked against its header before its samples are trusted.
+each file's size is checked against its header before its samples are trusted. Channels go by
+the names MNE gives them: a label that occurs twice (CHB-MIT's T8-P8, its dummy "-") gets MNE's
+running number ("T8-P8-0", "T8-P8-1", "--0", ...), so every channel has one name everywhere.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ READ_CHUNK_SECONDS = 3600  # MNE reads float64: read an hour at a time into the 
 class SignalHeader:
     """One signal's part of an EDF header: its unit and scaling, and where its samples sit."""
 
-    label: str
+    label: str  # as MNE names it (duplicates numbered: mne_channel_names)
     unit: str
     physical_min: float
     physical_max: float
@@ -67,6 +69,28 @@ def _number(text: bytes) -> float:
         return float("nan")
 
 
+ANNOTATIONS = "EDF Annotations"
+
+
+def mne_channel_names(labels) -> list[str]:
+    """The names mne.io.read_raw_edf gives these labels: each label that occurs more than once
+    gets a running number ("T8-P8" twice -> "T8-P8-0", "T8-P8-1"), or the first letter that
+    makes it unique when that name is taken (MNE's _unique_channel_names, mirrored here so that
+    a header read needs no MNE). Annotation signals are not channels and keep their label."""
+    names = list(labels)
+    channels = [n for n in names if n != ANNOTATIONS]
+    for stem in sorted({n for n in channels if channels.count(n) > 1}):
+        overlaps = [i for i, n in enumerate(channels) if n == stem]
+        for number, index in enumerate(overlaps):
+            for suffix in (number, *"abcdefghijklmnopqrstuvwxyz"):
+                name = f"{stem}-{suffix}"
+                if name not in channels:
+                    break
+            channels[index] = name
+    renamed = iter(channels)
+    return [n if n == ANNOTATIONS else next(renamed) for n in names]
+
+
 def _signal_headers(part: bytes, n: int) -> tuple[SignalHeader, ...]:
     """The per-signal fields, stored field by field for all n signals in turn."""
 
@@ -77,10 +101,11 @@ def _signal_headers(part: bytes, n: int) -> tuple[SignalHeader, ...]:
         return int(value) if np.isfinite(value) else 0
 
     signals, offset = [], 0
+    names = mne_channel_names(field(0, 16, i).decode("latin-1").strip() for i in range(n))
     for i in range(n):
         spr = int(field(216, 8, i))
         signals.append(SignalHeader(
-            field(0, 16, i).decode("latin-1").strip(), field(96, 8, i).decode("latin-1").strip(),
+            names[i], field(96, 8, i).decode("latin-1").strip(),
             _number(field(104, 8, i)), _number(field(112, 8, i)),
             whole(_number(field(120, 8, i))), whole(_number(field(128, 8, i))), spr, offset))
         offset += spr
@@ -132,7 +157,7 @@ def require_channels(header: EdfHeader, channels: Sequence[str]) -> float:
     """The shared sampling rate of the wanted channels; refuse missing or mixed-rate ones."""
     missing = [c for c in channels if c not in header.labels]
     if missing:
-        has = [label for label in header.labels if label != "EDF Annotations"]
+        has = [label for label in header.labels if label != ANNOTATIONS]
         raise DataError(
             f"{header.path}: no channel {', '.join(missing)}; it has {', '.join(has)}",
             fix="choose channels this file has (the dataset's channel list in config)",
@@ -155,7 +180,9 @@ def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | No
     header = header or read_edf_header(path)
     sfreq = require_channels(header, channels)
     try:
-        raw = mne.io.read_raw_edf(path, include=channels, preload=False, verbose="error")
+        # names made unique before `include` is matched, as the header's labels are
+        raw = mne.io.read_raw_edf(path, include=channels, exclude_after_unique=True,
+                                  preload=False, verbose="error")
     except Exception as exc:  # MNE raises many types for a damaged file
         raise DataError(
             f"{path}: MNE cannot read it ({type(exc).__name__}: {exc})",
