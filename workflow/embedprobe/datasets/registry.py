@@ -8,11 +8,13 @@ from pathlib import Path
 from ..config import lookup
 from ..errors import DataError
 from ..overrides import rerun_with
-from . import sleep_edf
+from . import chbmit, siena, sleep_edf
 
-READERS = {"sleep_edf": sleep_edf}
-# Format -> the module whose generate(root, **generator settings) writes a look-alike dataset.
-GENERATORS = {"sleep_edf": "embedprobe.demo_data"}
+READERS = {"sleep_edf": sleep_edf, "chbmit": chbmit, "siena": siena}
+# Format -> the module whose write_lookalike(root, generator settings) writes a look-alike.
+GENERATORS = {"sleep_edf": "embedprobe.demo_data",
+              "chbmit": "embedprobe.datasets.chbmit_lookalike",
+              "siena": "embedprobe.datasets.siena_lookalike"}
 
 
 @dataclass
