@@ -8,13 +8,16 @@ from pathlib import Path
 from ..config import lookup
 from ..errors import DataError
 from ..overrides import rerun_with
-from . import chbmit, siena, sleep_edf
+from . import bnci2014_001, chbmit, physionet_mi, siena, sleep_edf
 
-READERS = {"sleep_edf": sleep_edf, "chbmit": chbmit, "siena": siena}
+READERS = {"sleep_edf": sleep_edf, "chbmit": chbmit, "siena": siena,
+           "physionet_mi": physionet_mi, "bnci2014_001": bnci2014_001}
 # Format -> the module whose write_lookalike(root, generator settings) writes a look-alike.
 GENERATORS = {"sleep_edf": "embedprobe.demo_data",
               "chbmit": "embedprobe.datasets.chbmit_lookalike",
-              "siena": "embedprobe.datasets.siena_lookalike"}
+              "siena": "embedprobe.datasets.siena_lookalike",
+              "physionet_mi": "embedprobe.datasets.physionet_mi_lookalike",
+              "bnci2014_001": "embedprobe.datasets.bnci2014_001_lookalike"}
 
 
 @dataclass
