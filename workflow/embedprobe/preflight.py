@@ -16,7 +16,7 @@ from pathlib import Path
 from .baselines import probe_baseline_inputs
 from .check import OK, read_result
 from .config import lookup
-from .datasets.registry import dataset_root, reader_for
+from .datasets.registry import find_dataset_recordings, reader_for
 from .device import embed_device
 from .errors import OutOfMemory, UsageError
 from .estimates import calibration_path, fit_knobs, load_calibration
@@ -31,8 +31,8 @@ FLOAT64 = 8
 def recording_headers(config: dict, roots: dict, dataset: str) -> list:
     """Every recording's header (channels, rate, length), read from the headers only."""
     reader = reader_for(config, dataset)
-    return [reader.read_header(r)
-            for r in reader.find_recordings(dataset_root(config, roots, dataset))]
+    return [reader.read_header(r) for r in find_dataset_recordings(config, roots, dataset)
+            if not r.problem]
 
 
 def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:

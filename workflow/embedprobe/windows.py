@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from .config import lookup
-from .datasets.registry import dataset_root, reader_for
+from .datasets.registry import find_dataset_recordings, reader_for
 from .errors import DataError
 from .overrides import rerun_with
 
@@ -34,7 +34,7 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     exclude = bool(config.get("exclude_bad_recordings"))
     counts: Counter = Counter()
     tables, problems, rates = {}, [], {}
-    for rec in reader.find_recordings(dataset_root(config, roots, dataset)):
+    for rec in find_dataset_recordings(config, roots, dataset):
         if rec.problem and config.get("allow_partial"):
             print(f"warning: skipping {rec.signal_path} ({rec.problem})", file=sys.stderr)
             continue

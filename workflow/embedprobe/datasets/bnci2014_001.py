@@ -39,6 +39,7 @@ from ..errors import DataError, UsageError
 from .base import Event, RecordingHeader, Signals
 
 FORMAT = "bnci2014_001"
+READER_SETTINGS = ("sessions",)  # dataset entry keys passed to find_recordings
 EEG_CHANNELS = (
     "Fz", "FC3", "FC1", "FCz", "FC2", "FC4", "C5", "C3", "C1", "Cz", "C2", "C4", "C6",
     "CP3", "CP1", "CPz", "CP2", "CP4", "P1", "Pz", "P2", "POz",

@@ -37,6 +37,7 @@ from .base import Event, RecordingHeader, Signals
 from .edf import read_edf_header, read_edf_signals, require_channels
 
 FORMAT = "physionet_mi"
+READER_SETTINGS = ("runs",)  # dataset entry keys passed to find_recordings
 SFREQ = 160.0
 # The 64 channel labels as eegmmidb's EDF headers write them (dots pad each name to 4).
 CHANNELS = (

@@ -46,6 +46,16 @@ def reader_for(config: dict, dataset: str):
     return READERS[lookup(config, "datasets", dataset)["format"]]
 
 
+def find_dataset_recordings(config: dict, roots: dict, dataset: str,
+                            root: Path | None = None) -> list:
+    """The dataset's recordings, found by its reader with the reader's settings from the
+    dataset's entry (a reader's READER_SETTINGS, e.g. PhysioNet MMI's `runs`)."""
+    entry = lookup(config, "datasets", dataset)
+    reader = reader_for(config, dataset)
+    settings = {k: entry[k] for k in getattr(reader, "READER_SETTINGS", ()) if k in entry}
+    return reader.find_recordings(root or dataset_root(config, roots, dataset), **settings)
+
+
 def generator_for(config: dict, dataset: str):
     """The look-alike writer module of the dataset's format (imported when asked for)."""
     import importlib
@@ -54,13 +64,13 @@ def generator_for(config: dict, dataset: str):
 
 
 def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
-    """Count complete recordings (a PSG with its hypnogram) against the expected number."""
+    """Count complete recordings (every file a recording needs) against the expected number."""
     entry = lookup(config, "datasets", dataset)
     root = dataset_root(config, roots, dataset)
     expected = entry.get("expected_recordings", 1)
     if not root.is_dir():
         return DataStatus(dataset, root, 0, expected, [f"folder {root} does not exist"])
-    recordings = reader_for(config, dataset).find_recordings(root)
+    recordings = find_dataset_recordings(config, roots, dataset, root)
     problems = [r.problem for r in recordings if r.problem]
     complete = len(recordings) - len(problems)
     if 0 < complete < expected:
@@ -89,5 +99,5 @@ def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:
             f"dataset '{dataset}' is {status.describe()} in {status.root}: {details}",
             fix=fix_for(config, dataset, status),
         )
-    recordings = reader_for(config, dataset).find_recordings(status.root)
+    recordings = find_dataset_recordings(config, roots, dataset, status.root)
     return [p for r in recordings if not r.problem for p in r.files]

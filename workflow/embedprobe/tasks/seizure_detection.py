@@ -47,7 +47,7 @@ class SeizureDetection(Task):
         return Units(np.round(starts_s * header.sfreq).astype(np.int64), labels, header.sfreq)
 
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
-        from ..datasets.registry import dataset_root, reader_for
+        from ..datasets.registry import find_dataset_recordings, reader_for
         from ..folds import fold_split
         from ..probe import C_GRID
         from ..seizure_probe import fit_seizure_probe
@@ -62,7 +62,7 @@ class SeizureDetection(Task):
         # The test recordings' lengths and seizures, for event scoring, from the reader.
         reader = reader_for(job.config, job.dataset)
         found = {r.recording: r for r in
-                 reader.find_recordings(dataset_root(job.config, job.roots, job.dataset))}
+                 find_dataset_recordings(job.config, job.roots, job.dataset)}
         truth, sfreq = {}, {}
         for name in test["recording"].unique():
             rec = found[name]
