@@ -4,7 +4,7 @@ Each electrode (10-20 names) carries a 1/f background (shared between neighbours
 posterior alpha that comes and goes, short rhythmic theta bursts, eye blinks, muscle bursts
 and electrode pops. A seizure is a rhythmic spike-and-wave discharge: a sharp spike and a slow
 wave per cycle, so strong harmonics; its rate slows from 4-5 Hz to about 3 Hz; it starts at a
-focus and spreads over most of the head within the first quarter of the seizure, later at
+focus and spreads over most of the head within its first seconds (5 s at most), later at
 electrodes far from the focus, and leaves a short post-ictal slowing. The signature survives
 any per-window, per-channel amplitude scaling (the spectrum's shape changes, not only its
 level) and bipolar derivation (amplitude and timing differ between neighbouring electrodes).
@@ -66,7 +66,7 @@ def patient_traits(rng: np.random.Generator) -> Patient:
     names = sorted(POSITIONS)
     focus = POSITIONS[names[rng.integers(len(names))]]
     return Patient(focus, float(rng.uniform(8.8, 11.0)), float(rng.uniform(12.0, 20.0)),
-                   float(rng.uniform(80.0, 140.0)))
+                   float(rng.uniform(100.0, 170.0)))
 
 
 def place_seizures(rng: np.random.Generator, count: int, first: int, last: int
@@ -151,12 +151,12 @@ def _seizure(rng, seizure: Seizure, sfreq: float, positions: np.ndarray, patient
     rate = start_hz + (end_hz - start_hz) * t / seizure.duration
     rate *= 1 + 0.04 * np.sin(2 * np.pi * t / rng.uniform(4, 9))  # the rhythm wanders a little
     cycles = np.cumsum(rate) / sfreq
-    ramp_in, ramp_out = rng.uniform(1.5, 3.0), rng.uniform(2.0, 4.0)
+    ramp_in, ramp_out = rng.uniform(0.5, 1.2), rng.uniform(0.8, 2.0)  # abrupt, as most are
     envelope = np.clip(t / ramp_in, 0, 1) * np.clip((seizure.duration - t) / ramp_out, 0, 1)
     envelope *= 1 + 0.15 * np.sin(2 * np.pi * t / rng.uniform(5, 12))
     focus = np.array(patient.focus) + rng.normal(0, 0.1, 2)
     distance = np.linalg.norm(positions - focus, axis=1)
-    spread = 0.35 + 0.95 * np.clip(t / (0.25 * seizure.duration), 0, 1)  # focal, then wide
+    spread = 0.35 + 0.95 * np.clip(t / min(5.0, 0.25 * seizure.duration), 0, 1)  # focal, wide
     amplitude = patient.seizure_uv * rng.uniform(0.8, 1.25)
     delay = 0.025 * distance  # seconds: far electrodes follow the focus
     out = np.zeros((len(positions), n))
