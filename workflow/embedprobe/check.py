@@ -24,6 +24,7 @@ import numpy as np
 import yaml
 
 from .channel_maps import CHANNEL_MAP_DIR, ChannelPlan, channel_map_path, channel_plan
+from .config import lookup
 from .datasets.registry import data_status, fix_for, reader_for
 from .device import torch_device
 from .errors import DataError, EmbedprobeError, UsageError
@@ -114,21 +115,26 @@ def first_batch(config: dict, roots: dict, dataset: str, spec: ModelSpec, plan: 
                 batch_size: int) -> np.ndarray:
     """The first `batch_size` labelled windows, read and preprocessed as embed reads them.
 
-    The index's rows come from `read_labels` (as `build_index` makes them) and the signals from
-    embed's `WindowSource`; a recording with fewer windows than a batch is followed by the next.
+    The rows come from the dataset's labelling task (as `build_index` makes them) and the
+    signals from the `WindowSource` embed reads; a recording with fewer windows than a batch is
+    followed by the next.
     """
+    from collections import Counter
+
     import pandas as pd
 
     from .embed import WindowSource
+    from .tasks import labelling_task
 
     source = WindowSource(config, roots, dataset, spec, plan, pd.DataFrame())
     reader = reader_for(config, dataset)
+    task, entry = labelling_task(config, dataset), lookup(config, "datasets", dataset)
     parts: list[np.ndarray] = []
     held = 0
     for rec in source.recordings.values():
-        if rec.hypnogram is None:  # as build_index: only complete recordings have windows
+        if rec.problem:  # as build_index: only complete recordings have windows
             continue
-        starts, _, _ = reader.read_labels(rec, source.trim)
+        starts = task.units(reader, rec, entry, Counter()).starts
         rows = pd.DataFrame({"start": starts[: batch_size - held]})
         if len(rows):
             parts.append(source.load(rec.recording, rows))
@@ -137,7 +143,7 @@ def first_batch(config: dict, roots: dict, dataset: str, spec: ModelSpec, plan: 
             break
     if not held:
         raise DataError(f"dataset '{dataset}' has no labelled window to check",
-                        fix="check that the hypnograms hold scored sleep stages")
+                        fix="check that the recordings' annotations hold labels")
     return np.concatenate(parts)
 
 
