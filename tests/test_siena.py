@@ -40,6 +40,17 @@ def listing(folder):
     return folder / f"Seizures-list-{folder.name}.txt"
 
 
+def header_clock(root, *formats):
+    """at(seconds, format number): the clock time that many seconds after PN01-1's header
+    start, written in one of `formats`."""
+    start = siena.read_edf_header(root / "PN01/PN01-1.edf").start
+
+    def at(seconds, which=0):
+        return (start + dt.timedelta(seconds=seconds)).strftime(formats[which])
+
+    return at
+
+
 def test_the_lookalike_holds_what_the_real_lists_do(lookalike):
     root, plans, files = lookalike
     assert files[-1] == root / "MANIFEST.tsv"
@@ -157,11 +168,13 @@ def test_the_real_lists_variants_are_read(patient):
     a zero and a name without its file number."""
     folder = patient / "PN01"
     (folder / "PN01-2.edf").unlink()
+    at = header_clock(patient, "%H:%M:%S", "%H.%M:%S", "%H.%M.%S")
     listing(folder).write_text(
-        "File name: PNO1.edf\nRegistration start time:17:26:01\nRegistration end time: "
-        "17:29:01\n\nSeizure n 1\nStart time: 17:27:01\nEnd time: 17.28:15\n\n"
-        "Seizure n 2\nFile name: PN01-1.edf\nSeizure start time: 17.28.30 (CLINICAL ONSET); "
-        "17.28.36 (ELECTRIC ONSET)\nSeizure end time: 17.28.50 oppure 17.28.45\n")
+        f"File name: PNO1.edf\nRegistration start time:{at(0)}\nRegistration end time: "
+        f"{at(180)}\n\nSeizure n 1\nStart time: {at(60)}\nEnd time: {at(134, 1)}\n\n"
+        f"Seizure n 2\nFile name: PN01-1.edf\nSeizure start time: {at(149, 2)} (CLINICAL "
+        f"ONSET); {at(155, 2)} (ELECTRIC ONSET)\nSeizure end time: {at(169, 2)} oppure "
+        f"{at(164, 2)}\n")
     rec = [r for r in siena.find_recordings(patient) if r.subject == "PN01"]
     assert [r.recording for r in rec] == ["PN01-1"] and rec[0].problem == ""
     assert siena.read_events(rec[0]) == [Event(60.0, 74.0, "seizure"),
@@ -172,12 +185,13 @@ def test_a_seizure_past_the_end_of_its_file_is_refused(patient):
     path = listing(patient / "PN01")
     text = path.read_text()
     end_line = next(line for line in text.splitlines() if line.startswith("End time:"))
-    path.write_text(text.replace(end_line, "End time: 23:59:00", 1))
+    at = header_clock(patient, "%H:%M:%S", "%H.%M.%S")
+    path.write_text(text.replace(end_line, f"End time: {at(185)}", 1))
     rec = [r for r in siena.find_recordings(patient) if r.recording == "PN01-1"][0]
     with pytest.raises(DataError) as err:
         siena.read_events(rec)
     assert str(path) in err.value.message and "PN01-1.edf" in err.value.message
-    assert "is not within the file (its header starts at 17.26.01, 180 s long)" in \
+    assert f"is not within the file (its header starts at {at(0, 1)}, 180 s long)" in \
         err.value.message
     assert "correct the clock times in Seizures-list-PN01.txt" in err.value.fix
 
@@ -186,9 +200,12 @@ def test_a_seizure_before_the_header_start_is_refused(patient):
     """A clock time a little before the header's start (lists and headers disagree for a few
     real files) wraps to almost a day later: outside the file, and refused."""
     path = listing(patient / "PN01")
-    path.write_text(path.read_text().replace("Start time: 17:27:01", "Start time: 17:25:51"))
+    first = next(p for p in siena_lookalike.plan(SETTINGS) if p.name == "PN01-1.edf").seizures[0]
+    at = header_clock(patient, "%H:%M:%S", "%H.%M.%S")
+    path.write_text(path.read_text().replace(f"Start time: {at(first.onset)}",
+                                             f"Start time: {at(-10)}"))
     rec = [r for r in siena.find_recordings(patient) if r.recording == "PN01-1"][0]
-    with pytest.raises(DataError, match="17.25.51-17.28.15 is not within the file"):
+    with pytest.raises(DataError, match=f"{at(-10, 1)}-{at(first.end, 1)} is not within"):
         siena.read_events(rec)
 
 

@@ -48,6 +48,7 @@ LAYOUT_WITH_DUMMIES = (
 ELECTRODES = tuple(sorted({e for pair in LAYOUT for e in pair.split("-")}))
 DEFAULTS = {"patients": 5, "files_per_patient": 3, "minutes_per_file": 60, "seed": 0}
 EDGE_S = 10  # no seizure this close to a file's start or end
+STREAM = 1  # the look-alikes of one seed draw different patients
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def plan(settings: dict) -> list[FilePlan]:
     seconds = int(round(s["minutes_per_file"] * 60))
     plans = []
     for patient in range(1, s["patients"] + 1):
-        rng = np.random.default_rng([s["seed"], 0, patient])
+        rng = np.random.default_rng([s["seed"], STREAM, 0, patient])
         start = dt.datetime.combine(FIRST_DATE + dt.timedelta(days=7 * patient),
                                     dt.time(9, int(rng.integers(60)), int(rng.integers(60))))
         for number in range(1, s["files_per_patient"] + 1):
@@ -111,8 +112,8 @@ def plan(settings: dict) -> list[FilePlan]:
 
 def signals(p: FilePlan, seed: int) -> list[Signal]:
     """The file's channels: electrode differences for bipolar labels, zeros for dummies."""
-    traits = patient_traits(np.random.default_rng([seed, 1, p.patient]))
-    rng = np.random.default_rng([seed, 2, p.patient, p.number])
+    traits = patient_traits(np.random.default_rng([seed, STREAM, 1, p.patient]))
+    rng = np.random.default_rng([seed, STREAM, 2, p.patient, p.number])
     eeg = electrode_signals(rng, ELECTRODES, SFREQ, p.seconds, p.seizures, traits)
     row = {e: i for i, e in enumerate(ELECTRODES)}
     out = []

@@ -50,6 +50,7 @@ CAPITALS = {"Fp2": "FP2", "Cz": "CZ"}  # as some real files spell them
 DEFAULTS = {"patients": 5, "files_per_patient": 3, "minutes_per_file": 60, "seed": 0}
 WORDINGS = ("standard", "colon", "shared")
 EDGE_S = 10  # no seizure this close to a file's start or end
+STREAM = 2  # the look-alikes of one seed draw different patients
 MIDNIGHT_GAP_S = 5  # the seizures of the midnight file keep this far from 00.00.00
 
 
@@ -102,7 +103,7 @@ def plan(settings: dict) -> list[FilePlan]:
     seconds = int(round(s["minutes_per_file"] * 60))
     plans = []
     for patient in range(s["patients"]):
-        rng = np.random.default_rng([s["seed"], 0, patient])
+        rng = np.random.default_rng([s["seed"], STREAM, 0, patient])
         for number in range(1, s["files_per_patient"] + 1):
             day = FIRST_DATE + dt.timedelta(days=7 * patient + number - 1)
             if patient == 0 and number == s["files_per_patient"]:
@@ -126,8 +127,8 @@ def eeg_label(electrode: str, patient: int) -> str:
 
 
 def signals(p: FilePlan, seed: int) -> list[Signal]:
-    traits = patient_traits(np.random.default_rng([seed, 1, p.patient]))
-    rng = np.random.default_rng([seed, 2, p.patient, p.number])
+    traits = patient_traits(np.random.default_rng([seed, STREAM, 1, p.patient]))
+    rng = np.random.default_rng([seed, STREAM, 2, p.patient, p.number])
     eeg = electrode_signals(rng, ELECTRODES, SFREQ, p.seconds, p.seizures, traits)
     heart, _ = ecg(rng, SFREQ, p.seconds)
     flat = np.zeros(eeg.shape[1])
