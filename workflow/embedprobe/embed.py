@@ -1,8 +1,9 @@
 """The embed step: every window of a dataset through one frozen encoder into the HDF5 store.
 
-Recordings are read and preprocessed by reader threads while the model runs; batches are
-appended to the store one at a time, so a kill costs at most the batch in flight; a GPU
-out-of-memory batch is retried at half the size and the size that worked is remembered.
+Recordings are read and preprocessed by readers (window_source: threads beside a CPU encoder,
+processes beside a GPU one) while the model runs; batches are appended to the store one at a
+time, so a kill costs at most the batch in flight; a GPU out-of-memory batch is retried at half
+the size and the size that worked is remembered.
 """
 
 from __future__ import annotations
@@ -13,28 +14,27 @@ import os
 import signal
 import sys
 import time
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 
 from . import __version__
 from .cache import CacheIdentity, EmbeddingWriter, window_table_sha256
 from .channel_maps import ChannelPlan, channel_plan
-from .config import lookup
-from .datasets.registry import dataset_root, reader_for
 from .device import torch_device
 from .errors import OutOfMemory, UsageError
 from .models.encoder import Encoder
 from .models.registry import ModelSpec, model_spec
-from .preprocess import cut_windows, resample, scale
 from .progress import Progress
+from .window_source import (  # noqa: F401  (WindowSource: check and tests import it here too)
+    PROCESSES,
+    THREADS,
+    WindowSource,
+    start_reader_server,
+)
 
 WINDOW_COLUMNS = ["recording", "subject", "start", "label"]
 MIN_BATCH = 1
@@ -43,7 +43,10 @@ MIN_BATCH = 1
 @dataclass
 class EmbedSettings:
     batch_size: int = 32
-    reader_threads: int = 2
+    reader_threads: int = 2  # readers making recordings ahead of the model (threads or processes)
+    # "threads" or "processes"; None: processes beside a GPU encoder (its thread must stay free
+    # to feed the device), threads beside a CPU one (no start-up, no extra interpreter).
+    reader_kind: str | None = None
     limit_batches: int | None = None
     inject_oom_above: int | None = None  # fault injection: batches larger than this raise OOM
     # Fault injection for the crash tests: SIGKILL this process just before appending the
@@ -57,6 +60,11 @@ class EmbedSettings:
         kill = os.environ.get("EMBEDPROBE_FAULT_KILL_BEFORE_BATCH")
         oom = os.environ.get("EMBEDPROBE_FAULT_OOM_ABOVE")
         slow = os.environ.get("EMBEDPROBE_FAULT_SLOW_BATCH_S")
+        kind = os.environ.get("EMBEDPROBE_READERS")  # tests and benchmarks: force a kind
+        if kind and kind not in (THREADS, PROCESSES):
+            raise UsageError(f"EMBEDPROBE_READERS is {kind!r}",
+                             fix=f"set it to {THREADS} or {PROCESSES}, or unset it")
+        values.setdefault("reader_kind", kind or None)
         values.setdefault("kill_before_batch", int(kill) if kill else None)
         values.setdefault("slow_batch_seconds", float(slow) if slow else None)
         if values.get("inject_oom_above") is None and oom:
@@ -81,53 +89,6 @@ def preprocessing_key(spec: ModelSpec, plan: ChannelPlan, epoch_seconds: float,
         },
         sort_keys=True,
     )
-
-
-class WindowSource:
-    """Model-ready windows of each recording, from row `first_row` of the index on."""
-
-    def __init__(self, config, roots, dataset, spec: ModelSpec, plan: ChannelPlan,
-                 table: pd.DataFrame):
-        entry = lookup(config, "datasets", dataset)
-        self.reader = reader_for(config, dataset)
-        found = self.reader.find_recordings(dataset_root(config, roots, dataset))
-        self.recordings = {r.recording: r for r in found}
-        self.trim = entry.get("trim_wake_minutes", 30)
-        self.epoch_seconds = entry.get("epoch_seconds", 30)
-        self.spec, self.plan, self.table = spec, plan, table
-
-    def load(self, recording: str, rows: pd.DataFrame) -> np.ndarray:
-        night = self.reader.read_night(self.recordings[recording], self.plan.recorded, self.trim)
-        order = [night.ch_names.index(name) for name in self.plan.recorded]
-        signals = resample(night.signals[order], night.sfreq, self.spec.sfreq)
-        ratio = self.spec.sfreq / night.sfreq
-        starts = np.round(rows["start"].to_numpy() * ratio).astype(np.int64)
-        length = int(round(self.epoch_seconds * self.spec.sfreq))
-        return scale(cut_windows(signals, starts, length), self.spec.scaling, in_place=True)
-
-    def stream(self, first_row: int, threads: int) -> Iterator[np.ndarray]:
-        """Per-recording window arrays in index order; reading runs ahead in threads.
-
-        Bounded by construction, whatever the model's speed: at most `threads` recordings are
-        in flight (being read, or read and waiting for the model), and a new one starts only
-        when the model takes one; the one being batched is the only other recording held.
-        Without threads the next recording is read when the model has finished the last one.
-        """
-        todo = self.table.iloc[first_row:]
-        groups = iter([(rec, rows) for rec, rows in todo.groupby("recording", sort=False)])
-        if threads <= 0:
-            for rec, rows in groups:
-                yield self.load(rec, rows)
-            return
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            in_flight = deque(pool.submit(self.load, *group) for group in islice(groups, threads))
-            while in_flight:
-                windows = in_flight.popleft().result()
-                following = next(groups, None)
-                if following is not None:
-                    in_flight.append(pool.submit(self.load, *following))
-                yield windows
-                del windows  # not held while the next one is awaited
 
 
 def batches(arrays: Iterator[np.ndarray], size_of) -> Iterator[np.ndarray]:
@@ -192,12 +153,19 @@ class BackoffEncoder:
 
 
 def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path: Path,
-              output: Path, settings: EmbedSettings) -> Path:
-    spec = model_spec(config, model_id)
+              output: Path, settings: EmbedSettings, report: dict | None = None) -> Path:
+    """Embed every window of the index into `output`; `report`, when given, receives the
+    run's timings (seconds to the first batch, readers' CPU seconds: scripts/bench_embed.py)."""
+    began = time.perf_counter()
+    spec = model_spec(config, model_id, dataset)
     plan = channel_plan(config, dataset, spec.family)
     if plan.ruled_out:
         raise UsageError(f"{dataset}/{model_id} is ruled out by the channel map: {plan.reason}",
                          fix=f"remove {model_id} from the benchmark's models for {dataset}")
+    device = torch_device(config)
+    kind = settings.reader_kind or (PROCESSES if device.type == "cuda" else THREADS)
+    if kind == PROCESSES and settings.reader_threads > 0:
+        start_reader_server()  # it imports the reading code while the model is built
     from .windows import read_index
 
     table = read_index(index_path)
@@ -207,8 +175,8 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         table = table.iloc[: settings.limit_batches * settings.batch_size]
         windows = windows.iloc[: len(table)]
         source.table = table
-    encoder = Encoder(spec, plan.model_names, roots, device=torch_device(config))
-    width = encoder(np.zeros((1, len(plan.recorded), source_epoch_len(source)), np.float32))
+    encoder = Encoder(spec, plan.model_names, roots, device=device)
+    width = encoder(np.zeros((1, len(plan.recorded), source.window_samples), np.float32))
     identity = CacheIdentity(
         dataset=dataset,
         model=model_id,
@@ -218,6 +186,7 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         code_version=__version__,
     )
     label = f"{dataset} {model_id}"
+    timings = {} if report is None else report
     with EmbeddingWriter(output, identity, len(windows), width.shape[1], windows) as writer:
         if writer.already_complete:
             print(f"{label}: already embedded ({output})", file=sys.stderr)
@@ -234,8 +203,10 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         progress = Progress(label, len(windows), unit="windows")
         done_rows, appended = first, first // runner.batch_size
         progress.update(done_rows, "reading")
-        for batch in batches(source.stream(first, settings.reader_threads),
+        timings["setup_s"] = time.perf_counter() - began
+        for batch in batches(source.stream(first, settings.reader_threads, kind),
                              lambda: runner.batch_size):
+            timings.setdefault("first_batch_s", time.perf_counter() - began)
             for part in runner(batch):
                 if appended == settings.kill_before_batch:
                     os.kill(os.getpid(), signal.SIGKILL)
@@ -244,14 +215,14 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
                 appended += 1
             writer.remember_batch_size(runner.batch_size)
             progress.update(done_rows)
+        finishing = time.perf_counter()
         path = writer.finish()
+        timings["finish_s"] = time.perf_counter() - finishing
     progress.close(f"ok, {len(windows):,} windows")
+    timings.update(reader_cpu_s=source.reader_seconds, readers=kind,
+                   windows=len(windows) - first)
     if encoder.device.type == "cuda":  # for the device estimate (results/preflight/*.json)
         peak = torch.cuda.max_memory_allocated(encoder.device) / 2**20
         print(f"{label}: GPU allocator peak {peak:,.0f} MB at batch size {runner.batch_size}",
               file=sys.stderr)
     return path
-
-
-def source_epoch_len(source: WindowSource) -> int:
-    return int(round(source.epoch_seconds * source.spec.sfreq))

@@ -1,57 +1,182 @@
-"""Turn a recorded night into model-ready windows: resample, cut, scale. Never pads."""
+"""Turn a recorded night into model-ready windows: resample, cut, scale. Never pads.
+
+`model_windows` does all three for a recording's windows at once: it resamples only the
+stretches of signal the windows cover (plus the filter's reach), which gives exactly the samples
+resampling the whole recording would (tests/test_window_source.py checks it bitwise), and scales
+whole recordings with vectorised, exact kernels.
+"""
 
 from __future__ import annotations
 
 from fractions import Fraction
 
 import numpy as np
-from scipy.signal import resample_poly
 
 from .errors import UsageError
+
+
+def _ratio(from_sfreq: float, to_sfreq: float) -> Fraction:
+    return Fraction(to_sfreq / from_sfreq).limit_denominator(1000)
 
 
 def resample(signals: np.ndarray, from_sfreq: float, to_sfreq: float) -> np.ndarray:
     """Polyphase resampling of a whole night at once (one filter pass, float32 out)."""
     if from_sfreq == to_sfreq:
         return signals.astype(np.float32, copy=False)
-    ratio = Fraction(to_sfreq / from_sfreq).limit_denominator(1000)
+    from scipy.signal import resample_poly
+
+    ratio = _ratio(from_sfreq, to_sfreq)
     out = resample_poly(signals, ratio.numerator, ratio.denominator, axis=-1)
     return out.astype(np.float32, copy=False)
 
 
 def cut_windows(signals: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
     """(n_windows, n_channels, length) copies of the signal at the given start samples."""
-    if len(starts) and starts.max() + length > signals.shape[-1]:
-        raise UsageError(
-            f"a window starting at sample {int(starts.max())} runs past the signal end "
-            f"({signals.shape[-1]} samples)",
-            fix="rebuild the window index: it no longer matches the recording",
-        )
+    _check_inside(starts, length, signals.shape[-1])
     # A strided view selects the windows without building an index array of every sample;
     # indexing its first axis copies each window once, straight into (windows, channels, time).
     view = np.lib.stride_tricks.sliding_window_view(signals, length, axis=-1)
     return view.transpose(1, 0, 2)[starts]
 
 
+def _check_inside(starts: np.ndarray, length: int, n_samples: int) -> None:
+    if len(starts) and (starts.max() + length > n_samples or starts.min() < 0):
+        bad = int(starts.max()) if starts.max() + length > n_samples else int(starts.min())
+        raise UsageError(
+            f"a window starting at sample {bad} runs past the signal end "
+            f"({n_samples} samples)",
+            fix="rebuild the window index: it no longer matches the recording",
+        )
+
+
+# ------------------------------------------------------------------- a recording's windows
+
+
+def model_starts(starts: np.ndarray, from_sfreq: float, to_sfreq: float) -> np.ndarray:
+    """Window starts (samples at the recorded rate) in samples at the model's rate."""
+    return np.round(np.asarray(starts) * (to_sfreq / from_sfreq)).astype(np.int64)
+
+
+def model_windows(signals: np.ndarray, from_sfreq: float, to_sfreq: float,
+                  starts: np.ndarray, length: int, scaling: str,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """(n_windows, n_channels, length) float32 model windows of one recording, scaled.
+
+    `starts` are samples at the recorded rate (any order), `length` samples at the model rate.
+    Equal, bit for bit, to `scale(cut_windows(resample(signals), starts * ratio), scaling)`,
+    but only the signal the windows need is resampled. `out`, when given, receives them.
+    """
+    starts_out = model_starts(starts, from_sfreq, to_sfreq)
+    n_out = _resampled_length(signals.shape[-1], from_sfreq, to_sfreq)
+    _check_inside(starts_out, length, n_out)
+    if out is None:
+        out = np.empty((len(starts_out), signals.shape[0], length), np.float32)
+    for first, stop, members in _spans(starts_out, length, _reach(from_sfreq, to_sfreq)):
+        span, offset = resampled_span(signals, from_sfreq, to_sfreq, first, stop)
+        for row, start in zip(members.tolist(), (starts_out[members] - offset).tolist(),
+                              strict=True):
+            out[row] = span[:, start:start + length]  # one copy (fancy indexing makes two)
+    return scale(out, scaling, in_place=True)
+
+
+def _resampled_length(n_in: int, from_sfreq: float, to_sfreq: float) -> int:
+    if from_sfreq == to_sfreq:
+        return n_in
+    ratio = _ratio(from_sfreq, to_sfreq)
+    return -(-n_in * ratio.numerator // ratio.denominator)  # resample_poly's: ceil
+
+
+def _reach(from_sfreq: float, to_sfreq: float) -> int:
+    """Output samples one output sample's filter reaches on either side (generously)."""
+    if from_sfreq == to_sfreq:
+        return 0
+    ratio = _ratio(from_sfreq, to_sfreq)
+    up, down = ratio.numerator, ratio.denominator
+    # resample_poly's filter: 2 * 10 * max(up, down) + 1 taps at the upsampled rate, padded
+    # by at most `down` zeros on each side; up / down output samples per input sample.
+    taps = 20 * max(up, down) + 2 * down + 2
+    return -(-taps // down) + up
+
+
+def _spans(starts: np.ndarray, length: int, reach: int):
+    """(first, stop, member indices) of runs of windows resampled together: windows closer
+    than a window and the filter's reach share one stretch of signal."""
+    if not len(starts):
+        return
+    order = np.argsort(starts, kind="stable")
+    sorted_starts = starts[order]
+    gaps = sorted_starts[1:] - (sorted_starts[:-1] + length)
+    cuts = np.flatnonzero(gaps > max(length, 4 * reach)) + 1
+    for members in np.split(order, cuts):
+        yield int(starts[members].min()), int(starts[members].max()) + length, members
+
+
+def resampled_span(signals: np.ndarray, from_sfreq: float, to_sfreq: float, first: int,
+                   stop: int) -> tuple[np.ndarray, int]:
+    """(resampled samples covering [first, stop) at the output rate, the output index of its
+    first sample). Every covered sample equals the whole recording's resampled one bit for bit:
+    the stretch read starts on the filter's phase (a multiple of `down`) and takes the filter's
+    whole reach on both sides, or the recording's own end, which the whole pass sees too."""
+    if from_sfreq == to_sfreq:
+        return signals[:, first:stop].astype(np.float32, copy=False), first
+    ratio = _ratio(from_sfreq, to_sfreq)
+    up, down = ratio.numerator, ratio.denominator
+    reach_in = -(-_reach(from_sfreq, to_sfreq) * down // up) + down
+    n_in = signals.shape[-1]
+    begin = max(0, first * down // up - reach_in)
+    begin -= begin % down
+    end = min(n_in, -(-stop * down // up) + reach_in)
+    return resample(signals[:, begin:end], from_sfreq, to_sfreq), begin * up // down
+
+
+# ------------------------------------------------------------------------------- scaling
+
+
 SCALE_BLOCK = 256  # windows per block of the percentile scaling: bounds its temporaries
+PERCENTILE = 0.95
 
 
 def scale(windows: np.ndarray, scaling: str, in_place: bool = False) -> np.ndarray:
     """Each model's own amplitude convention; input is in volts, output float32.
 
-    `in_place` reuses a float32 `windows` (cut_windows' fresh copy) rather than allocating a
-    second night of windows.
+    `in_place` reuses a float32 `windows` (a fresh copy) rather than allocating a second night
+    of windows.
     """
     out = windows if in_place and windows.dtype == np.float32 else windows.astype(np.float32)
     if scaling == "percentile95":
         # BIOT's convention: each channel of each window divided by its 95th percentile of |x|.
         for first in range(0, len(out), SCALE_BLOCK):
             block = out[first:first + SCALE_BLOCK]
-            block /= np.quantile(np.abs(block), 0.95, axis=-1, keepdims=True) + np.float32(1e-8)
+            block /= abs_quantile(block, PERCENTILE) + np.float32(1e-8)
         return out
     factors = {"microvolts": 1e6, "millivolts": 1e3, "0.1mV": 1e4, "none": 1.0}
     out *= np.float32(factors[scaling])
     return out
+
+
+def abs_quantile(x: np.ndarray, q: float) -> np.ndarray:
+    """np.quantile(np.abs(x), q, axis=-1, keepdims=True) for float32 x, bit for bit, ~6x faster.
+
+    np.quantile partitions a copy moved to axis 0 at four positions (two of them for its NaN
+    check); one partition at the lower neighbour along the contiguous last axis, and the
+    minimum above it, give the same two order statistics. The interpolation is numpy's `_lerp`
+    with a Python-float weight (float32 arithmetic); a NaN lands above the lower neighbour or
+    on it, and either way the result is NaN, as numpy's.
+    """
+    values = np.abs(x)
+    n = values.shape[-1]
+    virtual = (n - 1) * np.float64(q)  # numpy's "linear" method (Hyndman & Fan 7)
+    below = int(np.floor(virtual))
+    gamma = float(virtual - below)
+    if below + 1 >= n:  # q == 1: the maximum
+        return values.max(axis=-1, keepdims=True)
+    values.partition(below, axis=-1)
+    lower = values[..., below:below + 1]
+    upper = values[..., below + 1:].min(axis=-1, keepdims=True)
+    diff = upper - lower
+    if gamma >= 0.5:
+        return upper - diff * (1 - gamma)
+    return lower + diff * gamma
 
 
 def split_subwindows(windows: np.ndarray, n_times: int) -> tuple[np.ndarray, int]:

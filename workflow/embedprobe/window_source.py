@@ -1,0 +1,340 @@
+"""Model-ready windows of each recording, for check and embed: read, resample, cut, scale.
+
+Generic over tasks and datasets: a recording's windows are its index rows (`start`: samples at
+the recorded rate, from the start of its signal file) and the dataset's `epoch_seconds`; the
+signals come from the dataset reader's `read_signals(rec, channels)` (datasets/base.py). Sleep
+epochs, seizure windows and motor-imagery trials all come through here.
+
+Recordings can be made ahead of the model by reader threads (this process) or reader
+processes. Either way at most `workers` recordings are in flight (being made, or made and
+waiting for the model), and a new one starts only when the model takes one: memory stays
+bounded whatever the model's speed. Processes keep the model's own thread free of the readers'
+Python work (what a fast GPU needs); they hand the windows over in shared memory, in
+`workers + 1` slots, each the size of the dataset's longest recording.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import islice
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .config import lookup
+from .datasets.registry import READERS, dataset_root
+from .errors import DataError, EmbedprobeError, OutOfMemory
+from .preprocess import model_windows
+
+# A reader process imports this module: it stays free of torch and pandas (start-up, memory).
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .channel_maps import ChannelPlan
+    from .models.registry import ModelSpec
+
+THREADS, PROCESSES = "threads", "processes"
+
+
+@dataclass(frozen=True)
+class WindowRecipe:
+    """How a recording becomes model windows: all a reader process needs (it pickles)."""
+
+    reader_format: str  # datasets/registry.READERS key
+    channels: tuple[str, ...]  # recorded names, in the model's channel order
+    sfreq: float  # the model's rate
+    epoch_seconds: float  # one window (the dataset's epoch_seconds)
+    scaling: str  # the model's amplitude convention (preprocess.scale)
+
+    @property
+    def window_samples(self) -> int:
+        return int(round(self.epoch_seconds * self.sfreq))
+
+    def window_bytes(self) -> int:
+        return len(self.channels) * self.window_samples * 4
+
+
+def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray | None = None,
+                 index_sfreq: float | None = None) -> np.ndarray:
+    """One recording's (len(starts), channels, samples) float32 model windows, into `out` if
+    given. `index_sfreq` is the rate the index was built at: a file now at another rate means
+    the index is stale."""
+    signals = READERS[recipe.reader_format].read_signals(rec, recipe.channels)
+    if index_sfreq is not None and signals.sfreq != index_sfreq:
+        raise DataError(f"{rec.signal_path}: recorded at {signals.sfreq} Hz, but the window "
+                        f"index was built at {index_sfreq} Hz",
+                        fix="rebuild the window index: it no longer matches the recording")
+    order = [signals.ch_names.index(name) for name in recipe.channels]
+    data = signals.data if order == list(range(len(order))) else signals.data[order]
+    return model_windows(data, signals.sfreq, recipe.sfreq, np.asarray(starts),
+                         recipe.window_samples, recipe.scaling, out=out)
+
+
+class WindowSource:
+    """Model-ready windows of each recording of `table` (the window index), in index order."""
+
+    reader_seconds = 0.0  # CPU seconds the readers spent making windows (benchmarks)
+
+    def __init__(self, config, roots, dataset, spec: ModelSpec, plan: ChannelPlan,
+                 table: pd.DataFrame):
+        entry = lookup(config, "datasets", dataset)
+        self.reader = READERS[entry["format"]]
+        found = self.reader.find_recordings(dataset_root(config, roots, dataset))
+        self.recordings = {r.recording: r for r in found}
+        self.epoch_seconds = entry.get("epoch_seconds", 30)
+        self.trim = entry.get("trim_wake_minutes", 30)  # check's first batch (sleep) reads it
+        self.recipe = WindowRecipe(entry["format"], tuple(plan.recorded), spec.sfreq,
+                                   self.epoch_seconds, spec.scaling)
+        self.spec, self.plan, self.table = spec, plan, table
+
+    @property
+    def window_samples(self) -> int:
+        return self.recipe.window_samples
+
+    def load(self, recording: str, rows: pd.DataFrame, out: np.ndarray | None = None
+             ) -> np.ndarray:
+        """The windows of `rows` (index rows of one recording), made in this process."""
+        if recording not in self.recordings:
+            raise DataError(f"recording {recording} of the window index is not in the dataset",
+                            fix="rebuild the window index: the dataset changed")
+        index_sfreq = float(rows["sfreq"].iloc[0]) if "sfreq" in rows and len(rows) else None
+        return make_windows(self.recipe, self.recordings[recording], rows["start"].to_numpy(),
+                            out, index_sfreq)
+
+    def stream(self, first_row: int, workers: int, kind: str = THREADS) -> Iterator[np.ndarray]:
+        """Per-recording window arrays in index order from row `first_row` on; `workers`
+        readers (threads or processes) make them ahead of the model.
+
+        Bounded by construction, whatever the model's speed: at most `workers` recordings are
+        in flight (being made, or made and waiting for the model), and a new one starts only
+        when the model takes one; the one being batched is the only other recording held.
+        Without workers the next recording is made when the model has finished the last one.
+        With processes an array lives in a shared slot: it is valid until the next one is
+        asked for (`batches` copies a recording's tail before it asks).
+        """
+        groups = iter([(rec, rows) for rec, rows in
+                       self.table.iloc[first_row:].groupby("recording", sort=False)])
+        if workers <= 0:
+            for rec, rows in groups:
+                began = time.thread_time()
+                windows = self.load(rec, rows)
+                self.reader_seconds += time.thread_time() - began
+                yield windows
+            return
+        readers = (ProcessReaders(self, workers) if kind == PROCESSES
+                   else ThreadReaders(self, workers))
+        try:
+            in_flight = deque(readers.submit(*group) for group in islice(groups, workers))
+            while in_flight:
+                windows = readers.take(in_flight.popleft())
+                following = next(groups, None)
+                if following is not None:
+                    in_flight.append(readers.submit(*following))
+                yield windows
+                del windows  # not held while the next one is awaited
+        finally:
+            readers.close()
+
+    def largest_recording(self) -> int:
+        """Windows of the recording with the most rows in the table."""
+        return int(self.table.groupby("recording").size().max()) if len(self.table) else 0
+
+
+class ThreadReaders:
+    """Reader threads of this process: the kernels (EDF decoding, filtering, selection) release
+    the GIL; a fresh array per recording."""
+
+    def __init__(self, source: WindowSource, workers: int):
+        self.source = source
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reader")
+
+    def _load(self, recording: str, rows: pd.DataFrame) -> tuple[np.ndarray, float]:
+        began = time.thread_time()
+        windows = self.source.load(recording, rows)
+        return windows, time.thread_time() - began
+
+    def submit(self, recording: str, rows: pd.DataFrame) -> Future:
+        return self.pool.submit(self._load, recording, rows)
+
+    def take(self, future: Future) -> np.ndarray:
+        windows, seconds = future.result()
+        self.source.reader_seconds += seconds
+        return windows
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------- reader processes
+
+_WORKER: dict = {}  # in a reader process: its recipe and the slots it has attached
+
+
+def _worker_start(recipe: WindowRecipe) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the embed process's to handle
+    _WORKER.update(recipe=recipe, slots={})
+
+
+def _attach(name: str):
+    from multiprocessing import shared_memory
+
+    if name not in _WORKER["slots"]:
+        _WORKER["slots"][name] = shared_memory.SharedMemory(name=name)
+    return _WORKER["slots"][name]
+
+
+def _worker_fill(slot: str, rec, starts: np.ndarray, index_sfreq: float | None
+                 ) -> tuple[int, float]:
+    """Make one recording's windows into shared slot `slot`: (windows, CPU seconds)."""
+    began = time.process_time()
+    recipe = _WORKER["recipe"]
+    shape = (len(starts), len(recipe.channels), recipe.window_samples)
+    out = np.ndarray(shape, np.float32, buffer=_attach(slot).buf)
+    make_windows(recipe, rec, starts, out, index_sfreq)
+    del out  # no export of the buffer left behind
+    return len(starts), time.process_time() - began
+
+
+# What the reader processes' server imports once, before it forks them: this module, the EDF
+# readers' MNE and the resampling's scipy.signal (~1 s, ~100 MB, shared by the forked readers).
+READER_PRELOAD = ["embedprobe.window_source", "mne.io", "scipy.signal"]
+
+
+def reader_context():
+    """forkserver: each reader forks from a small server process that imported the reading
+    code once (not from the embed process, which holds torch, the model and its threads)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(READER_PRELOAD)
+    return context
+
+
+def start_reader_server() -> None:
+    """Start the readers' server now, so that its imports overlap the caller's own work."""
+    from multiprocessing import forkserver
+
+    reader_context()
+    forkserver.ensure_running()
+
+
+class ProcessReaders:
+    """A bounded pool of reader processes writing into `workers + 1` shared-memory slots."""
+
+    def __init__(self, source: WindowSource, workers: int):
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import shared_memory
+
+        self.source = source
+        recipe = source.recipe
+        self.slot_bytes = max(1, source.largest_recording() * recipe.window_bytes())
+        _require_shared_memory(self.slot_bytes * (workers + 1), workers)
+        self.slots = []
+        try:
+            for _ in range(workers + 1):
+                self.slots.append(shared_memory.SharedMemory(create=True, size=self.slot_bytes))
+        except BaseException:
+            self._free_slots()
+            raise
+        self.free = list(range(workers + 1))
+        self.handed_out: int | None = None  # the slot the model is batching
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=reader_context(),
+                                        initializer=_worker_start, initargs=(recipe,))
+
+    def submit(self, recording: str, rows: pd.DataFrame):
+        if recording not in self.source.recordings:
+            raise DataError(f"recording {recording} of the window index is not in the dataset",
+                            fix="rebuild the window index: the dataset changed")
+        slot = self.free.pop()
+        index_sfreq = float(rows["sfreq"].iloc[0]) if "sfreq" in rows and len(rows) else None
+        with _main_module_hidden():  # a submit may start a reader process
+            future = self.pool.submit(_worker_fill, self.slots[slot].name,
+                                      self.source.recordings[recording],
+                                      rows["start"].to_numpy(), index_sfreq)
+        return future, slot
+
+    def take(self, submitted) -> np.ndarray:
+        future, slot = submitted
+        if self.handed_out is not None:  # the model asked for more: it is done with that one
+            self.free.append(self.handed_out)
+            self.handed_out = None
+        try:
+            count, seconds = future.result()
+        except EmbedprobeError:
+            raise
+        except Exception as exc:
+            if type(exc).__name__ == "BrokenProcessPool":
+                raise self._died() from exc
+            raise
+        self.source.reader_seconds += seconds
+        self.handed_out = slot
+        shape = (count, len(self.source.recipe.channels), self.source.window_samples)
+        return np.ndarray(shape, np.float32, buffer=self.slots[slot].buf)
+
+    def _died(self) -> EmbedprobeError:
+        codes = [p.exitcode for p in (getattr(self.pool, "_processes", None) or {}).values()]
+        killed = -9 in codes
+        why = ("killed (signal 9), most likely out of memory" if killed
+               else f"ended unexpectedly (exit codes {codes})")
+        error = OutOfMemory if killed else EmbedprobeError
+        return error(f"a reader process of embed was {why}",
+                     fix="rerun: embed resumes at the last durable batch (with fewer reader "
+                         "workers, embed.reader_threads, each holds less)")
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self._free_slots()
+
+    def _free_slots(self) -> None:
+        for slot in self.slots:
+            try:
+                slot.close()
+            except BufferError:  # an array still points into it: the mapping goes at exit
+                pass
+            slot.unlink()
+        self.slots = []
+
+
+@contextmanager
+def _main_module_hidden():
+    """multiprocessing makes each new process import the parent's __main__ (a script's own
+    imports: torch, for one, ~1 s and ~300 MB a reader); the readers need only what their
+    server preloaded. Without a file or spec to name it, __main__ is not imported there."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {key: main.__dict__[key] for key in ("__file__", "__spec__") if key in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
+def _require_shared_memory(needed: int, workers: int) -> None:
+    """Refuse to start when /dev/shm cannot hold the slots (containers often give it 64 MB):
+    a full tmpfs would kill a reader with SIGBUS mid-recording."""
+    try:
+        stats = os.statvfs("/dev/shm")
+    except OSError:
+        return  # no /dev/shm to check (not Linux): shared_memory reports its own errors
+    free = stats.f_bavail * stats.f_frsize
+    if free < needed:
+        raise EmbedprobeError(
+            f"the reader processes need {needed / 2**20:,.0f} MB of shared memory "
+            f"({workers + 1} slots of the longest recording's windows), /dev/shm has "
+            f"{free / 2**20:,.0f} MB free",
+            fix="give the job a larger /dev/shm (docker run --shm-size=...), or fewer reader "
+                "workers (embed.reader_threads)")
