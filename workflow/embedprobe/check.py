@@ -123,8 +123,8 @@ def first_batch(config: dict, roots: dict, dataset: str, spec: ModelSpec, plan: 
 
     import pandas as pd
 
-    from .embed import WindowSource
     from .tasks import labelling_task
+    from .window_source import WindowSource
 
     source = WindowSource(config, roots, dataset, spec, plan, pd.DataFrame())
     reader = reader_for(config, dataset)

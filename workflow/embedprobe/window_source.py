@@ -89,7 +89,6 @@ class WindowSource:
         found = self.reader.find_recordings(dataset_root(config, roots, dataset))
         self.recordings = {r.recording: r for r in found}
         self.epoch_seconds = entry.get("epoch_seconds", 30)
-        self.trim = entry.get("trim_wake_minutes", 30)  # check's first batch (sleep) reads it
         self.recipe = WindowRecipe(entry["format"], tuple(plan.recorded), spec.sfreq,
                                    self.epoch_seconds, spec.scaling)
         self.spec, self.plan, self.table = spec, plan, table
