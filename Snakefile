@@ -28,6 +28,7 @@ for target, members in target_groups(config).items():
             target
         input:
             benchmark_targets(config, ROOTS, *members),
+            f"{RESULTS}/leaderboard/{target}.md",
 
 
 # The hub checkpoints (`weights: hf:org/name`) into weights_root/hub: run once where there is

@@ -208,6 +208,15 @@ def cmd_summary(args, config, roots):
     print(markdown)
 
 
+def cmd_leaderboard(args, config, roots):
+    from .leaderboard import leaderboard_markdown
+
+    markdown = leaderboard_markdown(config, args.target, [Path(p) for p in args.tables])
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(markdown)
+    print(markdown)
+
+
 def cmd_pair_figure(args, config, roots):
     from .tasks import benchmark_task
 
@@ -287,6 +296,7 @@ COMMANDS = {
     "preflight": cmd_preflight,
     "summary": cmd_summary,
     "pair-figure": cmd_pair_figure,
+    "leaderboard": cmd_leaderboard,
     "memory": cmd_memory,
     "calibrate": cmd_calibrate,
 }
@@ -361,6 +371,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--memory", help="the benchmark's memory summary.md, added as a section")
     p.add_argument("--quality", nargs="*", help="the datasets' data-quality tables (index's "
                                                 ".quality.tsv)")
+    p.add_argument("tables", nargs="+")
+
+    p = sub.add_parser("leaderboard", help="one row per model, one column per benchmark "
+                                           "headline, from the benchmarks' results tables")
+    p.add_argument("--target", required=True)
+    p.add_argument("--out", required=True)
     p.add_argument("tables", nargs="+")
 
     p = sub.add_parser("pair-figure", help="a task's figure of one (dataset, model) over its "

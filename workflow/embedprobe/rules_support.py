@@ -166,6 +166,19 @@ def target_groups(config: dict) -> dict[str, list[str]]:
     return groups
 
 
+def leaderboard_tables(config: dict, roots: dict, target: str) -> list[str]:
+    """The results tables of every benchmark of a target (what its leaderboard reads)."""
+    return [path for benchmark in target_groups(config)[target]
+            for path in benchmark_tables(config, roots, benchmark)]
+
+
+def leaderboard_job_config(config: dict, target: str) -> str:
+    """The leaderboard's slice: the roots and its benchmarks' entries (their tasks)."""
+    sliced = json.loads(job_config_json(config))
+    sliced["benchmarks"] = {b: config["benchmarks"][b] for b in target_groups(config)[target]}
+    return job_config_file(config, json.dumps(sliced, sort_keys=True))
+
+
 def pair_figure_names(config: dict) -> set[str]:
     """Every figure name some benchmark's task draws per pair (the wildcard's constraint)."""
     from .tasks import benchmark_task
@@ -349,6 +362,9 @@ def print_fresh_summaries(config: dict, roots: dict) -> None:
             for model, skip in known_skips(config, benchmark).items():
                 print(f"warning: {benchmark}: {model} was skipped ({skip['reason']}): the run "
                       f"finished without it\nfix: {skip['fix']}", file=sys.stderr)
+    for path in sorted((Path(roots["results_root"]) / "leaderboard").glob("*.md")):
+        if path.stat().st_mtime >= RUN_STARTED:  # the view across the target's benchmarks
+            print(f"\n{path}:\n{path.read_text()}")
 
 
 def write_partial_results(config: dict, roots: dict) -> None:

@@ -27,6 +27,8 @@ from embedprobe.rules_support import (
     quality_tables,
     runtime_minutes,
     pair_figure_names,
+    leaderboard_tables,
+    leaderboard_job_config,
     target_groups,
     weights_job_config,
 )

@@ -98,3 +98,32 @@ rule memory_panel:
     shell:
         "embedprobe --job-config {params.job:q} memory --benchmark {wildcards.benchmark}"
         " --figure {output.figure} --markdown {output.summary} 2>&1 | tee {log}"
+
+
+rule leaderboard:
+    input:
+        lambda w: leaderboard_tables(config, ROOTS, w.target),
+    output:
+        report(
+            f"{RESULTS}/leaderboard/{{target}}.md",
+            caption="../report/leaderboard.rst",
+            category="leaderboard",
+        ),
+    log:
+        f"{RESULTS}/logs/leaderboard/{{target}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/leaderboard/{{target}}.tsv"
+    wildcard_constraints:
+        target=names_pattern(target_groups(config)),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=config["memory_small_job_mb"],
+        htcondor_request_mem_mb=config["memory_small_job_mb"],
+        runtime=10,
+    params:
+        job=lambda w: leaderboard_job_config(config, w.target),
+    shell:
+        "embedprobe --job-config {params.job:q} leaderboard --target {wildcards.target}"
+        " --out {output} {input} 2>&1 | tee {log}"
