@@ -246,6 +246,7 @@ class ProcessReaders:
             raise
         self.free = list(range(workers + 1))
         self.handed_out: int | None = None  # the slot the model is batching
+        self.processes: dict = {}  # pid -> multiprocessing.Process
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=reader_context(),
                                         initializer=_worker_start, initargs=(recipe,))
 
@@ -259,6 +260,8 @@ class ProcessReaders:
             future = self.pool.submit(_worker_fill, self.slots[slot].name,
                                       self.source.recordings[recording],
                                       rows["start"].to_numpy(), index_sfreq)
+        # the pool forgets a dead process; kept here, its exit code says why it died
+        self.processes.update(getattr(self.pool, "_processes", None) or {})
         return future, slot
 
     def take(self, submitted) -> np.ndarray:
@@ -280,7 +283,9 @@ class ProcessReaders:
         return np.ndarray(shape, np.float32, buffer=self.slots[slot].buf)
 
     def _died(self) -> EmbedprobeError:
-        codes = [p.exitcode for p in (getattr(self.pool, "_processes", None) or {}).values()]
+        for process in self.processes.values():
+            process.join(timeout=5)  # the pool may not have reaped it yet
+        codes = [p.exitcode for p in self.processes.values() if p.exitcode]
         killed = -9 in codes
         why = ("killed (signal 9), most likely out of memory" if killed
                else f"ended unexpectedly (exit codes {codes})")

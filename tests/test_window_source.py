@@ -1,0 +1,249 @@
+"""Model windows as check and embed make them: the same bytes as the pipeline before the rewrite
+(whole-night resampling, a fancy-indexed cut, np.quantile scaling), from threads or reader
+processes, any window starts and lengths; reader processes bounded, cleaned up, and loud when
+one dies."""
+
+import os
+import signal
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.signal import resample_poly
+
+from embedprobe.channel_maps import channel_plan
+from embedprobe.config import load_config
+from embedprobe.datasets import sleep_edf
+from embedprobe.demo_data import generate
+from embedprobe.errors import DataError, EmbedprobeError, OutOfMemory, UsageError
+from embedprobe.models.registry import model_spec
+from embedprobe.preprocess import abs_quantile, model_windows
+from embedprobe.window_source import PROCESSES, THREADS, ProcessReaders, WindowSource
+from embedprobe.windows import build_index
+
+DATASET = "sleep_edf_demo"
+FACTORS = {"microvolts": 1e6, "millivolts": 1e3, "0.1mV": 1e4, "none": 1.0}
+
+
+def reference_windows(signals, sfreq, to_sfreq, starts, length, scaling):
+    """The pipeline before the rewrite, step by step: resample the whole night, cut by fancy
+    indexing, scale with np.quantile."""
+    signals = signals.astype(np.float32)
+    if sfreq != to_sfreq:
+        ratio = Fraction(to_sfreq / sfreq).limit_denominator(1000)
+        signals = resample_poly(signals, ratio.numerator, ratio.denominator, axis=-1)
+    signals = signals.astype(np.float32, copy=False)
+    starts = np.round(np.asarray(starts) * (to_sfreq / sfreq)).astype(np.int64)
+    view = np.lib.stride_tricks.sliding_window_view(signals, length, axis=-1)
+    windows = view.transpose(1, 0, 2)[starts].astype(np.float32)
+    if scaling == "percentile95":
+        windows /= np.quantile(np.abs(windows), 0.95, axis=-1, keepdims=True) + np.float32(1e-8)
+    else:
+        windows *= np.float32(FACTORS[scaling])
+    return windows
+
+
+RATES = [(100, 200), (100, 100), (250, 200), (256, 200), (200, 256), (128, 200), (512, 200),
+         (100, 250)]
+
+
+@pytest.mark.parametrize("scaling", ["percentile95", "0.1mV", "microvolts"])
+def test_model_windows_equal_the_whole_night_pipeline_bit_for_bit(scaling):
+    """Random recordings, rates, window lengths and starts (unsorted, overlapping, at both ends,
+    far apart so that several stretches are resampled): the same bytes."""
+    rng = np.random.default_rng(0)
+    for trial in range(120):
+        sfreq, to_sfreq = RATES[trial % len(RATES)]
+        seconds = float(rng.choice([1, 4, 10, 30]))
+        length, length_in = round(seconds * to_sfreq), round(seconds * sfreq)
+        n = int(rng.integers(length_in + 2, 80 * length_in))
+        signals = (rng.standard_normal((int(rng.integers(1, 4)), n)) * 3e-5).astype(np.float32)
+        if trial % 5 == 0:
+            signals[:, : n // 3] = 0  # flat stretches: the percentile is 0
+        last_in = n - length_in
+        # a start whose window at the model rate ends past the resampled signal is refused
+        n_out = n if sfreq == to_sfreq else -(-n * to_sfreq // sfreq)
+        fits = [s for s in range(0, last_in + 1)
+                if round(s * to_sfreq / sfreq) + length <= n_out]
+        starts = rng.choice(fits, size=int(rng.integers(1, 30)))
+        if trial % 3 == 0:
+            starts = np.concatenate([[fits[0], fits[-1]], starts])  # both ends of the night
+        expected = reference_windows(signals, sfreq, to_sfreq, starts, length, scaling)
+        got = model_windows(signals, sfreq, to_sfreq, starts, length, scaling)
+        assert got.dtype == np.float32 and got.shape == expected.shape
+        assert got.tobytes() == expected.tobytes(), (trial, sfreq, to_sfreq, n, seconds)
+
+
+def test_model_windows_write_into_a_given_array_and_refuse_windows_past_the_end():
+    signals = np.random.default_rng(1).standard_normal((2, 3000)).astype(np.float32) * 1e-5
+    out = np.full((3, 2, 600), np.nan, np.float32)
+    got = model_windows(signals, 100, 200, np.array([0, 900, 2700]), 600, "0.1mV", out=out)
+    assert got is out and np.isfinite(out).all()
+    with pytest.raises(UsageError, match="runs past the signal end"):
+        model_windows(signals, 100, 200, np.array([2701]), 600, "0.1mV")
+
+
+@pytest.mark.parametrize("length", [4, 5, 100, 2000, 6000, 7681])
+def test_abs_quantile_is_numpys_quantile_bit_for_bit(length):
+    """Ties, zeros, NaN (one, or more than the top 5%) and infinities included."""
+    x = np.random.default_rng(length).standard_normal((40, 3, length)).astype(np.float32)
+    x[0] = 0
+    x[1, 0, 3] = np.nan
+    x[2, 1] = 1.0
+    x[3, 2, ::2] = np.inf
+    x[4, :, : length // 2] = np.nan
+    x[5] = np.round(x[5])
+    with np.errstate(invalid="ignore"):
+        expected = np.quantile(np.abs(x), 0.95, axis=-1, keepdims=True)
+        got = abs_quantile(x, 0.95)
+    assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+
+
+# ------------------------------------------------------------------ on generated recordings
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """Three short generated nights and their window index."""
+    root = tmp_path_factory.mktemp("window_source")
+    config = load_config()
+    config["datasets"][DATASET].update(expected_recordings=3, path="sleep-edf")
+    roots = {key: str(root / key.removesuffix("_root"))
+             for key in ("data_root", "cache_root", "results_root", "weights_root")}
+    generate(Path(roots["data_root"]) / "sleep-edf", n_subjects=3, nights=1, hours=0.25, seed=5)
+    return config, roots, build_index(config, roots, DATASET)
+
+
+def source_for(demo, model, table=None):
+    config, roots, index = demo
+    spec = model_spec(config, model, DATASET)
+    plan = channel_plan(config, DATASET, spec.family)
+    return WindowSource(config, roots, DATASET, spec, plan, index if table is None else table)
+
+
+def expected_for(source, table):
+    """Each recording read through the reader interface and made by the reference pipeline."""
+    parts = []
+    for recording, rows in table.groupby("recording", sort=False):
+        signals = sleep_edf.read_signals(source.recordings[recording], source.plan.recorded)
+        parts.append(reference_windows(signals.data, signals.sfreq, source.spec.sfreq,
+                                       rows["start"].to_numpy(), source.window_samples,
+                                       source.spec.scaling))
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize("model", ["biot_random", "cbramod_random"])
+def test_every_reader_kind_gives_the_reference_bytes(demo, model):
+    source = source_for(demo, model)
+    expected = expected_for(source, demo[2])
+    for kind, workers in [(THREADS, 0), (THREADS, 2), (PROCESSES, 1), (PROCESSES, 2)]:
+        got = np.concatenate([w.copy() for w in source.stream(0, workers, kind)])
+        assert got.tobytes() == expected.tobytes(), (kind, workers)
+    # resuming mid-index starts at that row, mid-recording too
+    tail = np.concatenate([w.copy() for w in source.stream(100, 2, PROCESSES)])
+    assert tail.tobytes() == expected[100:].tobytes()
+
+
+def test_windows_come_from_the_index_rows_and_the_datasets_epoch_length(demo):
+    """Nothing sleep-specific: 10 s windows at arbitrary sample starts (seizure-like), in any
+    order, are what the index rows and epoch_seconds say."""
+    config, roots, index = demo
+    config = {**config, "datasets": {**config["datasets"]}}
+    config["datasets"][DATASET] = {**config["datasets"][DATASET], "epoch_seconds": 10}
+    rng = np.random.default_rng(2)
+    table = pd.concat([
+        pd.DataFrame({"recording": rec, "start": rng.integers(0, 200_000, size=7), "sfreq": 100.0})
+        for rec in index["recording"].unique()], ignore_index=True)
+    source = source_for((config, roots, index), "biot_random", table)
+    assert source.window_samples == 2000
+    expected = expected_for(source, table)
+    for kind, workers in [(THREADS, 0), (PROCESSES, 2)]:
+        got = np.concatenate([w.copy() for w in source.stream(0, workers, kind)])
+        assert got.shape == (len(table), 2, 2000) and got.tobytes() == expected.tobytes()
+
+
+def test_a_file_at_another_rate_than_the_index_is_refused(demo):
+    table = demo[2].iloc[:5].assign(sfreq=50.0)
+    source = source_for(demo, "biot_random", table)
+    with pytest.raises(DataError, match="window index was built at 50.0 Hz"):
+        next(source.stream(0, 0))
+    with pytest.raises(DataError, match="built at 50.0 Hz") as caught:  # from a reader process
+        next(source.stream(0, 1, PROCESSES))
+    assert caught.value.fix == "rebuild the window index: it no longer matches the recording"
+
+
+def shm_exists(name: str) -> bool:
+    return Path("/dev/shm", name.lstrip("/")).exists()
+
+
+def test_reader_processes_are_bounded_and_leave_no_shared_memory(demo, monkeypatch):
+    """However slow the model: at most `workers` recordings submitted and not yet taken, one
+    more held by the model, in workers + 1 slots; every slot is gone after the stream, also
+    when the consumer stops early."""
+    index = demo[2]
+    seen: dict = {"outstanding": 0, "most": 0, "slots": set(), "names": []}
+    original_submit, original_take = ProcessReaders.submit, ProcessReaders.take
+
+    def submit(self, recording, rows):
+        seen["names"] = [slot.name for slot in self.slots]
+        submitted = original_submit(self, recording, rows)
+        seen["outstanding"] += 1
+        seen["most"] = max(seen["most"], seen["outstanding"])
+        seen["slots"].add(submitted[1])
+        return submitted
+
+    def take(self, submitted):
+        seen["outstanding"] -= 1
+        return original_take(self, submitted)
+
+    monkeypatch.setattr(ProcessReaders, "submit", submit)
+    monkeypatch.setattr(ProcessReaders, "take", take)
+    for workers in (1, 2):
+        seen.update(outstanding=0, most=0, slots=set())
+        source = source_for(demo, "cbramod_random", index)
+        count = 0
+        for windows in source.stream(0, workers, PROCESSES):
+            time.sleep(0.3)  # a slow model: readers would run ahead if they could
+            count += len(windows)
+        assert count == len(index)
+        assert seen["most"] == workers and len(seen["slots"]) == min(workers + 1, 3)
+        assert len(seen["names"]) == workers + 1
+        assert not any(shm_exists(name) for name in seen["names"])
+    stream = source_for(demo, "cbramod_random").stream(0, 2, PROCESSES)
+    next(stream)
+    stream.close()  # the model stopped (an error, a kill of the loop): the readers go too
+    assert not any(shm_exists(name) for name in seen["names"])
+
+
+def test_a_killed_reader_process_stops_embed_with_an_out_of_memory_error(demo, monkeypatch):
+    """A reader killed by the kernel (SIGKILL, as the OOM killer does) is an `oom` failure
+    that names the remedy, not a hang or a bare traceback."""
+    readers: list = []
+    original_init = ProcessReaders.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        readers.append(self)
+
+    monkeypatch.setattr(ProcessReaders, "__init__", init)
+    stream = source_for(demo, "cbramod_random").stream(0, 1, PROCESSES)
+    next(stream)
+    for process in list(readers[0].processes.values()):
+        os.kill(process.pid, signal.SIGKILL)
+    with pytest.raises(OutOfMemory) as caught:
+        next(stream)
+    assert "reader process of embed was killed (signal 9)" in caught.value.message
+    assert "resumes at the last durable batch" in caught.value.fix
+
+
+def test_too_little_shared_memory_is_refused_before_any_reader_starts(demo, monkeypatch):
+    class Tiny:
+        f_bavail, f_frsize = 10, 4096
+
+    monkeypatch.setattr("embedprobe.window_source.os.statvfs", lambda path: Tiny())
+    with pytest.raises(EmbedprobeError, match="/dev/shm has 0 MB free") as caught:
+        next(source_for(demo, "biot_random").stream(0, 2, PROCESSES))
+    assert "--shm-size" in caught.value.fix
