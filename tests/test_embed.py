@@ -209,3 +209,93 @@ def test_reading_ahead_is_bounded_whatever_the_model_speed():
         assert seen == 36 and source.started == 12
         # in flight: `threads`, and the one just handed over is being batched
         assert source.most_ahead == threads + 1, (threads, source.most_ahead)
+
+
+def test_reader_processes_embed_the_same_bytes_and_resume_after_a_kill(tiny, reference):
+    """Reader processes (what a GPU job uses) feed the same windows: a run killed before a
+    batch resumes and ends bitwise identical to the threads' reference."""
+    ref_emb, _ = reference
+    out = tiny[0] / "cache" / "processes.h5"
+    readers = {"EMBEDPROBE_READERS": "processes"}
+    before = set(os.listdir("/dev/shm"))
+    # the killed run's readers end with it: else they would hold its stderr open (and the
+    # communicate() here would wait forever), and its shared slots would stay in /dev/shm
+    code, stderr = embed(tiny, out, {**readers, "EMBEDPROBE_FAULT_KILL_BEFORE_BATCH": "5"})
+    assert code == -signal.SIGKILL, stderr
+    code, stderr = embed(tiny, out, readers)
+    assert code == 0, stderr
+    assert resumed_at(stderr) == 5 * BATCH
+    emb, _ = read(out)
+    assert emb.tobytes() == ref_emb.tobytes()
+    deadline = time.time() + 10  # the killed run's resource tracker unlinks its slots
+    while {p for p in os.listdir("/dev/shm") if p.startswith("psm_")} - before:
+        assert time.time() < deadline, "shared memory left behind"
+        time.sleep(0.2)
+
+
+def test_an_unknown_reader_kind_is_refused(tiny):
+    out = tiny[0] / "cache" / "bad_kind.h5"
+    code, stderr = embed(tiny, out, {"EMBEDPROBE_READERS": "fibres"})
+    assert code == 2
+    assert "error: EMBEDPROBE_READERS is 'fibres'" in stderr
+    assert "fix: set it to threads or processes, or unset it" in stderr
+
+
+# ----------------------------------------------------------------- scripts/bench_embed.py
+
+
+def bench():
+    from conftest import PROJECT
+
+    sys.path.insert(0, str(PROJECT / "scripts"))
+    import bench_embed
+
+    return bench_embed
+
+
+def test_bench_defaults_follow_the_device():
+    bench_embed = bench()
+    cpu = bench_embed.parse_args([])
+    assert (cpu.subjects, cpu.nights, cpu.hours, cpu.batch_size) == (4, 2, 1.0, 32)
+    assert cpu.reader_threads == 2 and cpu.ceiling_workers == [1, 2]
+    assert cpu.ceiling_readers == "processes" and cpu.readers is None
+    cuda = bench_embed.parse_args(["--device", "cuda"])
+    assert (cuda.subjects, cuda.nights, cuda.hours, cuda.batch_size) == (16, 2, 8.0, 256)
+    cpus = len(os.sched_getaffinity(0))
+    assert cuda.reader_threads == max(1, cpus - 2)
+    assert cuda.ceiling_workers[0] == 1 and max(cuda.ceiling_workers) <= max(cpus, 2)
+    chosen = bench_embed.parse_args(["--device", "cuda", "--batch-size", "64", "--hours", "2",
+                                     "--ceiling-workers", "1", "3", "--readers", "threads"])
+    assert (chosen.batch_size, chosen.hours, chosen.ceiling_workers, chosen.readers) == (
+        64, 2.0, [1, 3], "threads")
+    with pytest.raises(SystemExit):
+        bench_embed.parse_args(["--device", "tpu"])
+    with pytest.raises(SystemExit):
+        bench_embed.parse_args(["--skip-ceiling", "--skip-forward"])
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a GPU is here")
+def test_bench_on_cuda_without_a_gpu_says_so_and_what_to_do(capsys):
+    bench_embed = bench()
+    assert bench_embed.main(["--device", "cuda"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("error: --device cuda, but torch ")
+    assert "sees no CUDA device (its CUDA: none (a CPU build))" in err[0]
+    assert err[1] == ("fix: run it on a GPU node with a CUDA build of torch (scripts/install.sh "
+                      "--cuda cu126), or leave out --device for the CPU table")
+
+
+def test_bench_tables_and_verdicts():
+    bench_embed = bench()
+    rows = [bench_embed.CeilingRow("biot_random", "processes", 1, 6000, 1.5, 1.6, 0.3),
+            bench_embed.CeilingRow("biot_random", "processes", 2, 6000, 0.8, 1.7, 0.3)]
+    table = bench_embed.format_ceiling(rows).splitlines()
+    assert table[0].split() == ["model", "readers", "workers", "windows", "seconds", "win/s",
+                                "win/s/worker", "x", "1", "worker", "win/CPU-s", "1st", "batch",
+                                "s"]
+    assert table[2].split() == ["biot_random", "processes", "1", "6000", "1.50", "4000", "4000",
+                                "1.00", "3750", "0.30"]
+    assert table[3].split()[5:8] == ["7500", "3750", "1.88"]
+    assert bench_embed.ceiling_verdict(rows)  # 4,000/s on one worker, 1.88x on two
+    rows[1].seconds = 1.0  # 1.5x
+    assert not bench_embed.ceiling_verdict(rows)

@@ -176,11 +176,38 @@ class ThreadReaders:
 _WORKER: dict = {}  # in a reader process: its recipe and the slots it has attached
 
 
-def _worker_start(recipe: WindowRecipe) -> None:
+def _worker_start(recipe: WindowRecipe, embed_pid: int) -> None:
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the embed process's to handle
     _WORKER.update(recipe=recipe, slots={})
+    threading.Thread(target=_exit_with, args=(embed_pid,), daemon=True).start()
+
+
+def _exit_with(embed_pid: int) -> None:
+    """End this reader when the embed process is gone (a SIGKILL, the OOM killer). Nothing
+    else would: a reader's parent is the forkserver, which itself waits for its readers, and
+    both hold the job's stdout and stderr open (a caller reading them would wait forever)."""
+    while _running(embed_pid):
+        time.sleep(0.5)
+    os._exit(0)
+
+
+def _running(pid: int) -> bool:
+    """False once `pid` has ended; a killed process stays a zombie until its parent reaps it,
+    and its parent may be waiting for the job's output pipes, which the readers hold."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: a signal 0 tells whether it exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
 
 def _attach(name: str):
@@ -248,7 +275,8 @@ class ProcessReaders:
         self.handed_out: int | None = None  # the slot the model is batching
         self.processes: dict = {}  # pid -> multiprocessing.Process
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=reader_context(),
-                                        initializer=_worker_start, initargs=(recipe,))
+                                        initializer=_worker_start,
+                                        initargs=(recipe, os.getpid()))
 
     def submit(self, recording: str, rows: pd.DataFrame):
         if recording not in self.source.recordings:
