@@ -198,7 +198,7 @@ def test_the_class_signature_survives_amplitude_scaling(tmp_path):
     recordings = bnci.find_recordings(root, sessions=["T"])
     four = band_power_accuracy(bnci, recordings, list(CLASS.values()))
     left_right = band_power_accuracy(bnci, recordings, ["left_hand", "right_hand"])
-    assert four > 0.5 and left_right > 0.75  # chance 0.25 and 0.5; 0.85 and 0.97 measured
+    assert four > 0.5 and left_right > 0.75  # chance 0.25 and 0.5; 0.93 and 0.94 measured
 
 
 @pytest.mark.skipif(not os.environ.get("EMBEDPROBE_TRY_MOABB"),
