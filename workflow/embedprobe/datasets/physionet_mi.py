@@ -20,9 +20,12 @@ annotation onsets: seconds from the start of the run's file (the cue, when the t
 A subject with some of the configured runs but not all gets a placeholder recording whose
 `problem` names the missing file, so a partial download is reported, not silently used.
 
-MOABB is not used: its dataset classes look files up only in MNE's download cache
-(MNE-eegbci-data/files/eegmmidb/1.0.0/...) under a process-wide path and fetch what is not
-there over the network; see the README for the full reason.
+This is what MOABB's PhysionetMI does (MNE's EDF reader, T0/T1/T2 renamed by run), without
+MOABB itself: moabb 1.7.2 installs beside the pinned requirements, and it reads these files
+offline (tests/test_physionet_mi.py cross-checks it, opt-in), but only from MNE's download
+cache layout (MNE-eegbci-data/files/eegmmidb/1.0.0/S001/...) under a process-wide MNE_DATA
+path, after ~40 s of NEMAR retries per call unless MOABB_DOWNLOAD_PROVIDER=upstream, loading
+all six imagery runs of a subject at once, and it downloads a missing run instead of naming it.
 """
 
 from __future__ import annotations
