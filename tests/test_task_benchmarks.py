@@ -1,0 +1,143 @@
+"""Seizure detection and motor imagery end to end: the real snakemake on the look-alike datasets.
+
+The demos are the config's own (`epilepsy_demo`, `bci_motor_imagery_demo`): every step runs
+(generation, index, check, preflight, embed, probe, aggregate, figures, summary, leaderboard).
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import PROJECT, snakemake
+
+pytestmark = pytest.mark.workflow
+
+EPILEPSY_DATASETS = ("chbmit_demo", "siena_demo")
+MI_BENCHMARKS = {"bci_mi_physionet_demo": ("physionet_mi_demo", 5, 4),
+                 "bci_mi_bnci2014_001_demo": ("bnci2014_001_demo", 4, 4)}
+
+
+@pytest.fixture(scope="module")
+def epilepsy_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("epilepsy")
+    run = snakemake(workdir, "--cores", "2", "epilepsy_demo")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return workdir, run
+
+
+@pytest.fixture(scope="module")
+def mi_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("motor_imagery")
+    run = snakemake(workdir, "--cores", "2", "bci_motor_imagery_demo")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return workdir, run
+
+
+def results(workdir, benchmark, dataset) -> pd.Series:
+    table = pd.read_csv(workdir / f"results/{benchmark}/{dataset}/results.tsv", sep="\t")
+    assert len(table) == 1, table
+    return table.iloc[0]
+
+
+def test_epilepsy_demo_detects_the_generated_seizures(epilepsy_run):
+    workdir, run = epilepsy_run
+    for dataset in EPILEPSY_DATASETS:
+        row = results(workdir, "epilepsy_demo", dataset)
+        assert row["status"] == "ok" and row["folds"] == "5/5"
+        # The look-alikes carry a spike-and-wave signature: far above chance (AUROC 0.5, a
+        # constant predictor's event_auc ~0.32), with an SD over 5 folds.
+        assert row["auroc_mean"] > 0.85 and row["auprc_mean"] > 0.6, row.to_dict()
+        assert row["event_auc_mean"] > 0.6 and row["event_sensitivity_mean"] > 0.6
+        assert row["event_auc_sd"] >= 0 and np.isfinite(row["fa_per_24h_mean"])
+        fold = json.loads((workdir / f"results/epilepsy_demo/{dataset}/biot_random/fold0.json")
+                          .read_text())
+        assert fold["chosen_C"] in (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
+        assert 0 < fold["threshold"] < 1 and fold["n_test_seizure_windows"] > 0
+        assert set(fold["metrics"]) >= {"auroc", "auprc", "balanced_accuracy", "mcc",
+                                        "sensitivity_at_fpr", "event_sensitivity",
+                                        "fa_per_24h", "event_auc"}
+        for figure in ("roc_pr", "event_curve"):
+            png = workdir / f"results/epilepsy_demo/{dataset}/biot_random/{figure}.png"
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = (workdir / "results/epilepsy_demo/summary.md").read_text()
+    assert "Headline: event_auc" in summary and "| chbmit_demo | biot_random |" in summary
+
+
+def test_epilepsy_index_labels_windows_by_seizure_overlap(epilepsy_run):
+    workdir, _ = epilepsy_run
+    for dataset in EPILEPSY_DATASETS:
+        index = pd.read_csv(workdir / f"results/index/{dataset}.tsv", sep="\t")
+        # 5 patients x 2 files x 6 min of 10 s windows, every patient with seizures
+        assert len(index) == 5 * 2 * 36 and index["subject"].nunique() == 5
+        assert set(index["label"]) == {0, 1}
+        assert (index.groupby("subject")["label"].sum() > 0).all()
+
+
+def test_a_benchmark_added_in_yaml_only_is_a_target(epilepsy_run, tmp_path):
+    """A copy of epilepsy_demo under a new name: `snakemake <name>` runs it (the same
+    embeddings, the same folds: the same scores)."""
+    workdir, _ = epilepsy_run
+    bench = yaml.safe_load((PROJECT / "config/benchmarks.yaml").read_text())[
+        "benchmarks"]["epilepsy_demo"]
+    config = {"benchmarks": {"my_seizures": bench | {"datasets": ["siena_demo"]}}}
+    extra = tmp_path / "mine.yaml"
+    extra.write_text(yaml.safe_dump(config))
+    run = snakemake(workdir, "--configfile", str(extra), "--cores", "2", "my_seizures")
+    assert run.returncode == 0, run.stderr[-3000:]
+    row = results(workdir, "my_seizures", "siena_demo")
+    reference = results(workdir, "epilepsy_demo", "siena_demo")
+    assert row["folds"] == "5/5" and row["auroc_mean"] == reference["auroc_mean"]
+    assert (workdir / "results/leaderboard/my_seizures.md").is_file()
+
+
+def test_motor_imagery_demo_is_above_chance_per_held_out_subject(mi_run):
+    workdir, _ = mi_run
+    for benchmark, (dataset, subjects, classes) in MI_BENCHMARKS.items():
+        row = results(workdir, benchmark, dataset)
+        assert row["status"] == "ok" and row["folds"] == f"{subjects}/{subjects}"
+        assert row["n_classes"] == classes
+        # The look-alikes carry an ERD signature; chance is 1/4.
+        assert row["balanced_accuracy_mean"] > 1 / classes + 0.07, row.to_dict()
+        folds = [json.loads((workdir / f"results/{benchmark}/{dataset}/biot_random/"
+                             f"fold{k}.json").read_text()) for k in range(subjects)]
+        # Leave one subject out: each fold tests one subject, every subject once.
+        tested = [f["test_subjects"] for f in folds]
+        assert all(len(t) == 1 for t in tested) and len({t[0] for t in tested}) == subjects
+        scores = np.array([f["metrics"]["balanced_accuracy"] for f in folds])
+        assert row["balanced_accuracy_sd"] == pytest.approx(scores.std(ddof=0), abs=1e-4)
+    board = (workdir / "results/leaderboard/bci_motor_imagery_demo.md").read_text()
+    line = next(x for x in board.splitlines() if x.startswith("| biot_random |"))
+    assert line.count("+-") == 2, board
+
+
+def test_motor_imagery_trials_start_half_a_second_after_each_cue(mi_run):
+    workdir, _ = mi_run
+    index = pd.read_csv(workdir / "results/index/bnci2014_001_demo.tsv", sep="\t")
+    assert (index["sfreq"] == 250).all() and len(index) == 4 * 48
+    assert sorted(index["label"].value_counts().tolist()) == [48, 48, 48, 48]
+
+
+def test_motor_imagery_probe_on_shuffled_labels_is_near_chance(mi_run):
+    """The same embeddings with the trial labels shuffled: the LOSO probe finds nothing."""
+    from embedprobe.probe import fit_logistic_probe
+
+    workdir, _ = mi_run
+    from embedprobe.cache import open_embeddings
+
+    with open_embeddings(workdir / "cache/embeddings/physionet_mi_demo/biot_random.h5") as store:
+        X = np.asarray(store.embeddings[:], dtype=np.float32)
+        windows = store.windows
+    y = np.random.default_rng(0).permutation(windows["label"].to_numpy())
+    subjects = sorted(windows["subject"].unique())
+    scores = []
+    for k, test in enumerate(subjects):
+        val = subjects[(k + 1) % len(subjects)]
+        parts = {name: (windows["subject"] == s).to_numpy() for name, s in
+                 (("test", test), ("val", val))}
+        train = ~(parts["test"] | parts["val"])
+        result = fit_logistic_probe(X[train], y[train], X[parts["val"]], y[parts["val"]],
+                                    X[parts["test"]], y[parts["test"]])
+        scores.append(result.test_metrics["balanced_accuracy"])
+    assert abs(np.mean(scores) - 0.25) < 0.08, scores
