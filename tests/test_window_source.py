@@ -247,3 +247,26 @@ def test_too_little_shared_memory_is_refused_before_any_reader_starts(demo, monk
     with pytest.raises(EmbedprobeError, match="/dev/shm has 0 MB free") as caught:
         next(source_for(demo, "biot_random").stream(0, 2, PROCESSES))
     assert "--shm-size" in caught.value.fix
+
+
+def test_a_gpu_jobs_estimate_counts_its_reader_processes():
+    """embed_gpu's readers are processes: a server once, and each reader's own memory, on top
+    of the nights in flight every reader kind holds; embed_cpu's threads add no process."""
+    from embedprobe.estimates import MiB, estimate, load_calibration
+
+    calibration = load_calibration()
+    inputs = {"batch_size": 256, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
+              "weights_bytes": 13_000_000, "recording_bytes": 2 * 8 * 8 * 3600 * 100,
+              "night_windows": 1000, "gpu_peaks": {1: 200 * MiB, 256: 900 * MiB},
+              "gpu_total_bytes": 80 * 2**30, "batch_activation_bytes": 50 * MiB,
+              "activation_batch_size": 32}
+
+    def terms(job, workers):
+        return estimate(job, inputs | {"n_workers": workers}, calibration, None).terms
+
+    server = "reader processes: their server (the reading code's imports, shared by the readers)"
+    each = "reader processes: what each one writes beyond its server's"
+    assert terms("embed_gpu", 0)[server] == terms("embed_gpu", 0)[each] == 0
+    assert terms("embed_gpu", 2)[server] == terms("embed_gpu", 14)[server] == 70 * MiB
+    assert terms("embed_gpu", 14)[each] == 14 * 25 * MiB
+    assert server not in terms("embed_cpu", 2) and each not in terms("embed_cpu", 2)

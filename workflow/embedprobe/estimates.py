@@ -8,10 +8,10 @@ on. Constants come from config/memory_calibration.yaml (scripts/calibrate_memory
 Inputs (bytes unless said otherwise):
   embed_cpu / embed_gpu: batch_size, n_channels, n_samples (per window at the model rate),
     feature_dim, weights_bytes (n_params * 4), recording_bytes (the longest night: channels
-    read * samples * 8), resample_ratio (model rate / recorded rate), n_workers (reader
-    threads), n_windows, night_windows (windows of the longest night), batch_activation_bytes
-    measured at activation_batch_size (CPU; memory.measure_peak_growth of one forward pass,
-    in check); embed_gpu also gpu_peaks
+    read * samples * 8), resample_ratio (model rate / recorded rate), n_workers (readers:
+    threads beside a CPU encoder, processes beside a GPU one), n_windows, night_windows
+    (windows of the longest night), batch_activation_bytes measured at activation_batch_size
+    (CPU; memory.measure_peak_growth of one forward pass, in check); embed_gpu also gpu_peaks
     ({batch size: allocator peak}, two or more sizes; memory.gpu_batch_peaks),
     gpu_reserved_peaks (the same for the allocator's reserve), gpu_context_bytes (the CUDA
     context of one process, measured by check) and gpu_total_bytes.
@@ -67,11 +67,18 @@ def _worker_processes(i: Inputs) -> int:
 
 
 def _nights_in_flight(i: Inputs) -> int:
-    """Nights read ahead of the model: WindowSource.stream keeps at most one per reader thread
-    in flight (being read, or read and waiting), whatever the model's speed; without reader
-    threads the main thread reads one night at a time. Each is counted at its reading cost,
-    which covers the windows it holds once read."""
+    """Nights read ahead of the model: WindowSource.stream keeps at most one per reader (thread
+    or process) in flight (being read, or read and waiting), whatever the model's speed;
+    without readers the main thread reads one night at a time. Each is counted at its reading
+    cost, which covers the windows it holds once read (reader processes hand them over in
+    shared slots: one per reader, and the night being batched)."""
     return max(1, int(i["n_workers"]))
+
+
+def _reader_processes(i: Inputs) -> int:
+    """Reader processes beside a GPU encoder (window_source: processes on cuda, threads on the
+    CPU, where the encoder's own threads use the cores)."""
+    return max(0, int(i["n_workers"]))
 
 
 def _measured_baseline(i: Inputs) -> float | None:
@@ -189,7 +196,7 @@ def _job_wrapper(i: Inputs, c: Constants) -> float:
 # Host terms shared by embed on the CPU and on the GPU (only activations move to the device).
 _EMBED_HOST_TERMS: list[Term] = [
     ("interpreter and libraries, with the model built", _embed_baseline),
-    ("nights in flight: raw signal copies (at most one night per reader thread)",
+    ("nights in flight: raw signal copies (at most one night per reader)",
      lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * c["recording_copies"]),
     ("nights in flight: resampled signal copies",
      lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
@@ -202,6 +209,20 @@ _EMBED_HOST_TERMS: list[Term] = [
      * FLOAT32),
     ("window table", lambda i, c: i["n_windows"] * c["window_row_bytes"]),
     ("scheduler processes", _job_wrapper),
+]
+
+# A GPU job's readers are processes forked from one server process (window_source). The
+# server holds the reading code's imports (numpy, scipy.signal, MNE), which its readers share;
+# each reader adds what it writes after the fork (interpreter state, its allocator). Their
+# nights in flight are the host terms above, wherever they sit. Measured as the difference in a
+# process tree's cgroup peak between reader processes and reader threads (2 readers, nights of
+# 0.75 h and 3 h of sleep: +121 and +110 MB), and per process from /proc/PID/smaps_rollup
+# (server 65 MB anonymous; each reader ~25 MB private beyond its night's buffers).
+_READER_PROCESS_TERMS: list[Term] = [
+    ("reader processes: their server (the reading code's imports, shared by the readers)",
+     lambda i, c: c["reader_server_bytes"] if _reader_processes(i) else 0),
+    ("reader processes: what each one writes beyond its server's",
+     lambda i, c: _reader_processes(i) * c["reader_process_bytes"]),
 ]
 
 # ------------------------------------------------------------------------------ the table
@@ -219,7 +240,8 @@ FORMULAS: dict[str, list[Term]] = {
     "embed_cpu": _EMBED_HOST_TERMS + [
         ("batch activations", _batch_activations),
     ],
-    "embed_gpu": _EMBED_HOST_TERMS,  # host memory; the device has its own estimate below
+    # host memory (the device has its own estimate below), the readers being processes
+    "embed_gpu": _EMBED_HOST_TERMS[:-1] + _READER_PROCESS_TERMS + _EMBED_HOST_TERMS[-1:],
     "embed_gpu_device": [
         ("CUDA context", _cuda_context),
         ("allocator peak at the smallest measured batch (weights, buffers, activations)",
@@ -328,6 +350,8 @@ DEFAULT_CONSTANTS: dict[str, dict[str, float]] = {
         "baseline_bytes": 1536 * MiB, "weights_copies": 2.0, "recording_copies": 3.0,
         "window_copies": 3.0, "input_copies": 2.0, "hdf5_buffer_bytes": 16 * MiB,
         "window_row_bytes": 200.0,
+        # the reader processes (measured here: _READER_PROCESS_TERMS)
+        "reader_server_bytes": 70 * MiB, "reader_process_bytes": 25 * MiB,
     },
     # check measures the context per process; 719 MB is what an H200 showed (FACTS.md)
     "embed_gpu_device": {"cuda_context_bytes": 720 * MiB, "allocator_slack": 0.2,
