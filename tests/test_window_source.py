@@ -77,6 +77,20 @@ def test_model_windows_equal_the_whole_night_pipeline_bit_for_bit(scaling):
         assert got.tobytes() == expected.tobytes(), (trial, sfreq, to_sfreq, n, seconds)
 
 
+@pytest.mark.parametrize("up", [2, 3, 4, 5])
+def test_integer_upsampling_is_resample_poly_bit_for_bit(up):
+    """preprocess.resample's own loop for whole-number rate ratios (100 -> 200 Hz, ...)."""
+    from embedprobe.preprocess import resample
+
+    rng = np.random.default_rng(up)
+    for n in (1, 2, 7, 50, 999, 20_001, 40_000):
+        x = (rng.standard_normal((int(rng.integers(1, 4)), n)) * 3e-5).astype(np.float32)
+        x[:, : n // 4] = 0
+        expected = resample_poly(x, up, 1, axis=-1)
+        got = resample(x, 100, 100 * up)
+        assert got.dtype == np.float32 and got.tobytes() == expected.tobytes(), (up, n)
+
+
 def test_model_windows_write_into_a_given_array_and_refuse_windows_past_the_end():
     signals = np.random.default_rng(1).standard_normal((2, 3000)).astype(np.float32) * 1e-5
     out = np.full((3, 2, 600), np.nan, np.float32)

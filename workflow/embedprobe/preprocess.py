@@ -23,11 +23,70 @@ def resample(signals: np.ndarray, from_sfreq: float, to_sfreq: float) -> np.ndar
     """Polyphase resampling of a whole night at once (one filter pass, float32 out)."""
     if from_sfreq == to_sfreq:
         return signals.astype(np.float32, copy=False)
+    ratio = _ratio(from_sfreq, to_sfreq)
+    if ratio.denominator == 1 and signals.dtype == np.float32 and signals.ndim == 2:
+        upsampled = _upsample(signals, ratio.numerator)
+        if upsampled is not None:
+            return upsampled
     from scipy.signal import resample_poly
 
-    ratio = _ratio(from_sfreq, to_sfreq)
     out = resample_poly(signals, ratio.numerator, ratio.denominator, axis=-1)
     return out.astype(np.float32, copy=False)
+
+
+UPSAMPLE_BLOCK = 16384  # output samples per phase and block: the running sums stay in cache
+
+
+def _upsample(signals: np.ndarray, up: int) -> np.ndarray | None:
+    """scipy's resample_poly(signals, up, 1, axis=-1) for float32 signals, term for term, ~1.4x
+    faster: its filter, and the sum of its upfirdn loop (`out = out + x * h`, in float32, taps
+    in the same order) taken over a block of output samples of one phase at a time by numpy,
+    instead of one sample at a time. Bit for bit the same (tests/test_window_source.py checks
+    it at random); None where scipy's private helpers moved (resample_poly is then used)."""
+    try:
+        from scipy.signal import firwin
+        from scipy.signal._upfirdn import _output_len, _pad_h
+    except ImportError:
+        return None
+    n_channels, n_in = signals.shape
+    n_out = n_in * up
+    half_len = 10 * up
+    # resample_poly's filter: firwin in float64, cast to the signal's dtype, then scaled
+    taps = firwin(2 * half_len + 1, 1.0 / up, window=("kaiser", 5.0)).astype(np.float32)
+    taps *= up
+    pre_pad, post_pad = 1, 0  # down - half_len % down, with down 1
+    pre_remove = half_len + pre_pad
+    while _output_len(len(taps) + pre_pad + post_pad, n_in, up, 1) < n_out + pre_remove:
+        post_pad += 1
+    taps = np.concatenate((np.zeros(pre_pad, np.float32), taps,
+                           np.zeros(post_pad, np.float32)))
+    flipped = _pad_h(taps, up)  # upfirdn's per-phase, reversed taps
+    per_phase = len(flipped) // up
+    # Zeros around the signal stand for the terms upfirdn skips or pads with zeros: adding a
+    # zero product leaves every sum as it was.
+    left = per_phase
+    padded = np.zeros((n_channels, left + n_in + per_phase + 1), np.float32)
+    padded[:, left:left + n_in] = signals
+    out = np.empty((n_channels, n_out), np.float32)
+    for phase_start in range(min(up, n_out)):
+        # upfirdn's output sample y = pre_remove + n, n = phase_start + k * up: phase y % up,
+        # newest input sample y // up (= its first one + k)
+        y = pre_remove + phase_start
+        coefficients = [np.float32(c) for c in
+                        flipped[(y % up) * per_phase:(y % up + 1) * per_phase]]
+        first = y // up - per_phase + 1 + left
+        count = len(range(phase_start, n_out, up))
+        sums = out[:, phase_start::up]
+        for begin in range(0, count, UPSAMPLE_BLOCK):
+            size = min(count, begin + UPSAMPLE_BLOCK) - begin
+            total = np.zeros((n_channels, size), np.float32)
+            product = np.empty_like(total)
+            for tap, coefficient in enumerate(coefficients):
+                at = first + tap + begin
+                np.multiply(padded[:, at:at + size], coefficient, out=product)
+                np.add(total, product, out=total)
+            sums[:, begin:begin + size] = total
+    return out
 
 
 def cut_windows(signals: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
