@@ -289,15 +289,17 @@ def test_bench_on_cuda_without_a_gpu_says_so_and_what_to_do(capsys):
 
 def test_bench_tables_and_verdicts():
     bench_embed = bench()
-    rows = [bench_embed.CeilingRow("biot_random", "processes", 1, 6000, 1.5, 1.6, 0.3),
-            bench_embed.CeilingRow("biot_random", "processes", 2, 6000, 0.8, 1.7, 0.3)]
+    rows = [bench_embed.CeilingRow("biot_random", "processes", 1, 6000, 1.5, 1.6, 0.3, 0.4),
+            bench_embed.CeilingRow("biot_random", "processes", 2, 6000, 0.8, 1.7, 0.3, 0.3)]
     table = bench_embed.format_ceiling(rows).splitlines()
     assert table[0].split() == ["model", "readers", "workers", "windows", "seconds", "win/s",
-                                "win/s/worker", "x", "1", "worker", "win/CPU-s", "1st", "batch",
-                                "s"]
+                                "win/s/worker", "x", "1", "worker", "main", "CPU-s",
+                                "win/CPU-s", "readers", "1st", "batch", "s"]
     assert table[2].split() == ["biot_random", "processes", "1", "6000", "1.50", "4000", "4000",
-                                "1.00", "3750", "0.30"]
+                                "1.00", "0.40", "3000", "3750", "0.30"]
     assert table[3].split()[5:8] == ["7500", "3750", "1.88"]
+    threads = bench_embed.CeilingRow("biot_random", "threads", 1, 6000, 2.0, 1.5, 0.3, 2.0)
+    assert threads.per_cpu_second_all == 3000  # the readers' CPU is the embed process's
     assert bench_embed.ceiling_verdict(rows)  # 4,000/s on one worker, 1.88x on two
     rows[1].seconds = 1.0  # 1.5x
     assert not bench_embed.ceiling_verdict(rows)
