@@ -173,7 +173,7 @@ def test_the_plan_asks_for_a_gpu_exactly_when_the_config_says_cuda(tmp_path):
     # check runs the model on the GPU: CUDA's host libraries (3 GiB) on top of a small job
     assert "mem_mb=2000," in resources_of(cpu.stdout, "check")
     assert "mem_mb=5072," in resources_of(gpu.stdout, "check")
-    for rule in ("index", "preflight", "probe", "aggregate"):
+    for rule in ("index", "preflight", "preflight_probe", "probe", "aggregate"):
         assert "gpu" not in resources_of(gpu.stdout, rule)
 
 

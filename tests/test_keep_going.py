@@ -2,12 +2,14 @@
 
 3 subjects x 1 night: the `demo` benchmark at 3 folds runs biot_random and lists biot_pretrained
 (no weights file) as skipped; demo_brain_age keeps 5 folds, which 3 subjects cannot fill:
-preflight warns about that benchmark alone. Then a broken weights file makes the check fail at
-run time: the run exits 1 and the table still has biot_random's row and the failed pair's.
+its own preflight warns about that benchmark alone. Then a broken weights file makes the check
+fail at run time: the run exits 1 and the table still has biot_random's row and the failed
+pair's.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
@@ -66,10 +68,30 @@ def test_the_other_pairs_finish_and_the_table_lists_the_skipped_one(tiny):
 
 
 def test_preflight_warns_about_the_other_benchmark_alone(tiny):
-    workdir, _, _, run = tiny
-    log = (workdir / "results/logs/preflight/sleep_edf_demo/biot_random.log").read_text()
+    """demo_brain_age's probe preflight (a benchmark of the pair the demo run did not need)
+    cannot size its folds: it warns, lists them as not sized, and touches nothing else."""
+    workdir, config, _, run = tiny
+    assert run.returncode == 0, run.stderr[-3000:]
+    pair = workdir / "results/preflight/sleep_edf_demo/biot_random"
+    target = pair / "demo_brain_age.json"
+    assert not target.exists(), "the demo target needs no demo_brain_age preflight"
+    made = snakemake(workdir, "--configfile", str(config), "--cores", "2", str(target))
+    assert made.returncode == 0, made.stderr[-3000:]
+    log = (workdir / "results/logs/preflight/sleep_edf_demo/biot_random/demo_brain_age.log"
+           ).read_text()
     assert ("warning: preflight sleep_edf_demo/biot_random: benchmark demo_brain_age not "
             "sized: 3 subjects cannot fill 5 folds") in log
+    record = json.loads(target.read_text())
+    assert record["jobs"] == {} and record["verdict"] == "ok"
+    assert record["not_sized"] == {"demo_brain_age": {
+        "message": "3 subjects cannot fill 5 folds",
+        "fix": "use a dataset with more subjects or set the benchmark's `folds`"}}
+    demo = json.loads((pair / "demo.json").read_text())  # the demo benchmark's, at 3 folds
+    assert list(demo["jobs"]) == [f"probe/demo/fold{k}" for k in range(3)]
+    assert demo["not_sized"] == {}
+    # that one job ran, nothing else (the pair's embed preflight is not redone)
+    assert re.search(r"^preflight_probe\s+1$", made.stderr, re.M), made.stderr[-2000:]
+    assert re.search(r"^total\s+1$", made.stderr, re.M), made.stderr[-2000:]
 
 
 def test_job_config_param_is_short_and_reruns_only_on_its_slice(tiny):

@@ -22,6 +22,7 @@ from embedprobe.calibration_fit import FROM_RUNS, PROVENANCE_FROM_RUNS
 from embedprobe.config import load_config, resolve_roots
 from embedprobe.estimates import MiB
 from embedprobe.memory import append_runs_row
+from embedprobe.preflight_record import estimate_path
 from embedprobe.rules_support import benchmark_targets
 
 BIAS = 1.35  # every refitted constant of the table in use is 35% too high
@@ -106,10 +107,17 @@ class Scenario:
         return row
 
     def write(self) -> Path:
+        """The preflight JSONs as the workflow lays them out (embed in the pair's, each
+        benchmark's probe folds in its own) and the runs table."""
+        files: dict[Path, dict] = {}
         for (dataset, model), jobs in self.pairs.items():
-            path = self.root / "preflight" / dataset / f"{model}.json"
+            for key, entry in jobs.items():
+                path = estimate_path(self.root / "preflight", dataset, model, key)
+                files.setdefault(path, {"dataset": dataset, "model": model, "jobs": {}})
+                files[path]["jobs"][key] = entry
+        for path, record in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"dataset": dataset, "model": model, "jobs": jobs}))
+            path.write_text(json.dumps(record))
         runs = self.root / "memory" / "runs.tsv"
         for row in self.rows:
             append_runs_row(runs, row)

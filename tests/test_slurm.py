@@ -90,8 +90,10 @@ def results_file(workdir: Path) -> Path:
     return workdir / f"results/{BENCH}/{DATASET}/results.tsv"
 
 
-def preflight(workdir: Path) -> dict:
-    return json.loads((workdir / f"results/preflight/{DATASET}/{MODEL}.json").read_text())
+def preflight(workdir: Path, benchmark: str | None = None) -> dict:
+    """The pair's preflight JSON (embed), or with a benchmark its probe folds'."""
+    name = f"{MODEL}/{benchmark}" if benchmark else MODEL
+    return json.loads((workdir / f"results/preflight/{DATASET}/{name}.json").read_text())
 
 
 def runs_table(workdir: Path) -> pd.DataFrame:
@@ -142,12 +144,14 @@ def test_every_job_asked_slurm_for_its_preflight_memory(slurm_demo):
         ("index", DATASET): (SMALL_JOB_MB, 1),
         ("check", DATASET, MODEL): (SMALL_JOB_MB, 1),
         ("preflight", DATASET, MODEL): (SMALL_JOB_MB, 1),
+        ("preflight_probe", DATASET, MODEL, BENCH): (SMALL_JOB_MB, 1),
         ("embed", DATASET, MODEL): (estimate["jobs"]["embed"]["request_mb"], 2),
         ("aggregate", BENCH, DATASET): (SMALL_JOB_MB, 1),
     }
+    probes = preflight(workdir, BENCH)
     for k in range(FOLDS):
         expected[("probe", BENCH, DATASET, MODEL, str(k))] = (
-            estimate["jobs"][f"probe/{BENCH}/fold{k}"]["request_mb"], 1)
+            probes["jobs"][f"probe/{BENCH}/fold{k}"]["request_mb"], 1)
     asked = {}
     for key, _ in expected.items():
         matching = [j for j in jobs if j.is_rule(*key)]

@@ -9,6 +9,8 @@ import pytest
 import yaml
 from conftest import PROJECT, snakemake
 
+from embedprobe.preflight_record import estimate_path, job_estimate
+
 pytestmark = pytest.mark.workflow
 
 # 5 subjects x 2 nights, 0.5 h of sleep each (~1,500 windows): every fold tests one subject.
@@ -31,16 +33,24 @@ def demo_run(tmp_path_factory, small_demo_config):
     return workdir, run
 
 
+def job_stats(out: str) -> dict[str, int]:
+    """The first `Job stats:` table of snakemake's output: rule -> job count."""
+    lines = out.split("Job stats:")[1].splitlines()
+    rows = [line.split() for line in lines[3:]]
+    return {row[0]: int(row[1]) for row in rows[:next(i for i, r in enumerate(rows)
+                                                      if r[:1] == ["total"])]}
+
+
 def test_dry_run_prints_the_plan(tmp_path, small_demo_config):
     run = snakemake(tmp_path, "--configfile", small_demo_config, "-n", "demo")
     assert run.returncode == 0, run.stderr
     out = run.stdout + run.stderr
+    stats = job_stats(out)
+    # one preflight for the pair's embed, one per benchmark for its probe folds
     for rule, count in (("demo_data", 1), ("index", 1), ("check", 1), ("preflight", 1),
-                        ("embed", 1), ("probe", 10), ("aggregate", 2), ("summary", 2),
-                        ("pair_figure", 1)):
-        assert f"{rule:<9} " in out or f"{rule} " in out
-        job_line = [line for line in out.splitlines() if line.split()[:1] == [rule]]
-        assert job_line and job_line[0].split()[1] == str(count), job_line
+                        ("preflight_probe", 2), ("embed", 1), ("probe", 10), ("aggregate", 2),
+                        ("summary", 2), ("pair_figure", 1)):
+        assert stats.get(rule) == count, (rule, stats)
     assert not (tmp_path / "data").exists(), "a dry run must not create data"
     # Before preflight ran, the memory of embed and probe jobs is not known yet.
     embed_block = out.split("rule embed:")[1].split("\n\n")[0]
@@ -119,13 +129,57 @@ def test_memory_requests_come_from_preflight(demo_run, small_demo_config):
         ["embed"] + [f"probe/{b}/fold{k}" for b in ("demo", "demo_brain_age") for k in range(5)])
     for row in runs.itertuples():
         assert row.status == "ok" and row.attempt == 1
-        assert row.request_mb == preflight["jobs"][row.job]["request_mb"]
+        # embed's estimate is in the pair's JSON, a probe fold's in its benchmark's
+        path = estimate_path(workdir / "results/preflight", "sleep_edf_demo", "biot_random",
+                             row.job)
+        assert row.request_mb == job_estimate(path, row.job)["request_mb"]
         assert 0 < row.peak_mb < row.request_mb  # the request covered the measured peak
     # The dry run after preflight shows the real numbers.
     dry = snakemake(workdir, "--configfile", small_demo_config, "--forcerun", "embed", "-n",
                     "demo")
     embed_block = (dry.stdout + dry.stderr).split("rule embed:")[1].split("\n\n")[0]
     assert f"mem_mb={embed['request_mb']}" in embed_block
+
+
+def test_probe_estimates_are_in_their_benchmark_s_preflight(demo_run):
+    """The pair's preflight holds embed alone; each benchmark's its own probe folds."""
+    workdir, _ = demo_run
+    root = workdir / "results/preflight/sleep_edf_demo"
+    pair = json.loads((root / "biot_random.json").read_text())
+    assert list(pair["jobs"]) == ["embed"] and "not_sized" not in pair
+    index = pd.read_csv(workdir / "results/index/sleep_edf_demo.tsv", sep="\t")
+    for benchmark, job in (("demo", "probe_logistic"), ("demo_brain_age", "probe_brain_age")):
+        record = json.loads((root / "biot_random" / f"{benchmark}.json").read_text())
+        assert record["benchmark"] == benchmark and record["verdict"] == "ok"
+        assert record["not_sized"] == {} and record["limit_mb"] == pair["limit_mb"]
+        assert list(record["jobs"]) == [f"probe/{benchmark}/fold{k}" for k in range(5)]
+        assert {entry["job"] for entry in record["jobs"].values()} == {job}
+        if job == "probe_logistic":  # every labelled window is in one part of each fold
+            for entry in record["jobs"].values():
+                parts = entry["inputs"]
+                assert parts["n_train"] + parts["n_val"] + parts["n_test"] == len(index)
+
+
+def test_a_new_benchmark_refits_nothing_of_the_others(demo_run, small_demo_config, tmp_path):
+    """A copy of `demo` added under a new name: the plan embeds nothing again and refits no
+    probe of demo or demo_brain_age; only the new benchmark's preflight, probes and reports."""
+    workdir, run = demo_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    bench = yaml.safe_load((PROJECT / "config/benchmarks.yaml").read_text())[
+        "benchmarks"]["demo"]
+    extra = tmp_path / "demo_copy.yaml"
+    extra.write_text(yaml.safe_dump({"benchmarks": {"demo_copy": bench}}))
+    dry = snakemake(workdir, "--configfile", small_demo_config, str(extra), "--cores", "2",
+                    "-n", "demo_copy", "demo")
+    out = dry.stdout + dry.stderr
+    assert dry.returncode == 0, out[-3000:]
+    assert job_stats(out) == {"preflight_probe": 1, "probe": 5, "aggregate": 1,
+                              "pair_figure": 1, "memory_panel": 1, "summary": 1,
+                              "leaderboard": 1, "demo_copy": 1}, out[-3000:]
+    probes = out.split("rule probe:")[1:]
+    assert len(probes) == 5
+    assert all("benchmark=demo_copy" in block.split("\n\n")[0] for block in probes)
+    assert "results/preflight/sleep_edf_demo/biot_random/demo_copy.json" in out
 
 
 def test_check_json_has_what_preflight_reads(demo_run):

@@ -30,6 +30,7 @@ import yaml
 
 from . import estimates
 from .errors import UsageError
+from .preflight_record import estimate_path
 
 MiB = estimates.MiB
 
@@ -182,7 +183,9 @@ def join_runs(table, preflight_root: Path, joined: Joined | None = None) -> Join
         if not _number(row.get("estimate_mb")) or not _number(row.get("peak_mb")):
             joined.skip("no estimate or no peak recorded")
             continue
-        path = Path(preflight_root) / str(row["dataset"]) / f"{row['model']}.json"
+        # embed's inputs are in the pair's JSON, a probe fold's in its benchmark's
+        path = estimate_path(preflight_root, str(row["dataset"]), str(row["model"]),
+                             str(row["job"]))
         if path not in cache:
             cache[path] = json.loads(path.read_text()) if path.is_file() else None
         entry = (cache[path] or {}).get("jobs", {}).get(str(row["job"]))

@@ -75,10 +75,13 @@ def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
 
 
 def cmd_preflight(args, config, roots):
-    from .preflight import run_preflight
+    from .preflight import run_preflight, run_probe_preflight
 
-    run_preflight(config, roots, args.dataset, args.model, Path(args.check), Path(args.index),
-                  Path(args.out))
+    paths = Path(args.check), Path(args.index), Path(args.out)
+    if args.benchmark:
+        run_probe_preflight(config, roots, args.benchmark, args.dataset, args.model, *paths)
+    else:
+        run_preflight(config, roots, args.dataset, args.model, *paths)
 
 
 def cmd_embed(args, config, roots):
@@ -303,7 +306,8 @@ COMMANDS = {
 
 
 def add_accounting(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--estimate", help="the pair's preflight JSON (knobs and estimate)")
+    p.add_argument("--estimate", help="the job's preflight JSON (knobs and estimate): the "
+                                      "pair's for embed, the benchmark's for a probe fold")
     p.add_argument("--attempt", type=int, default=1, help="the scheduler's attempt number")
     p.add_argument("--request-mb", type=int, help="the memory this attempt was given")
 
@@ -344,9 +348,12 @@ def parser() -> argparse.ArgumentParser:
                    help="fault injection: batches larger than this raise torch.OutOfMemoryError")
     add_accounting(p)
 
-    p = sub.add_parser("preflight", help="predict the peak memory of every downstream job")
+    p = sub.add_parser("preflight", help="predict the peak memory of a pair's embed job, or "
+                                         "with --benchmark of that benchmark's probe folds")
     for name in ("--dataset", "--model", "--check", "--index", "--out"):
         p.add_argument(name, required=True)
+    p.add_argument("--benchmark", help="size this benchmark's probe folds on the pair "
+                                       "(default: the pair's embed job)")
 
     p = sub.add_parser("probe", help="fit and score the probe on one fold")
     for name in ("--benchmark", "--dataset", "--model", "--embeddings", "--out", "--predictions"):

@@ -26,6 +26,8 @@ def failure_records(roots: dict, benchmark: str, dataset: str, model: str,
     results, cache = Path(roots["results_root"]), Path(roots["cache_root"])
     paths = [("check", results / "check" / dataset / f"{model}.json.failure.json"),
              ("preflight", results / "preflight" / dataset / f"{model}.json.failure.json"),
+             ("probe preflight", results / "preflight" / dataset / model /
+              f"{benchmark}.json.failure.json"),
              ("embed", cache / "embeddings" / dataset / f"{model}.h5.failure.json")]
     paths += [(f"probe fold {k}", results / benchmark / dataset / model /
                f"fold{k}.json.failure.json") for k in range(folds)]

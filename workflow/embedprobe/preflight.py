@@ -1,4 +1,9 @@
-"""preflight: predict every downstream job's peak memory for one (dataset, model) pair.
+"""preflight: predict the peak memory of a (dataset, model) pair's downstream jobs.
+
+Two records per pair, so that a job's estimate depends on what the job depends on:
+results/preflight/{dataset}/{model}.json holds the embed job (no benchmark enters it), and
+results/preflight/{dataset}/{model}/{benchmark}.json one benchmark's probe folds. Adding a
+benchmark then writes one new record and leaves the embeddings and the other probes alone.
 
 Inputs are cheap and real: the feature width, parameter count, batch activations and batch
 time measured by the check job; row counts from the window index; shapes from the config.
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from .baselines import probe_baseline_inputs
@@ -103,66 +109,99 @@ def embed_runtime_minutes(check, n_windows: int) -> int:
     return int(math.ceil(batches * check.seconds * 3 / 60)) + 10
 
 
-def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_path: Path,
-                  index_path: Path, out: Path) -> dict:
+@dataclass
+class Sizing:
+    """What a pair's estimates are sized against: the passed check, the window index, the
+    calibration, the memory limit (and where it comes from), the margin and the partitions."""
+
+    check: object
+    table: object
+    calibration: dict
+    limit: int
+    limit_source: str
+    margin: float
+    partitions: list | None
+
+
+def sizing(config: dict, dataset: str, model: str, check_path: Path, index_path: Path) -> Sizing:
     check = read_result(check_path)
     if check.status != OK:
         raise UsageError(f"check of {dataset}/{model} did not pass ({check.status}): "
                          f"{check.reason}", fix=check.fix or "run the check step again")
-    table = read_index(index_path)
-    calibration = load_calibration(calibration_path(config))
     if running_under_scheduler():  # the allocation also holds Snakemake's own processes
         config["memory_on_cluster"] = True
     cluster_mb = config.get("memory_limit_mb") or cluster_memory_limit_mb()
-    limit = job_memory_limit(cluster_mb)
-    margin = config.get("memory_margin", 0.15)
-    partitions = config.get("memory_partitions") or None
-    estimates, runtimes = {}, {}
-    inputs = embed_inputs(config, roots, dataset, check, table)
-    estimates["embed"] = fit_knobs(
-        embed_job_type(config, check), inputs, calibration, limit,
-        max(margin, config.get("memory_embed_margin", 0.20)), partitions)
-    runtimes["embed"] = embed_runtime_minutes(check, len(table))
-    not_sized = {}
-    for bench_id, bench in config.get("benchmarks", {}).items():
-        if dataset not in bench["datasets"] or model not in bench["models"]:
-            continue
-        try:
-            sized = {}
-            for fold in range(bench.get("folds", 5)):
-                key = job_key(bench_id, fold)
-                sized[key] = probe_estimate(config, task_for(bench["task"]), bench, table, fold,
-                                            check.feature_dim, calibration, limit, margin,
-                                            partitions)
-        except UsageError as exc:  # e.g. too few subjects for its folds: that benchmark alone
-            not_sized[bench_id] = {"message": exc.message, "fix": exc.fix}
-            print(f"warning: preflight {dataset}/{model}: benchmark {bench_id} not sized: "
-                  f"{exc.message} (its probe jobs will fail; other benchmarks run)\n"
-                  f"fix: {exc.fix}", file=sys.stderr)
-            continue
-        for key, (estimate, runtime) in sized.items():
-            estimates[key], runtimes[key] = estimate, runtime
-    jobs = {key: est.as_dict() | {"runtime_min": runtimes[key]}
-            for key, est in estimates.items()}
-    record = {
-        "dataset": dataset,
-        "model": model,
-        "limit_mb": int(limit // 2**20),
-        "limit_source": ("config memory_limit_mb" if config.get("memory_limit_mb") else
-                         "largest SLURM node (sinfo)" if cluster_mb else
-                         "this machine (cgroup aware)"),
-        "margin": margin,
+    return Sizing(
+        check=check, table=read_index(index_path),
+        calibration=load_calibration(calibration_path(config)),
+        limit=job_memory_limit(cluster_mb),
+        limit_source=("config memory_limit_mb" if config.get("memory_limit_mb") else
+                      "largest SLURM node (sinfo)" if cluster_mb else
+                      "this machine (cgroup aware)"),
+        margin=config.get("memory_margin", 0.15),
+        partitions=config.get("memory_partitions") or None)
+
+
+def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_path: Path,
+                  index_path: Path, out: Path) -> dict:
+    """The pair's embed job: no benchmark enters it, so adding one does not re-embed."""
+    sized = sizing(config, dataset, model, check_path, index_path)
+    inputs = embed_inputs(config, roots, dataset, sized.check, sized.table)
+    estimate = fit_knobs(
+        embed_job_type(config, sized.check), inputs, sized.calibration, sized.limit,
+        max(sized.margin, config.get("memory_embed_margin", 0.20)), sized.partitions)
+    runtime = embed_runtime_minutes(sized.check, len(sized.table))
+    return write_record(sized, {"dataset": dataset, "model": model},
+                        {"embed": (estimate, runtime)}, out)
+
+
+def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str, model: str,
+                        check_path: Path, index_path: Path, out: Path) -> dict:
+    """One benchmark's probe folds on the pair: only that benchmark enters it, so adding
+    another benchmark refits nothing of this one. Folds it cannot size (e.g. too few subjects
+    for its folds) are listed in `not_sized` with a warning: its probe jobs then fail with that
+    message, and the pair's other benchmarks run."""
+    bench = lookup(config, "benchmarks", benchmark)
+    if dataset not in bench["datasets"] or model not in bench["models"]:
+        raise UsageError(f"benchmark {benchmark} does not run {dataset}/{model}",
+                         fix=f"name a dataset and model of benchmarks.{benchmark}")
+    sized = sizing(config, dataset, model, check_path, index_path)
+    jobs, not_sized = {}, {}
+    try:
+        for fold in range(bench.get("folds", 5)):
+            jobs[job_key(benchmark, fold)] = probe_estimate(
+                config, task_for(bench["task"]), bench, sized.table, fold,
+                sized.check.feature_dim, sized.calibration, sized.limit, sized.margin,
+                sized.partitions)
+    except UsageError as exc:
+        jobs, not_sized = {}, {benchmark: {"message": exc.message, "fix": exc.fix}}
+        print(f"warning: preflight {dataset}/{model}: benchmark {benchmark} not sized: "
+              f"{exc.message} (its probe jobs will fail; other benchmarks run)\n"
+              f"fix: {exc.fix}", file=sys.stderr)
+    return write_record(sized, {"benchmark": benchmark, "dataset": dataset, "model": model},
+                        jobs, out, not_sized=not_sized)
+
+
+def write_record(sized: Sizing, names: dict, sized_jobs: dict, out: Path, **extra) -> dict:
+    """The preflight JSON: each job's estimate with its runtime, the limit and the verdict;
+    a job that cannot fit the limit stops here with the breakdown and the fix."""
+    jobs = {key: est.as_dict() | {"runtime_min": runtime}
+            for key, (est, runtime) in sized_jobs.items()}
+    pair = f"{names['dataset']}/{names['model']}"
+    record = names | {
+        "limit_mb": int(sized.limit // 2**20),
+        "limit_source": sized.limit_source,
+        "margin": sized.margin,
         "verdict": "ok" if all(j["verdict"] == "ok" for j in jobs.values()) else "too_big",
         "jobs": jobs,
-        "not_sized": not_sized,
-    }
-    too_big = [key for key, job in jobs.items() if job["verdict"] != "ok"]
+    } | extra
     for key, job in jobs.items():
-        print(f"preflight {dataset}/{model} {key}: {job['verdict']}, request "
+        print(f"preflight {pair} {key}: {job['verdict']}, request "
               f"{job['request_mb']:,} MB of {record['limit_mb']:,} MB", file=sys.stderr)
+    too_big = [key for key, job in jobs.items() if job["verdict"] != "ok"]
     if too_big:
-        worst = estimates[too_big[0]]
-        raise OutOfMemory(f"{dataset}/{model}: {', '.join(too_big)} cannot fit the memory "
+        worst = sized_jobs[too_big[0]][0]
+        raise OutOfMemory(f"{pair}: {', '.join(too_big)} cannot fit the memory "
                           f"limit ({record['limit_mb']:,} MB)\n{worst}", fix=worst.fix)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")

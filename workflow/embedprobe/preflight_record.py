@@ -1,7 +1,11 @@
-"""The preflight JSON's job keys and its one reader (jobs, the resources callables, tools).
+"""The preflight JSONs' job keys, their paths and their one reader (jobs, the resources
+callables, tools).
 
 A job key names one downstream job of a (dataset, model) pair: "embed", or
-"probe/<benchmark>/fold<k>". Light on purpose: the Snakefile's resources callables import it.
+"probe/<benchmark>/fold<k>". The embed job's estimate is in the pair's JSON
+(<preflight>/<dataset>/<model>.json), a probe fold's in its benchmark's
+(<preflight>/<dataset>/<model>/<benchmark>.json). Light on purpose: the Snakefile's resources
+callables import it.
 """
 
 from __future__ import annotations
@@ -18,8 +22,21 @@ def job_key(benchmark: str | None = None, fold: int | str | None = None) -> str:
     return "embed" if benchmark is None else f"probe/{benchmark}/fold{fold}"
 
 
+def key_benchmark(key: str) -> str | None:
+    """The benchmark a job key names (None for embed)."""
+    return key.split("/")[1] if key.startswith("probe/") else None
+
+
+def estimate_path(preflight_root, dataset: str, model: str, key: str = "embed") -> Path:
+    """The preflight JSON that holds the job's estimate, under `preflight_root`."""
+    benchmark = key_benchmark(key)
+    pair = Path(str(preflight_root)) / dataset
+    return pair / f"{model}.json" if benchmark is None else pair / model / f"{benchmark}.json"
+
+
 def job_estimate(path, key: str) -> dict:
-    """The job's entry of the pair's preflight JSON at `path`."""
+    """The job's entry of the preflight JSON at `path` (the pair's for embed, the benchmark's
+    for a probe fold)."""
     record = json.loads(Path(str(path)).read_text())
     if key not in record["jobs"] and key.startswith("probe/"):
         return dict(UNSIZED_PROBE)

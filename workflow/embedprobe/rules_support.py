@@ -123,9 +123,9 @@ def generator_job_config(config: dict, dataset: str) -> str:
     return job_config_file(config, json.dumps(sliced, sort_keys=True))
 
 
-def pair_job_config(config: dict, dataset: str, model: str) -> str:
-    """A pair's preflight config slice as a file (see pair_job_config_json)."""
-    return job_config_file(config, pair_job_config_json(config, dataset, model))
+def preflight_job_config(config: dict, dataset: str, model: str, benchmark=None) -> str:
+    """A preflight's config slice as a file (see preflight_job_config_json)."""
+    return job_config_file(config, preflight_job_config_json(config, dataset, model, benchmark))
 
 
 def quality_tables(config: dict, roots: dict, benchmark: str) -> list[str]:
@@ -281,14 +281,12 @@ def benchmark_fold_results(config: dict, roots: dict, benchmark: str) -> list[st
             for path in fold_results(config, roots, benchmark, dataset)]
 
 
-def pair_job_config_json(config: dict, dataset: str, model: str) -> str:
-    """The job config of a pair's preflight: every benchmark that runs the pair."""
-    sliced = json.loads(job_config_json(config, dataset=dataset, model=model))
+def preflight_job_config_json(config: dict, dataset: str, model: str, benchmark=None) -> str:
+    """The job config of a preflight: the pair's job slice (no benchmark: the embed estimate;
+    a benchmark: its probe folds' estimates) and the memory_* settings it sizes with. No other
+    benchmark enters it, so adding one reruns neither the pair's embed nor its other probes."""
+    sliced = json.loads(job_config_json(config, benchmark, dataset, model))
     sliced.update({k: v for k, v in config.items() if k.startswith("memory_")})
-    sliced["benchmarks"] = {
-        b: e for b, e in config["benchmarks"].items()
-        if dataset in e["datasets"] and model in e["models"]
-    }
     return json.dumps(sliced, sort_keys=True)
 
 

@@ -20,7 +20,7 @@ from embedprobe.rules_support import (
     memory_request_mb,
     names_pattern,
     not_run_file,
-    pair_job_config,
+    preflight_job_config,
     print_fresh_summaries,
     write_partial_results,
     probe_key,

@@ -1,7 +1,7 @@
 rule probe:
     input:
         embeddings=f"{CACHE}/embeddings/{{dataset}}/{{model}}.h5",
-        estimate=f"{RESULTS}/preflight/{{dataset}}/{{model}}.json",
+        estimate=f"{RESULTS}/preflight/{{dataset}}/{{model}}/{{benchmark}}.json",
     output:
         result=f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json",
         predictions=f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.npz",

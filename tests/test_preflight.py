@@ -1,0 +1,117 @@
+"""preflight split by what each estimate depends on: the pair's embed job (no benchmark enters
+it) and, with --benchmark, that benchmark's probe folds. Real check, index and CLI runs on the
+generated Sleep-EDF demo (5 subjects x 2 nights)."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from conftest import PROJECT
+from test_check import DATASET, make_config
+
+from embedprobe.check import OK, check_pair, write_result
+from embedprobe.preflight_record import estimate_path, job_estimate
+from embedprobe.rules_support import preflight_job_config_json
+from embedprobe.windows import build_index, write_index
+
+MODEL = "biot_random"
+
+
+@pytest.fixture(scope="module")
+def pair(demo_root, tmp_path_factory):
+    """The demo's config (roots inside), its window index and a passing check of BIOT."""
+    tmp = tmp_path_factory.mktemp("preflight")
+    config, roots = make_config(demo_root.parent, tmp)
+    config.update(roots)  # the job config the CLI gets carries the roots
+    index = tmp / "index.tsv"
+    write_index(build_index(config, roots, DATASET), index)
+    check = check_pair(config, roots, DATASET, MODEL, 32)
+    assert check.status == OK, check.note
+    check_path = tmp / "check.json"
+    write_result(check, check_path)
+    return config, index, check_path
+
+
+def preflight(config: dict, check_path, index, out, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(config),
+         "preflight", "--dataset", DATASET, "--model", MODEL, "--check", str(check_path),
+         "--index", str(index), "--out", str(out), *args],
+        capture_output=True, text=True, timeout=600,
+        env={"PYTHONPATH": str(PROJECT / "workflow"), "PATH": "/usr/bin:/bin"})
+
+
+def test_the_pair_s_preflight_sizes_embed_alone_whatever_the_benchmarks(pair, tmp_path):
+    config, index, check_path = pair
+    with_all = tmp_path / "all.json"
+    run = preflight(config, check_path, index, with_all)
+    assert run.returncode == 0, run.stderr[-2000:]
+    record = json.loads(with_all.read_text())
+    assert list(record["jobs"]) == ["embed"] and record["verdict"] == "ok"
+    assert record["dataset"] == DATASET and record["model"] == MODEL
+    assert record["jobs"]["embed"]["inputs"]["n_windows"] == len(pd.read_csv(index, sep="\t"))
+    none = tmp_path / "none.json"
+    assert preflight({**config, "benchmarks": {}}, check_path, index, none).returncode == 0
+    assert json.loads(none.read_text())["jobs"] == record["jobs"]
+
+
+def test_a_benchmark_s_preflight_sizes_its_probe_folds(pair, tmp_path):
+    config, index, check_path = pair
+    out = estimate_path(tmp_path, DATASET, MODEL, "probe/sleep_stage/fold0")
+    assert out == tmp_path / DATASET / MODEL / "sleep_stage.json"
+    run = preflight(config, check_path, index, out, "--benchmark", "sleep_stage")
+    assert run.returncode == 0, run.stderr[-2000:]
+    record = json.loads(out.read_text())
+    assert record["benchmark"] == "sleep_stage" and record["not_sized"] == {}
+    assert list(record["jobs"]) == [f"probe/sleep_stage/fold{k}" for k in range(5)]
+    windows = len(pd.read_csv(index, sep="\t"))
+    for key, entry in record["jobs"].items():
+        assert entry["job"] == "probe_logistic" and entry["verdict"] == "ok"
+        parts = entry["inputs"]
+        assert parts["n_train"] + parts["n_val"] + parts["n_test"] == windows
+        assert parts["dim"] == 256 and parts["n_fits"] == 6  # BIOT's width, the C grid
+        assert job_estimate(out, key) == entry  # what the probe rule's callables read
+    assert f"preflight {DATASET}/{MODEL} probe/sleep_stage/fold4: ok, request" in run.stderr
+
+
+def test_folds_it_cannot_fill_are_listed_and_its_probes_get_the_fallback(pair, tmp_path):
+    config, index, check_path = pair
+    bench = dict(config["benchmarks"]["sleep_stage"], folds=7)
+    out = tmp_path / "sleep_stage.json"
+    run = preflight({**config, "benchmarks": {"sleep_stage": bench}}, check_path, index, out,
+                    "--benchmark", "sleep_stage")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (f"warning: preflight {DATASET}/{MODEL}: benchmark sleep_stage not sized: "
+            "5 subjects cannot fill 7 folds") in run.stderr
+    record = json.loads(out.read_text())
+    assert record["jobs"] == {} and record["not_sized"]["sleep_stage"]["message"] == (
+        "5 subjects cannot fill 7 folds")
+    assert job_estimate(out, "probe/sleep_stage/fold6") == {
+        "request_mb": 2000, "runtime_min": 10, "limit_mb": None}
+
+
+def test_a_benchmark_that_does_not_run_the_pair_is_refused(pair, tmp_path):
+    config, index, check_path = pair
+    out = tmp_path / "demo.json"
+    run = preflight(config, check_path, index, out, "--benchmark", "demo")
+    assert run.returncode == 2 and not out.exists()
+    assert f"error: benchmark demo does not run {DATASET}/{MODEL}" in run.stderr
+    assert "fix: name a dataset and model of benchmarks.demo" in run.stderr
+
+
+def test_each_preflight_s_config_slice_holds_only_what_it_sizes(pair):
+    """Adding a benchmark changes neither the pair's slice nor another benchmark's: Snakemake
+    then reruns neither the embed estimate nor the other probes' (nor embed and probe)."""
+    config, _, _ = pair
+    added = {**config, "benchmarks": {**config["benchmarks"],
+                                      "sleep_copy": config["benchmarks"]["sleep_stage"]}}
+    for benchmark in (None, "sleep_stage"):
+        before = preflight_job_config_json(config, DATASET, MODEL, benchmark)
+        assert preflight_job_config_json(added, DATASET, MODEL, benchmark) == before
+    pair_slice = json.loads(preflight_job_config_json(config, DATASET, MODEL))
+    assert pair_slice["benchmarks"] == {} and "memory_margin" in pair_slice
+    bench_slice = json.loads(preflight_job_config_json(config, DATASET, MODEL, "sleep_stage"))
+    assert list(bench_slice["benchmarks"]) == ["sleep_stage"]
+    assert list(bench_slice["datasets"]) == [DATASET] and list(bench_slice["models"]) == [MODEL]
