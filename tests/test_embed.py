@@ -303,3 +303,59 @@ def test_bench_tables_and_verdicts():
     assert bench_embed.ceiling_verdict(rows)  # 4,000/s on one worker, 1.88x on two
     rows[1].seconds = 1.0  # 1.5x
     assert not bench_embed.ceiling_verdict(rows)
+
+
+# ------------------------------------------------------------------ scripts/install.sh --cuda
+
+
+def install_plan(tmp_path, *args, driver=None):
+    """scripts/install.sh --dry-run with a fake nvidia-smi on PATH (or none): its stdout,
+    stderr and exit code."""
+    from conftest import PROJECT
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("bash", "python3", "grep", "head", "dirname"):
+        (bin_dir / tool).unlink(missing_ok=True)
+        (bin_dir / tool).symlink_to(__import__("shutil").which(tool))
+    smi = bin_dir / "nvidia-smi"
+    smi.unlink(missing_ok=True)
+    if driver:
+        smi.write_text("#!/bin/bash\necho '| NVIDIA-SMI 570.86  Driver Version: 570.86  "
+                       f"CUDA Version: {driver}     |'\n")
+        smi.chmod(0o755)
+    done = subprocess.run(["bash", str(PROJECT / "scripts" / "install.sh"), str(tmp_path / "venv"),
+                           "--dry-run", *args], capture_output=True, text=True,
+                          env={"PATH": str(bin_dir)}, timeout=60)
+    return done.stdout, done.stderr, done.returncode
+
+
+def test_install_keeps_the_cpu_wheel_without_a_driver(tmp_path):
+    out, err, code = install_plan(tmp_path)
+    assert code == 0, err
+    assert "download.pytorch.org" not in out
+    assert "-m pip install -q -r envs/requirements.txt" in out
+
+
+@pytest.mark.parametrize("driver, build", [("12.8", "cu128"), ("13.0", "cu130"),
+                                           ("12.6", "cu126"), ("12.9", "cu128")])
+def test_install_takes_the_newest_cuda_build_the_driver_supports(tmp_path, driver, build):
+    out, err, code = install_plan(tmp_path, driver=driver)
+    assert code == 0, err
+    lines = out.splitlines()
+    torch_line = next(i for i, line in enumerate(lines) if "torch==2.13.0" in line)
+    assert lines[torch_line].endswith(
+        f"pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/{build}")
+    # before the pinned requirements, which then keep it
+    assert torch_line < next(i for i, line in enumerate(lines) if "requirements.txt" in line)
+
+
+def test_install_cuda_choice_by_hand_and_refusals(tmp_path):
+    out, _, code = install_plan(tmp_path, "--cuda", "cu126")
+    assert code == 0 and "whl/cu126" in out
+    out, _, code = install_plan(tmp_path, "--cuda", "cpu", driver="12.8")
+    assert code == 0 and "download.pytorch.org" not in out
+    _, err, code = install_plan(tmp_path, driver="11.8")  # older than every build
+    assert code == 0 and "supports none of cu126 cu128 cu130" in err
+    _, err, code = install_plan(tmp_path, "--cuda", "12.6")
+    assert code == 2 and "error: --cuda 12.6: not auto, cpu or a CUDA build like cu126" in err
