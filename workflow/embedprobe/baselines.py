@@ -25,6 +25,10 @@ STEP_IMPORTS = {
     # the brain-age job also imports scikit-learn's Ridge and reads the subjects table (.xls)
     "ridge": "import sklearn.linear_model, sklearn.preprocessing, xlrd, embedprobe.cli, "
              "embedprobe.probe_fold, embedprobe.runs, embedprobe.tasks.brain_age",
+    # the seizure probe fits scikit-learn's LogisticRegression and scores events (timescoring)
+    "seizure": "import sklearn.linear_model, timescoring.scoring, embedprobe.cli, "
+               "embedprobe.probe_fold, embedprobe.runs, embedprobe.tasks.seizure_detection, "
+               "embedprobe.seizure_probe",
 }
 # The baseline each probe job type takes.
 JOB_STEP = {"probe_logistic": "probe", "probe_ridge": "ridge", "probe_brain_age": "ridge",
@@ -40,7 +44,8 @@ def measured_step_baseline(step: str) -> int | None:
     return run.peak_bytes if run.ok else None
 
 
-def probe_baseline_inputs(job_type: str) -> dict:
-    """{"measured_baseline_bytes": ...} for a probe job type, measured here; {} if it fails."""
-    measured = measured_step_baseline(JOB_STEP[job_type])
+def probe_baseline_inputs(job_type: str, step: str | None = None) -> dict:
+    """{"measured_baseline_bytes": ...} for a probe job type (or a task's own `step`, when its
+    job imports more than the type's usual job), measured here; {} if it fails."""
+    measured = measured_step_baseline(step or JOB_STEP[job_type])
     return {"measured_baseline_bytes": measured} if measured else {}

@@ -98,7 +98,8 @@ def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, ma
                    partitions):
     """The probe job's estimate and runtime: its task names the job type and its inputs."""
     job_type, inputs, runtime = task.probe_memory(config, bench, table, fold, dim)
-    estimate = fit_knobs(job_type, inputs | probe_baseline_inputs(job_type), calibration, limit,
+    baseline = probe_baseline_inputs(job_type, task.probe_step)
+    estimate = fit_knobs(job_type, inputs | baseline, calibration, limit,
                          margin, partitions)
     return estimate, runtime
 

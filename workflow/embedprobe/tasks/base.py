@@ -52,6 +52,8 @@ class Task:
     classes: tuple[str, ...] = ()
     sd_ddof: int = 1  # the SD over folds: sample SD (1) or population SD (0)
     draws_chance: bool = False  # the scores figure marks 1 / number of classes
+    # what the probe job imports (baselines.STEP_IMPORTS), measured by preflight as its baseline
+    probe_step: str = "probe"
 
     # --- the window index ---------------------------------------------------------------
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:

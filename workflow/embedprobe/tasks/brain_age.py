@@ -25,6 +25,7 @@ class BrainAge(Task):
     chosen_name = "alpha"
     lower_is_better = True
     defines_units = False
+    probe_step = "ridge"
 
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
         config, dataset = job.config, job.dataset

@@ -34,6 +34,9 @@ class SeizureDetection(Task):
     chosen_name = "C"
     pair_figures = ("roc_pr", "event_curve")
     classes = ("background", SEIZURE)
+    # the probe_logistic formula (one standardised float32 copy, lbfgs buffers per fit), with
+    # the baseline of a job that imports scikit-learn and timescoring
+    probe_step = "seizure"
 
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         """Every whole non-overlapping window of the recording, from its first sample."""
