@@ -144,7 +144,7 @@ def test_every_job_asked_slurm_for_its_preflight_memory(slurm_demo):
         ("index", DATASET): (SMALL_JOB_MB, 1),
         ("check", DATASET, MODEL): (SMALL_JOB_MB, 1),
         ("preflight", DATASET, MODEL): (SMALL_JOB_MB, 1),
-        ("preflight_probe", DATASET, MODEL, BENCH): (SMALL_JOB_MB, 1),
+        ("preflight_probe", BENCH, DATASET, MODEL): (SMALL_JOB_MB, 1),
         ("embed", DATASET, MODEL): (estimate["jobs"]["embed"]["request_mb"], 2),
         ("aggregate", BENCH, DATASET): (SMALL_JOB_MB, 1),
     }
