@@ -73,10 +73,11 @@ class EmbedSettings:
 
 
 def preprocessing_key(spec: ModelSpec, plan: ChannelPlan, epoch_seconds: float,
-                      limit_batches: int | None) -> str:
-    """Everything besides the weights and windows that changes the embeddings."""
+                      limit_batches: int | None, band_hz=None) -> str:
+    """Everything besides the weights and windows that changes the embeddings (a band-pass
+    only when the dataset has one, so the keys of existing caches stay as they were)."""
     return json.dumps(
-        {
+        ({"band_hz": list(band_hz)} if band_hz else {}) | {
             "sfreq": spec.sfreq,
             "window_seconds": spec.window_seconds,
             "epoch_seconds": epoch_seconds,
@@ -181,7 +182,8 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         dataset=dataset,
         model=model_id,
         windows_sha256=window_table_sha256(windows),
-        preprocessing=preprocessing_key(spec, plan, source.epoch_seconds, settings.limit_batches),
+        preprocessing=preprocessing_key(spec, plan, source.epoch_seconds, settings.limit_batches,
+                                        source.recipe.band_hz),
         weights_sha256=encoder.weights_sha256,
         code_version=__version__,
     )

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .config import lookup
-from .datasets.registry import READERS, dataset_root
+from .datasets.registry import READERS, find_dataset_recordings
 from .errors import DataError, EmbedprobeError, OutOfMemory
 from .preprocess import model_windows
 
@@ -52,6 +52,7 @@ class WindowRecipe:
     sfreq: float  # the model's rate
     epoch_seconds: float  # one window (the dataset's epoch_seconds)
     scaling: str  # the model's amplitude convention (preprocess.scale)
+    band_hz: tuple[float, float] | None = None  # the dataset's band-pass, on the whole recording
 
     @property
     def window_samples(self) -> int:
@@ -73,8 +74,20 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
                         fix="rebuild the window index: it no longer matches the recording")
     order = [signals.ch_names.index(name) for name in recipe.channels]
     data = signals.data if order == list(range(len(order))) else signals.data[order]
+    if recipe.band_hz is not None:
+        data = band_pass(data, signals.sfreq, recipe.band_hz)
     return model_windows(data, signals.sfreq, recipe.sfreq, np.asarray(starts),
                          recipe.window_samples, recipe.scaling, out=out)
+
+
+def band_pass(data: np.ndarray, sfreq: float, band_hz: tuple[float, float]) -> np.ndarray:
+    """MNE's zero-phase FIR band-pass (its default design) over the whole recording, before
+    the windows are cut: no window edge sees a filter transient."""
+    import mne
+
+    low, high = band_hz
+    return mne.filter.filter_data(data.astype(np.float64), sfreq, low, high,
+                                  verbose="error").astype(np.float32)
 
 
 class WindowSource:
@@ -86,11 +99,13 @@ class WindowSource:
                  table: pd.DataFrame):
         entry = lookup(config, "datasets", dataset)
         self.reader = READERS[entry["format"]]
-        found = self.reader.find_recordings(dataset_root(config, roots, dataset))
+        found = find_dataset_recordings(config, roots, dataset)
         self.recordings = {r.recording: r for r in found}
         self.epoch_seconds = entry.get("epoch_seconds", 30)
+        band = entry.get("band_hz")
         self.recipe = WindowRecipe(entry["format"], tuple(plan.recorded), spec.sfreq,
-                                   self.epoch_seconds, spec.scaling)
+                                   self.epoch_seconds, spec.scaling,
+                                   tuple(band) if band else None)
         self.spec, self.plan, self.table = spec, plan, table
 
     @property
