@@ -53,12 +53,13 @@ def scan_recording(recording: str, psg: Path, channels, starts: np.ndarray,
                    epoch: int) -> list[Problem]:
     """The problems of one recording's channels over its kept windows (empty when clean)."""
     header = read_edf_header(psg)
-    signals = {sig.label: sig for sig in header.signals}
+    # case-blind: some Siena files write "EEG FP2" where the reader reports "EEG Fp2"
+    signals = {sig.label.casefold(): sig for sig in header.signals}
     data = np.memmap(psg, np.int16, "r", offset=header.header_bytes,
                      shape=(header.n_records, sum(header.samples_per_record)))
     problems = []
     for channel in channels:
-        sig = signals.get(channel)
+        sig = signals.get(channel.casefold())
         if sig is None:  # the reader refuses a missing channel with its own message
             continue
         problems += _scan_channel(recording, sig, data, starts, epoch)
