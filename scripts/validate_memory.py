@@ -199,7 +199,10 @@ def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
 def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                    margin: float) -> Iterator[Row]:
     """The brain-age probe job (fold 0) as the workflow runs it, predicted as preflight does."""
+    import pandas as pd
+
     from embedprobe.preflight import probe_estimate
+    from embedprobe.tasks import benchmark_task
 
     key = f"probe/{jobs.AGE_BENCHMARK}/fold0"
     for dim in grid["ridge_widths"]:
@@ -207,8 +210,9 @@ def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
             folder = workdir / f"age_{n_subjects}x{dim}"
             config, store, subjects = jobs.brain_age_set(folder, n_subjects, dim)
             bench = config["benchmarks"][jobs.AGE_BENCHMARK]
-            estimate, _ = probe_estimate(config, bench, subjects, 0, dim, calibration, limit,
-                                         margin, None)
+            estimate, _ = probe_estimate(config, benchmark_task(config, jobs.AGE_BENCHMARK),
+                                         bench, pd.DataFrame({"subject": subjects}), 0, dim,
+                                         calibration, limit, margin, None)
             estimate_path = jobs.write_estimate(folder / "estimate.json", key, estimate)
             run = jobs.measure(jobs.brain_age_argv(config, store, estimate_path, folder / "out"),
                                f"brain age {n_subjects} x {dim}")
