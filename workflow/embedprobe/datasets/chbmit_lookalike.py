@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..demo_data import MANIFEST, write_manifest
 from ..errors import UsageError
 from .seizure_synth import (
     Seizure,
@@ -32,7 +31,7 @@ from .seizure_synth import (
     electrode_signals,
     patient_traits,
     place_seizures,
-    write_edf,
+    write_patient_folders,
 )
 
 SFREQ = 256
@@ -159,38 +158,10 @@ def summary_text(plans: list[FilePlan]) -> str:
     return "\n".join(lines)
 
 
-def _refuse_other_files(root: Path, plans: list[FilePlan]) -> None:
-    """The reader takes every EDF under root: a smaller look-alike over a bigger one would mix."""
-    ours = {f"{p.folder}/{p.name}" for p in plans}
-    others = sorted(f.relative_to(root).as_posix() for f in root.rglob("*.edf")
-                    if f.relative_to(root).as_posix() not in ours)
-    if others:
-        raise UsageError(f"{root} holds {len(others)} EDF files this look-alike would not "
-                         f"write ({others[0]}, ...)",
-                         fix=f"delete {root} or write the look-alike into an empty folder")
-
-
 def write_lookalike(root: Path, settings: dict) -> list[Path]:
     """Write the look-alike under root; the files written, MANIFEST.tsv last."""
-    root = Path(root)
     s = settings_of(settings)
-    plans = plan(s)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / MANIFEST).unlink(missing_ok=True)  # an interrupted rewrite must not look complete
-    _refuse_other_files(root, plans)
-    files: list[Path] = []
-    for patient in sorted({p.patient for p in plans}):
-        mine = [p for p in plans if p.patient == patient]
-        folder = root / mine[0].folder
-        folder.mkdir(exist_ok=True)
-        for p in mine:
-            files.append(write_edf(folder / p.name, signals(p, s["seed"]), SFREQ, p.start))
-        summary = folder / f"{mine[0].folder}-summary.txt"
-        summary.write_text(summary_text(mine))
-        files.append(summary)
-    records = root / "RECORDS"
-    records.write_text("".join(f"{p.folder}/{p.name}\n" for p in plans))
-    with_seizures = root / "RECORDS-WITH-SEIZURES"
-    with_seizures.write_text("".join(f"{p.folder}/{p.name}\n" for p in plans if p.seizures))
-    files += [records, with_seizures]
-    return [*files, write_manifest(root, files)]
+    return write_patient_folders(Path(root), plan(s), SFREQ,
+                                 lambda p: signals(p, s["seed"]),
+                                 lambda folder: f"{folder}-summary.txt",
+                                 summary_text, with_seizures=True)

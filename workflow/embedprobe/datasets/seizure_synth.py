@@ -10,18 +10,23 @@ any per-window, per-channel amplitude scaling (the spectrum's shape changes, not
 level) and bipolar derivation (amplitude and timing differ between neighbouring electrodes).
 
 Amplitudes are in microvolts; everything derives from the generator passed in, so the same
-seed gives the same samples. Files are written with edfio, one 1 s data record at a time.
+seed gives the same samples. Files are written with edfio, one 1 s data record at a time;
+write_patient_folders lays out the per-patient folders, listings and RECORDS both share.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.fft
+
+from ..demo_data import MANIFEST, write_manifest
+from ..errors import UsageError
 
 MIN_SEIZURE_S, MAX_SEIZURE_S = 20, 90
 SEIZURE_GAP_S = 20  # between two seizures of one file
@@ -277,3 +282,59 @@ def write_edf(path: Path, signals: Sequence[Signal], sfreq: float, start: dt.dat
     )
     edf.write(path)
     return path
+
+
+class _Planned(Protocol):
+    patient: int
+    seizures: Sequence[Seizure]
+    start: dt.datetime
+
+    @property
+    def folder(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+def refuse_other_files(root: Path, plans: Sequence[_Planned]) -> None:
+    """The reader takes every EDF under root: a smaller look-alike over a bigger one would mix."""
+    ours = {f"{p.folder}/{p.name}" for p in plans}
+    others = sorted(f.relative_to(root).as_posix() for f in root.rglob("*.edf")
+                    if f.relative_to(root).as_posix() not in ours)
+    if others:
+        raise UsageError(f"{root} holds {len(others)} EDF files this look-alike would not "
+                         f"write ({others[0]}, ...)",
+                         fix=f"delete {root} or write the look-alike into an empty folder")
+
+
+def write_patient_folders(root: Path, plans: Sequence[_Planned], sfreq: float,
+                          signals: Callable[[Any], Sequence[Signal]],
+                          listing_name: Callable[[str], str],
+                          listing_text: Callable[[list], str],
+                          with_seizures: bool) -> list[Path]:
+    """The CHB-MIT and Siena layout under root: per patient a folder of EDFs and one listing
+    text file, then RECORDS (and RECORDS-WITH-SEIZURES when asked), then MANIFEST.tsv last.
+
+    listing_name(folder) names the patient's listing, listing_text(its plans) writes it."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / MANIFEST).unlink(missing_ok=True)  # an interrupted rewrite must not look complete
+    refuse_other_files(root, plans)
+    files: list[Path] = []
+    for patient in sorted({p.patient for p in plans}):
+        mine = [p for p in plans if p.patient == patient]
+        folder = root / mine[0].folder
+        folder.mkdir(exist_ok=True)
+        for p in mine:
+            files.append(write_edf(folder / p.name, signals(p), sfreq, p.start))
+        listing = folder / listing_name(mine[0].folder)
+        listing.write_text(listing_text(mine))
+        files.append(listing)
+    records = root / "RECORDS"
+    records.write_text("".join(f"{p.folder}/{p.name}\n" for p in plans))
+    files.append(records)
+    if with_seizures:
+        seizure_records = root / "RECORDS-WITH-SEIZURES"
+        seizure_records.write_text("".join(f"{p.folder}/{p.name}\n" for p in plans
+                                           if p.seizures))
+        files.append(seizure_records)
+    return [*files, write_manifest(root, files)]
