@@ -31,6 +31,7 @@ from pathlib import Path
 from ..errors import DataError
 from .base import Event, RecordingHeader, Signals
 from .edf import ANNOTATIONS, read_edf_header, read_edf_signals
+from .listed import ListedRecording
 
 FORMAT = "chbmit"
 SEIZURE = "seizure"
@@ -45,22 +46,13 @@ _BIPOLAR = re.compile(r"^[A-Z0-9]+-[A-Z0-9]+$", re.IGNORECASE)
 _FIX_NAME = "keep PhysioNet's names: chbNN/chbNN_MM.edf with chbNN-summary.txt beside them"
 
 
-@dataclass(frozen=True)
-class Recording:
-    recording: str  # file stem, e.g. "chb01_03"
-    edf: Path
-    summary: Path  # chbNN-summary.txt of the file's folder (may not exist)
-    subject: str  # the patient, e.g. "chb01"
-    session: str  # the file's number, e.g. "03" ("b_69" for chb17b_69)
-    problem: str = ""  # why the recording is incomplete; "" when complete
+class Recording(ListedRecording):
+    """recording "chb01_03", subject the patient, session the file's number ("03", "b_69"
+    for chb17b_69); the listing is the folder's chbNN-summary.txt."""
 
     @property
-    def signal_path(self) -> Path:
-        return self.edf
-
-    @property
-    def files(self) -> tuple[Path, ...]:
-        return tuple(p for p in (self.edf, self.summary) if p.is_file())
+    def summary(self) -> Path:
+        return self.listing
 
 
 @dataclass(frozen=True)

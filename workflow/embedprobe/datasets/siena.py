@@ -39,6 +39,7 @@ from pathlib import Path
 from ..errors import DataError
 from .base import Event, RecordingHeader, Signals
 from .edf import ANNOTATIONS, EdfHeader, read_edf_header, read_edf_signals
+from .listed import ListedRecording
 
 FORMAT = "siena"
 SEIZURE = "seizure"
@@ -59,22 +60,13 @@ _NOTE = re.compile(r"\([^)]*\)|\b(?:op+ure|or)\b|[;,]", re.IGNORECASE)
 _FIX_NAME = "keep PhysioNet's names: PNxx/PNxx-N.edf with Seizures-list-PNxx.txt beside them"
 
 
-@dataclass(frozen=True)
-class Recording:
-    recording: str  # file stem, e.g. "PN00-1"
-    edf: Path
-    seizure_list: Path  # Seizures-list-PNxx.txt of the file's folder (may not exist)
-    subject: str  # the patient, e.g. "PN00"
-    session: str  # the file's number, e.g. "1"
-    problem: str = ""  # why the recording is incomplete; "" when complete
+class Recording(ListedRecording):
+    """recording "PN00-1", subject the patient, session the file's number ("1");
+    the listing is the folder's Seizures-list-PNxx.txt."""
 
     @property
-    def signal_path(self) -> Path:
-        return self.edf
-
-    @property
-    def files(self) -> tuple[Path, ...]:
-        return tuple(p for p in (self.edf, self.seizure_list) if p.is_file())
+    def seizure_list(self) -> Path:
+        return self.listing
 
 
 @dataclass(frozen=True)
