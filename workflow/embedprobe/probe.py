@@ -285,15 +285,20 @@ class LogisticProbeResult:
             "chosen_C": self.chosen_C,
             "val_kappa": self.val_kappa,
             "test_metrics": self.test_metrics,
-            "val_kappa_by_C": {str(c): k for c, k in self.val_kappa_by_C.items()},
-            "iterations_by_C": {str(c): i for c, i in self.iterations_by_C.items()},
-            "refit_val_kappa_by_C": {str(c): k for c, k in self.refit_val_kappa_by_C.items()},
-            "refit_iterations_by_C": {str(c): i for c, i in self.refit_iterations_by_C.items()},
-            "converged_by_C": {str(c): v for c, v in self.converged_by_C.items()},
+            "val_kappa_by_C": by_C_json(self.val_kappa_by_C),
+            "iterations_by_C": by_C_json(self.iterations_by_C),
+            "refit_val_kappa_by_C": by_C_json(self.refit_val_kappa_by_C),
+            "refit_iterations_by_C": by_C_json(self.refit_iterations_by_C),
+            "converged_by_C": by_C_json(self.converged_by_C),
             "search_rows": self.search_rows,
             "criterion": self.criterion,
             "seconds": self.seconds,
         }
+
+
+def by_C_json(values: dict) -> dict:
+    """A dict keyed by C with string keys, as JSON needs (0.01 -> "0.01")."""
+    return {str(c): v for c, v in values.items()}
 
 
 def _check_split(name: str, X, y, n_features: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import DataError, UsageError
-from .probe import C_GRID, Progress, Standardizer, _best_C, _check_split, _decision, _map
+from .probe import (
+    C_GRID,
+    Progress,
+    Standardizer,
+    _best_C,
+    _check_split,
+    _decision,
+    _map,
+    by_C_json,
+)
 from .seizure_scoring import (
     FA_RANGE_PER_24H,
     MAX_FP_PER_HOUR,
@@ -68,9 +77,9 @@ class SeizureProbeResult:
             "val_f1": self.val_f1,
             "test_metrics": self.test_metrics,
             "events": self.events,
-            "val_auprc_by_C": {str(c): v for c, v in self.val_auprc_by_C.items()},
-            "iterations_by_C": {str(c): v for c, v in self.iterations_by_C.items()},
-            "converged_by_C": {str(c): v for c, v in self.converged_by_C.items()},
+            "val_auprc_by_C": by_C_json(self.val_auprc_by_C),
+            "iterations_by_C": by_C_json(self.iterations_by_C),
+            "converged_by_C": by_C_json(self.converged_by_C),
             "settings": self.settings,
             "seconds": self.seconds,
         }
