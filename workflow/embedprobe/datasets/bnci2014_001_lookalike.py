@@ -30,9 +30,10 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 
-from ..demo_data import MANIFEST, write_manifest
+from ..demo_data import write_manifest
 from ..errors import UsageError
 from . import bnci2014_001
+from .lookalike_files import start_rewrite
 from .motor_imagery_signals import Cue, balanced_classes, subject_profile, synthesize_run
 
 SFREQ = 250
@@ -197,14 +198,7 @@ def write_lookalike(root: Path, settings: dict) -> list[Path]:
     root = Path(root)
     plans = plan(settings)
     seed = int(_settings(settings)["seed"])
-    (root / MANIFEST).unlink(missing_ok=True)  # an interrupted rewrite must not look complete
-    ours = {p.name for p in plans}
-    others = sorted(p.name for p in root.rglob("*.mat") if p.name not in ours) \
-        if root.is_dir() else []
-    if others:  # the reader takes every session file under root
-        raise UsageError(f"{root} holds {len(others)} .mat files this look-alike would not "
-                         f"write ({others[0]}, ...)",
-                         fix=f"delete {root} or write the look-alike into an empty folder")
+    start_rewrite(root, (p.name for p in plans), "*.mat", ".mat", key=lambda f: f.name)
     root.mkdir(parents=True, exist_ok=True)
     files = [write_session(p, root / p.name, seed) for p in plans]
     return [*files, write_manifest(root, files)]

@@ -22,9 +22,10 @@ from pathlib import Path
 import edfio
 import numpy as np
 
-from ..demo_data import MANIFEST, write_manifest
+from ..demo_data import write_manifest
 from ..errors import UsageError
 from . import physionet_mi
+from .lookalike_files import start_rewrite
 from .motor_imagery_signals import Cue, balanced_classes, subject_profile, synthesize_run
 
 SFREQ = 160
@@ -128,13 +129,6 @@ def write_lookalike(root: Path, settings: dict) -> list[Path]:
     root = Path(root)
     plans = plan(settings)
     seed = int(_settings(settings)["seed"])
-    (root / MANIFEST).unlink(missing_ok=True)  # an interrupted rewrite must not look complete
-    ours = {p.path for p in plans}
-    others = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.edf")
-                    if p.relative_to(root).as_posix() not in ours) if root.is_dir() else []
-    if others:  # the reader takes every run file under root: a smaller set would mix in
-        raise UsageError(f"{root} holds {len(others)} EDF files this look-alike would not "
-                         f"write ({others[0]}, ...)",
-                         fix=f"delete {root} or write the look-alike into an empty folder")
+    start_rewrite(root, (p.path for p in plans), "*.edf", "EDF")
     files = [write_run(p, root / p.path, seed) for p in plans]
     return [*files, write_manifest(root, files)]

@@ -25,8 +25,8 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.fft
 
-from ..demo_data import MANIFEST, write_manifest
-from ..errors import UsageError
+from ..demo_data import write_manifest
+from .lookalike_files import start_rewrite
 
 MIN_SEIZURE_S, MAX_SEIZURE_S = 20, 90
 SEIZURE_GAP_S = 20  # between two seizures of one file
@@ -296,17 +296,6 @@ class _Planned(Protocol):
     def name(self) -> str: ...
 
 
-def refuse_other_files(root: Path, plans: Sequence[_Planned]) -> None:
-    """The reader takes every EDF under root: a smaller look-alike over a bigger one would mix."""
-    ours = {f"{p.folder}/{p.name}" for p in plans}
-    others = sorted(f.relative_to(root).as_posix() for f in root.rglob("*.edf")
-                    if f.relative_to(root).as_posix() not in ours)
-    if others:
-        raise UsageError(f"{root} holds {len(others)} EDF files this look-alike would not "
-                         f"write ({others[0]}, ...)",
-                         fix=f"delete {root} or write the look-alike into an empty folder")
-
-
 def write_patient_folders(root: Path, plans: Sequence[_Planned], sfreq: float,
                           signals: Callable[[Any], Sequence[Signal]],
                           listing_name: Callable[[str], str],
@@ -317,8 +306,7 @@ def write_patient_folders(root: Path, plans: Sequence[_Planned], sfreq: float,
 
     listing_name(folder) names the patient's listing, listing_text(its plans) writes it."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / MANIFEST).unlink(missing_ok=True)  # an interrupted rewrite must not look complete
-    refuse_other_files(root, plans)
+    start_rewrite(root, (f"{p.folder}/{p.name}" for p in plans), "*.edf", "EDF")
     files: list[Path] = []
     for patient in sorted({p.patient for p in plans}):
         mine = [p for p in plans if p.patient == patient]
