@@ -359,3 +359,49 @@ def test_install_cuda_choice_by_hand_and_refusals(tmp_path):
     assert code == 0 and "supports none of cu126 cu128 cu130" in err
     _, err, code = install_plan(tmp_path, "--cuda", "12.6")
     assert code == 2 and "error: --cuda 12.6: not auto, cpu or a CUDA build like cu126" in err
+
+
+def test_a_fresh_run_sets_its_readers_to_work_while_the_model_is_built(tiny, monkeypatch):
+    """No partial store: the first recordings are read while the model is built. A resumed
+    run learns its first row from the store, so its readers start after the model."""
+    import torch
+
+    from embedprobe import embed as embed_step
+    from embedprobe.config import resolve_roots
+    from embedprobe.window_source import WindowStream
+
+    root, job, index = tiny
+    config = json.loads(job)
+    events = []
+    start = WindowStream.start
+    monkeypatch.setattr(WindowStream, "start",  # the readers set to work (once a stream)
+                        lambda self: (self.readers or events.append("readers")) or start(self))
+
+    class Zeros:  # no model; fails on its fourth batch when asked to
+        fail = False
+
+        def __init__(self, spec, ch_names, roots, device="cpu"):
+            events.append("model")
+            self.device, self.weights_sha256, self.calls = torch.device("cpu"), "zeros", 0
+
+        def __call__(self, windows):
+            self.calls += 1
+            if Zeros.fail and self.calls == 5:  # the width probe, then four batches
+                raise RuntimeError("stop here")
+            return np.zeros((len(windows), 4), np.float32)
+
+    monkeypatch.setattr(embed_step, "Encoder", Zeros)
+    settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=2)
+    out = root / "cache" / "early.h5"
+    Zeros.fail = True
+    with pytest.raises(RuntimeError, match="stop here"):
+        embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random",
+                             index, out, settings)
+    assert events == ["readers", "model"]
+    events.clear()
+    Zeros.fail = False
+    report = {}
+    embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random", index,
+                         out, settings, report)
+    assert events == ["model", "readers"]  # resumed at row 3 * BATCH
+    assert report["windows"] == len(read(out)[0]) - 3 * BATCH

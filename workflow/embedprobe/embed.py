@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from . import __version__
-from .cache import CacheIdentity, EmbeddingWriter, window_table_sha256
+from .cache import CacheIdentity, EmbeddingWriter, partial_path, window_table_sha256
 from .channel_maps import ChannelPlan, channel_plan
 from .device import torch_device
 from .errors import OutOfMemory, UsageError
@@ -176,20 +176,34 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         table = table.iloc[: settings.limit_batches * settings.batch_size]
         windows = windows.iloc[: len(table)]
         source.table = table
-    encoder = Encoder(spec, plan.model_names, roots, device=device)
-    width = encoder(np.zeros((1, len(plan.recorded), source.window_samples), np.float32))
-    identity = CacheIdentity(
-        dataset=dataset,
-        model=model_id,
-        windows_sha256=window_table_sha256(windows),
-        preprocessing=preprocessing_key(spec, plan, source.epoch_seconds, settings.limit_batches,
-                                        source.recipe.band_hz),
-        weights_sha256=encoder.weights_sha256,
-        code_version=__version__,
-    )
-    label = f"{dataset} {model_id}"
-    timings = {} if report is None else report
-    with EmbeddingWriter(output, identity, len(windows), width.shape[1], windows) as writer:
+    # A fresh run starts at row 0: its readers set to work now, while the model is built.
+    fresh = not output.exists() and not partial_path(output).exists()
+    early = source.stream(0, settings.reader_threads, kind).start() if fresh else None
+    try:
+        encoder = Encoder(spec, plan.model_names, roots, device=device)
+        width = encoder(np.zeros((1, len(plan.recorded), source.window_samples), np.float32))
+        identity = CacheIdentity(
+            dataset=dataset,
+            model=model_id,
+            windows_sha256=window_table_sha256(windows),
+            preprocessing=preprocessing_key(spec, plan, source.epoch_seconds,
+                                            settings.limit_batches, source.recipe.band_hz),
+            weights_sha256=encoder.weights_sha256,
+            code_version=__version__,
+        )
+        return _write(output, identity, windows, width.shape[1], encoder, source, settings,
+                      kind, early, f"{dataset} {model_id}", began,
+                      {} if report is None else report)
+    finally:
+        if early is not None:
+            early.close()
+
+
+def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: Encoder,
+           source: WindowSource, settings: EmbedSettings, kind: str, early, label: str,
+           began: float, timings: dict) -> Path:
+    """Batches through the encoder into the store, from its first non-durable row."""
+    with EmbeddingWriter(output, identity, len(windows), width, windows) as writer:
         if writer.already_complete:
             print(f"{label}: already embedded ({output})", file=sys.stderr)
             return writer.finish()
@@ -206,17 +220,21 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         done_rows, appended = first, first // runner.batch_size
         progress.update(done_rows, "reading")
         timings["setup_s"] = time.perf_counter() - began
-        for batch in batches(source.stream(first, settings.reader_threads, kind),
-                             lambda: runner.batch_size):
-            timings.setdefault("first_batch_s", time.perf_counter() - began)
-            for part in runner(batch):
-                if appended == settings.kill_before_batch:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                writer.append(part)
-                done_rows += len(part)
-                appended += 1
-            writer.remember_batch_size(runner.batch_size)
-            progress.update(done_rows)
+        stream = early if early is not None and first == 0 else source.stream(
+            first, settings.reader_threads, kind)
+        try:
+            for batch in batches(stream, lambda: runner.batch_size):
+                timings.setdefault("first_batch_s", time.perf_counter() - began)
+                for part in runner(batch):
+                    if appended == settings.kill_before_batch:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    writer.append(part)
+                    done_rows += len(part)
+                    appended += 1
+                writer.remember_batch_size(runner.batch_size)
+                progress.update(done_rows)
+        finally:
+            stream.close()  # its readers stop here, also on an error
         finishing = time.perf_counter()
         path = writer.finish()
         timings["finish_s"] = time.perf_counter() - finishing

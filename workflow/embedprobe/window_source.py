@@ -122,7 +122,7 @@ class WindowSource:
         return make_windows(self.recipe, self.recordings[recording], rows["start"].to_numpy(),
                             out, index_sfreq)
 
-    def stream(self, first_row: int, workers: int, kind: str = THREADS) -> Iterator[np.ndarray]:
+    def stream(self, first_row: int, workers: int, kind: str = THREADS) -> WindowStream:
         """Per-recording window arrays in index order from row `first_row` on; `workers`
         readers (threads or processes) make them ahead of the model.
 
@@ -133,32 +133,76 @@ class WindowSource:
         With processes an array lives in a shared slot: it is valid until the next one is
         asked for (`batches` copies a recording's tail before it asks).
         """
-        groups = iter([(rec, rows) for rec, rows in
-                       self.table.iloc[first_row:].groupby("recording", sort=False)])
-        if workers <= 0:
-            for rec, rows in groups:
-                began = time.thread_time()
-                windows = self.load(rec, rows)
-                self.reader_seconds += time.thread_time() - began
-                yield windows
-            return
-        readers = (ProcessReaders(self, workers) if kind == PROCESSES
-                   else ThreadReaders(self, workers))
-        try:
-            in_flight = deque(readers.submit(*group) for group in islice(groups, workers))
-            while in_flight:
-                windows = readers.take(in_flight.popleft())
-                following = next(groups, None)
-                if following is not None:
-                    in_flight.append(readers.submit(*following))
-                yield windows
-                del windows  # not held while the next one is awaited
-        finally:
-            readers.close()
+        return WindowStream(self, first_row, workers, kind)
 
     def largest_recording(self) -> int:
         """Windows of the recording with the most rows in the table."""
         return int(self.table.groupby("recording").size().max()) if len(self.table) else 0
+
+
+class WindowStream:
+    """The iterator WindowSource.stream returns. `start()` sets the readers to work before the
+    first array is asked for (embed starts a fresh run's readers while the model is built);
+    `close()` stops them and frees their memory, also when nothing was asked for."""
+
+    def __init__(self, source: WindowSource, first_row: int, workers: int, kind: str):
+        self.source, self.workers, self.kind = source, workers, kind
+        self.groups = iter([(rec, rows) for rec, rows in
+                            source.table.iloc[first_row:].groupby("recording", sort=False)])
+        self.readers: ThreadReaders | ProcessReaders | None = None
+        self.in_flight: deque = deque()
+        self._arrays: Iterator[np.ndarray] | None = None
+
+    def start(self) -> WindowStream:
+        if self.workers > 0 and self.readers is None:
+            self.readers = (ProcessReaders(self.source, self.workers) if self.kind == PROCESSES
+                            else ThreadReaders(self.source, self.workers))
+            try:
+                for group in islice(self.groups, self.workers):
+                    self.in_flight.append(self.readers.submit(*group))
+            except BaseException:
+                self._stop_readers()
+                raise
+        return self
+
+    def __iter__(self) -> WindowStream:
+        return self
+
+    def __next__(self) -> np.ndarray:
+        if self._arrays is None:
+            self._arrays = self._made() if self.workers > 0 else self._made_here()
+        return next(self._arrays)
+
+    def _made_here(self) -> Iterator[np.ndarray]:
+        for rec, rows in self.groups:
+            began = time.thread_time()
+            windows = self.source.load(rec, rows)
+            self.source.reader_seconds += time.thread_time() - began
+            yield windows
+
+    def _made(self) -> Iterator[np.ndarray]:
+        self.start()
+        try:
+            while self.in_flight:
+                windows = self.readers.take(self.in_flight.popleft())
+                following = next(self.groups, None)
+                if following is not None:
+                    self.in_flight.append(self.readers.submit(*following))
+                yield windows
+                del windows  # not held while the next one is awaited
+        finally:
+            self._stop_readers()
+
+    def close(self) -> None:
+        if self._arrays is not None:
+            self._arrays.close()
+        self._stop_readers()
+
+    def _stop_readers(self) -> None:
+        if self.readers is not None:
+            readers, self.readers = self.readers, None
+            self.in_flight.clear()
+            readers.close()
 
 
 class ThreadReaders:
