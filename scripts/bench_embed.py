@@ -297,23 +297,26 @@ def make_demo(workdir: Path, config: dict, subjects: int, nights: int, hours: fl
 
 def indexed_demo(config: dict, workdir: Path, subjects: int, nights: int, hours: float
                  ) -> tuple[dict, Path]:
+    """A demo of that size under `workdir` (one per size: the tables share one when equal)."""
+    workdir = workdir / f"demo_{subjects}x{nights}x{hours:g}h"
     roots = make_demo(workdir, config, subjects, nights, hours)
     index = workdir / "index.tsv"
-    write_index(build_index(config, roots, DATASET), index)
+    stamp = Path(roots["data_root"]) / config["datasets"][DATASET]["path"] / "BENCH_SIZE"
+    if not index.is_file() or index.stat().st_mtime < stamp.stat().st_mtime:
+        write_index(build_index(config, roots, DATASET), index)
     return roots, index
 
 
 def ceiling_rows(config: dict, workdir: Path, args) -> list[CeilingRow]:
     config = json.loads(json.dumps(config))  # its own demo size
-    roots, index = indexed_demo(config, workdir / "ceiling", args.ceiling_subjects,
-                                args.nights, args.ceiling_hours)
+    roots, index = indexed_demo(config, workdir, args.ceiling_subjects, args.nights,
+                                args.ceiling_hours)
     return [row for model_id in args.models
             for row in bench_ceiling(config, roots, index, model_id, args)]
 
 
 def forward_rows(config: dict, workdir: Path, args) -> list[Row]:
-    roots, index = indexed_demo(config, workdir / "forward", args.subjects, args.nights,
-                                args.hours)
+    roots, index = indexed_demo(config, workdir, args.subjects, args.nights, args.hours)
     return [bench_model(config, roots, index, model_id, args) for model_id in args.models]
 
 
