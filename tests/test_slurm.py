@@ -293,12 +293,13 @@ def test_killed_session_resumes_embed_and_refits_no_finished_fold(
     embed_log = (workdir / f"results/logs/embed/{DATASET}/{MODEL}.log").read_text()
     assert re.search(rf"note: resuming \S+ at window {durable} of {n_windows}\b", embed_log), \
         embed_log[-2000:]
-    logged = finished_outputs(workdir, "probe")
+    finished = finished_outputs(workdir, "probe")
     cancel_leftovers(workdir)
-    # A fold whose job completed on the cluster after the kill (the session never logged it)
-    # is as finished as a logged one: its job wrote the output and Snakemake's metadata.
-    finished = [path for path in fold_paths(workdir) if path.exists()]
-    assert logged and set(logged) <= set(finished), (logged, finished)
+    assert finished and set(finished) <= set(fold_paths(workdir)), finished
+    # A fold whose SLURM job completed between the kill and the cancel was never logged as
+    # finished: Snakemake may take its output or refit it (its metadata may be incomplete).
+    unlogged_done = {path for path in fold_paths(workdir)
+                     if path.exists() and path not in finished}
     before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in finished}
     last_job = max(j.job_id for j in slurm_jobs(workdir))
 
@@ -309,7 +310,8 @@ def test_killed_session_resumes_embed_and_refits_no_finished_fold(
     resubmitted = [j for j in slurm_jobs(workdir) if j.job_id > last_job]
     refit = [path for k, path in enumerate(fold_paths(workdir))
              if any(j.is_rule("probe", BENCH, DATASET, MODEL, str(k)) for j in resubmitted)]
-    assert refit == [path for path in fold_paths(workdir) if path not in finished]
+    expected = [path for path in fold_paths(workdir) if path not in finished]
+    assert set(expected) - unlogged_done <= set(refit) <= set(expected), (refit, expected)
     for path in finished:
         assert (path.stat().st_mtime_ns, path.read_bytes()) == before[path]
     table = runs_table(workdir)
