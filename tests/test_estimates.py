@@ -35,7 +35,7 @@ def random_inputs(job: str, rng: random.Random) -> dict:
             "gpu_total_bytes": 80 * GiB,
         }
         return inputs
-    if job == "probe_logistic":
+    if job in ("probe_logistic", "probe_seizure"):
         return {"n_train": rng.randint(100, 500_000), "n_val": rng.randint(10, 50_000),
                 "n_test": rng.randint(10, 50_000), "dim": rng.randint(2, 4096),
                 "n_classes": rng.randint(2, 10), "n_jobs": rng.randint(1, 8),
@@ -75,7 +75,7 @@ def constant_changes(job: str) -> list[tuple[str, dict]]:
             for name, value in calibration.items()]
 
 
-@pytest.mark.parametrize("job", sorted(estimates.FORMULAS))
+@pytest.mark.parametrize("job", sorted(estimates.JOB_TYPES))
 def test_each_formula_is_at_least_each_term_and_grows_with_each(job):
     rng = random.Random(job)
     responded = set()
@@ -83,7 +83,7 @@ def test_each_formula_is_at_least_each_term_and_grows_with_each(job):
         inputs = random_inputs(job, rng)
         base = estimate(job, inputs, CALIBRATION, None)
         assert base.total == sum(base.terms.values())
-        assert set(base.terms) == {name for name, _ in estimates.FORMULAS[job]}
+        assert set(base.terms) == {name for name, _ in estimates.JOB_TYPES[job].terms}
         for name, value in base.terms.items():
             assert 0 <= value <= base.total, name
         perturbations = [(label, {**inputs, **change}, CALIBRATION)
@@ -126,6 +126,42 @@ def test_logistic_known_answer():
     assert result.request_mb == 545  # ceil(496,495,840 * 1.15 / 2**20)
     assert result.limit_mb == 4096 and result.verdict == "ok"
     assert result.knobs == {"n_jobs": 3}
+
+
+def test_seizure_known_answer():
+    """scikit-learn's lbfgs per C: float64 vectors per training row, no p x p preconditioner."""
+    constants = {"baseline_bytes": 100 * MiB, "overhead_bytes": 1 * MiB,
+                 "embeddings_copies": 2.0, "window_row_bytes": 150, "fit_data_copies": 1.0,
+                 "workspace_factor": 5.0, "block_rows": 8192}
+    calibration = {"jobs": {"probe_seizure": constants}}
+    inputs = {"n_train": 30_000, "n_val": 10_000, "n_test": 10_000, "dim": 256, "n_jobs": 2,
+              "n_fits": 6}
+    terms = estimate("probe_seizure", inputs, calibration, None).terms
+    assert terms["interpreter and libraries"] == 100 * MiB
+    assert terms["job start-up beyond its imports"] == MiB
+    assert terms["embeddings as loaded and the fold's splits"] == 50_000 * 256 * 4 * 2
+    assert terms["window table"] == 50_000 * 150
+    assert terms["standardised training rows (float32, shared by the fits)"] == 30_000 * 256 * 4
+    assert terms["solver workspace per parallel fit (scikit-learn lbfgs)"] \
+        == 2 * (30_000 * 8 * 5 + 20 * 257 * 8)
+    assert terms["row blocks (standardise, score)"] == 8192 * 256 * 4
+    assert terms["validation scores of every C (float64)"] == 6 * 10_000 * 8
+    assert not any("preconditioner" in name for name in terms)
+    assert fit_knobs("probe_seizure", {**inputs, "n_jobs": 6}, calibration, 10 * MiB).tried \
+        == [f"n_jobs={k}" for k in (5, 4, 3, 2, 1)]
+
+
+def test_each_job_type_is_one_object():
+    """Terms, inputs, constants, knobs and cheaper settings live on the job type."""
+    brain_age = estimates.JOB_TYPES["probe_brain_age"]
+    assert brain_age.composed_of == ("aggregate_subject_mean", "probe_ridge")
+    assert estimates.COMPOSED == {"probe_brain_age": brain_age.composed_of}
+    assert estimates.JOB_TYPES["embed_gpu"].device == "embed_gpu_device"
+    for name, kind in estimates.JOB_TYPES.items():
+        assert kind.name == name and kind.terms and kind.required
+        assert estimates.DEFAULT_CONSTANTS[name] == kind.constants
+    with pytest.raises(UsageError, match="no memory formula"):
+        estimates.registered_job("probe_svm")
 
 
 def test_verdict_compares_request_with_margin_to_limit():

@@ -241,12 +241,12 @@ def cmd_memory(args, config, roots):
 def cmd_calibrate(args, config, roots):
     """Refit the memory calibration from the runs table; the drift to stdout, notes to stderr."""
     from .calibration_fit import calibrate_from_runs, drift_lines
-    from .estimates import FORMULAS, calibration_path, load_calibration
+    from .estimates import JOB_TYPES, calibration_path, load_calibration
 
-    unknown = sorted(set(args.job or ()) - set(FORMULAS))
+    unknown = sorted(set(args.job or ()) - set(JOB_TYPES))
     if unknown:
         raise UsageError(f"unknown job type {', '.join(unknown)}",
-                         fix=f"use one of: {', '.join(FORMULAS)}")
+                         fix=f"use one of: {', '.join(JOB_TYPES)}")
     base = Path(args.calibration or calibration_path(config))
     out = Path(args.out or Path(roots["results_root"]) / "memory" / "calibration.yaml")
     outcomes, joined, lines = calibrate_from_runs(

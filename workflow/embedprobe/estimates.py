@@ -1,9 +1,12 @@
 """Predicted peak memory of every downstream job, as named terms in bytes.
 
-One table (FORMULAS) holds, per job type, the terms of its peak: a name and a function of the
-job's inputs `i` and the calibration constants `c`. The total is the sum of the terms and is the
-job's whole peak (interpreter and libraries included), because that is what a scheduler kills
-on. Constants come from config/memory_calibration.yaml (scripts/calibrate_memory.py fits them).
+Each job type is one object (JobType, registered in JOB_TYPES by name): the terms of its peak,
+each a name and a function of the job's inputs `i` and the calibration constants `c`; the
+inputs it requires and their defaults; its constants' defaults; its knobs and the cheaper
+settings to try before asking for more memory; the job types its constants come from. The
+total is the sum of the terms and is the job's whole peak (interpreter and libraries included),
+because that is what a scheduler kills on. Constants come from config/memory_calibration.yaml
+(scripts/calibrate_memory.py fits them).
 
 Inputs (bytes unless said otherwise):
   embed_cpu / embed_gpu: batch_size, n_channels, n_samples (per window at the model rate),
@@ -23,6 +26,8 @@ Inputs (bytes unless said otherwise):
     probe_fold loads the whole store and cuts the fold's splits, probe.fit_logistic_probe
     (method "fast") standardises one float32 copy of the training rows, builds a p x p
     preconditioner and runs preconditioned L-BFGS fits that share that copy.
+  probe_seizure: n_train, n_val, n_test, dim, n_jobs, n_fits, dtype_bytes: the seizure probe
+    job (scikit-learn's binary lbfgs per C, seizure_probe.fit_seizure_probe).
   probe_ridge: n, p, n_jobs, n_fits, dtype_bytes (fit_age_fold computes in float64),
     ridge_form ("auto", "primal" or "dual").
   aggregate_subject_mean: dim, chunk_rows, n_subjects, n_rows.
@@ -33,9 +38,10 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 import yaml
 
@@ -225,7 +231,7 @@ _READER_PROCESS_TERMS: list[Term] = [
      lambda i, c: _reader_processes(i) * c["reader_process_bytes"]),
 ]
 
-# ------------------------------------------------------------------------------ the table
+# ------------------------------------------------------------------------- the job types
 
 _SUBJECT_MEAN_TERMS: list[Term] = [
     # a block never holds more rows than the store has
@@ -236,142 +242,278 @@ _SUBJECT_MEAN_TERMS: list[Term] = [
      lambda i, c: i["n_subjects"] * i["dim"] * FLOAT64 * c["accumulator_copies"]),
 ]
 
-FORMULAS: dict[str, list[Term]] = {
-    "embed_cpu": _EMBED_HOST_TERMS + [
-        ("batch activations", _batch_activations),
-    ],
-    # host memory (the device has its own estimate below), the readers being processes
-    "embed_gpu": _EMBED_HOST_TERMS[:-1] + _READER_PROCESS_TERMS + _EMBED_HOST_TERMS[-1:],
-    "embed_gpu_device": [
-        ("CUDA context", _cuda_context),
-        ("allocator peak at the smallest measured batch (weights, buffers, activations)",
-         lambda i, c: _gpu_measured(i)[1]),
-        ("batch activations of the further windows",
-         lambda i, c: _gpu_measured(i)[2] * max(0, i["batch_size"] - _gpu_measured(i)[0])),
-        ("allocator slack", _gpu_slack),
-    ],
-    "probe_logistic": [
-        ("interpreter and libraries", _baseline),
-        ("job start-up beyond its imports", _startup),
-        ("embeddings as loaded and the fold's splits",
-         lambda i, c: _logistic_rows(i) * i["dim"] * i["dtype_bytes"] * c["embeddings_copies"]),
-        ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
-        ("standardised training rows (float32, shared by the fits)",
-         lambda i, c: i["n_train"] * i["dim"] * FLOAT32 * c["fit_data_copies"]),
-        ("solver workspace per parallel fit",
-         lambda i, c: _parallel_fits(i) * _logistic_workspace(i, c)),
-        # Standardising, fitting the scaler and scoring go through blocks of rows.
-        ("row blocks (standardise, score)",
-         lambda i, c: c["block_rows"] * i["dim"] * FLOAT32),
-        # The covariance, its eigenvectors and eigh's workspace, plus each fit's own scaling.
-        ("preconditioner (p x p float64)",
-         lambda i, c: (c["square_copies"] + _parallel_fits(i)) * i["dim"] ** 2 * FLOAT64),
-        ("scheduler processes", _job_wrapper),
-    ],
-    "probe_ridge": [
-        ("interpreter and libraries", _baseline),
-        ("job start-up beyond its imports", _startup),
-        ("probe data and its copies (load, scaled, centred)",
-         lambda i, c: i["n"] * i["p"] * i["dtype_bytes"] * c["data_copies"]),
-        ("training copies per further parallel fit",
-         lambda i, c: (_parallel_fits(i) - 1) * i["n"] * i["p"] * i["dtype_bytes"]
-         * c["fit_data_copies"]),
-        ("solver workspace per parallel fit (gram p x p or kernel n x n)",
-         lambda i, c: _parallel_fits(i) * ridge_form_bytes(i, c)[ridge_form(i, c)]),
-        ("parallel worker processes", lambda i, c: _worker_processes(i)
-         * c["worker_baseline_bytes"]),
-        ("scheduler processes", _job_wrapper),
-    ],
-    "aggregate_subject_mean": [
-        ("interpreter and libraries", _baseline),
-        ("job start-up beyond its imports", _startup),
-        *_SUBJECT_MEAN_TERMS,
-        ("scheduler processes", _job_wrapper),
-    ],
-}
-# The brain-age probe job streams the subject means, then fits ridge, in one process: the
-# ridge job's terms plus the stream's (the memory freed after the stream stays in the arena).
-FORMULAS["probe_brain_age"] = FORMULAS["probe_ridge"][:-1] + [
-    (f"subject means streamed first: {name}", formula) for name, formula in _SUBJECT_MEAN_TERMS
-] + [FORMULAS["probe_ridge"][-1]]
-# Job types whose constants are those of others (later ones win): one table, no copies.
-COMPOSED = {"probe_brain_age": ("aggregate_subject_mean", "probe_ridge")}
-RIDGE_TYPES = ("probe_ridge", "probe_brain_age")
+_PROBE_START: list[Term] = [
+    ("interpreter and libraries", _baseline),
+    ("job start-up beyond its imports", _startup),
+]
 
-# Inputs each job type needs, and defaults for the optional ones.
-REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
-    "embed_cpu": ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
-                  "recording_bytes", "night_windows", "batch_activation_bytes"),
-    "embed_gpu": ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
-                  "recording_bytes", "night_windows", "gpu_peaks", "gpu_total_bytes"),
-    "probe_logistic": ("n_train", "n_val", "n_test", "dim", "n_classes"),
-    "probe_ridge": ("n", "p"),
-    "aggregate_subject_mean": ("dim", "chunk_rows", "n_subjects", "n_rows"),
-}
-REQUIRED_INPUTS["probe_brain_age"] = (REQUIRED_INPUTS["probe_ridge"]
-                                      + REQUIRED_INPUTS["aggregate_subject_mean"])
-REQUIRED_INPUTS["embed_gpu_device"] = REQUIRED_INPUTS["embed_gpu"]
+_RIDGE_TERMS: list[Term] = _PROBE_START + [
+    ("probe data and its copies (load, scaled, centred)",
+     lambda i, c: i["n"] * i["p"] * i["dtype_bytes"] * c["data_copies"]),
+    ("training copies per further parallel fit",
+     lambda i, c: (_parallel_fits(i) - 1) * i["n"] * i["p"] * i["dtype_bytes"]
+     * c["fit_data_copies"]),
+    ("solver workspace per parallel fit (gram p x p or kernel n x n)",
+     lambda i, c: _parallel_fits(i) * ridge_form_bytes(i, c)[ridge_form(i, c)]),
+    ("parallel worker processes", lambda i, c: _worker_processes(i)
+     * c["worker_baseline_bytes"]),
+]
 
-_EMBED_DEFAULTS = {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1}
-DEFAULT_INPUTS: dict[str, dict] = {
-    "embed_cpu": _EMBED_DEFAULTS,
-    "embed_gpu": _EMBED_DEFAULTS,
-    "embed_gpu_device": _EMBED_DEFAULTS,
-    "probe_logistic": {"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32},
+_SCHEDULER: Term = ("scheduler processes", _job_wrapper)
+
+
+def _sklearn_workspace(i: Inputs, c: Constants) -> float:
+    """One binary lbfgs fit of scikit-learn: float64 vectors per training row (raw scores,
+    losses, gradients, sample weights of the balanced classes) and scipy's lbfgs history."""
+    rows = i["n_train"] * FLOAT64 * c["workspace_factor"]
+    history = 2 * LBFGS_HISTORY * (i["dim"] + 1) * FLOAT64
+    return rows + history
+
+
+# --- what each job type may change before asking for more memory, cheapest first
+
+
+def _cheaper_embed(i: Inputs, c: Constants, readers: bool = True) -> list[tuple[str, dict]]:
+    """Halve the batch down to min_batch_size, then (host jobs) drop readers one by one."""
+    steps = []
+    batch = int(i["batch_size"])
+    while batch > int(i["min_batch_size"]):
+        batch = max(int(i["min_batch_size"]), batch // 2)
+        steps.append((f"batch_size={batch}", {"batch_size": batch}))
+    if readers:
+        for workers in range(int(i["n_workers"]) - 1, -1, -1):
+            steps.append((f"n_workers={workers}", {"batch_size": batch, "n_workers": workers}))
+    return steps
+
+
+def _cheaper_device(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
+    return _cheaper_embed(i, c, readers=False)
+
+
+def _cheaper_fits(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
+    """Fewer fits at once."""
+    return [(f"n_jobs={jobs}", {"n_jobs": jobs}) for jobs in range(_parallel_fits(i) - 1, 0, -1)]
+
+
+def _cheaper_ridge(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
+    """The smaller form first (when the forced one is the larger), then fewer fits at once."""
+    steps = []
+    current = ridge_form(i, c)
+    other = "dual" if current == "primal" else "primal"
+    sizes = ridge_form_bytes(i, c)
+    form = current
+    if sizes[other] < sizes[current]:
+        form = other
+        steps.append((f"ridge_form={other}", {"ridge_form": other}))
+    for jobs in range(_parallel_fits(i) - 1, 0, -1):
+        steps.append((f"n_jobs={jobs}", {"ridge_form": form, "n_jobs": jobs}))
+    return steps
+
+
+def _cheaper_chunks(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
+    """Halve the HDF5 blocks down to 1024 rows."""
+    steps = []
+    rows = int(i["chunk_rows"])
+    while rows > 1024:
+        rows = max(1024, rows // 2)
+        steps.append((f"chunk_rows={rows}", {"chunk_rows": rows}))
+    return steps
+
+
+# --- knobs as the job will run them (resolved from the inputs)
+
+
+def _fits_knob(i: Inputs, c: Constants) -> dict:
+    return {"n_jobs": _parallel_fits(i)}
+
+
+def _ridge_knobs(i: Inputs, c: Constants) -> dict:
+    return {"ridge_form": ridge_form(i, c), "n_jobs": _parallel_fits(i)}
+
+
+def _no_knobs(i: Inputs, c: Constants) -> dict:
+    return {}
+
+
+def _no_cheaper(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
+    return []
+
+
+def _activations_at_batch(merged: dict) -> None:
+    """Activations were measured at the check's batch; without it, at the job's own."""
+    merged.setdefault("activation_batch_size", merged["batch_size"])
+
+
+def _nothing_to_fill(merged: dict) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class JobType:
+    """One kind of downstream job and everything its estimate needs: the terms of its peak,
+    the inputs it requires and their defaults, its constants' defaults, its knobs and the
+    cheaper settings to try, and the job types its constants come from (`composed_of`)."""
+
+    name: str
+    terms: tuple[Term, ...]
+    required: tuple[str, ...]
+    defaults: Mapping[str, object]
+    constants: Mapping[str, float]
+    knobs: tuple[str, ...] = ()
+    cheaper: Callable[[Inputs, Constants], list[tuple[str, dict]]] = _no_cheaper
+    # knobs the job resolves from its inputs (ridge form "auto", fits capped by their number)
+    resolved_knobs: Callable[[Inputs, Constants], dict] = _no_knobs
+    fill: Callable[[dict], None] = _nothing_to_fill  # a default that depends on other inputs
+    composed_of: tuple[str, ...] = ()  # their constants first (later ones win), then its own
+    device: str | None = None  # the job type of its GPU side, estimated beside it
+
+
+_EMBED_REQUIRED = ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
+                   "recording_bytes", "night_windows")
+_EMBED_DEFAULTS = MappingProxyType(
+    {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1})
+_GPU_REQUIRED = (*_EMBED_REQUIRED, "gpu_peaks", "gpu_total_bytes")
+_RIDGE_DEFAULTS = MappingProxyType(
     # fit_age_fold casts the subject means to float64
-    "probe_ridge": {"n_jobs": 1, "n_fits": 8, "dtype_bytes": FLOAT64, "ridge_form": "auto"},
-    "aggregate_subject_mean": {},
-}
-DEFAULT_INPUTS["probe_brain_age"] = DEFAULT_INPUTS["probe_ridge"]
+    {"n_jobs": 1, "n_fits": 8, "dtype_bytes": FLOAT64, "ridge_form": "auto"})
+_EMBED_HOST_CONSTANTS = {"weights_copies": 2.0, "recording_copies": 3.0, "window_copies": 3.0,
+                         "hdf5_buffer_bytes": 16 * MiB, "window_row_bytes": 200.0}
+_PROBE_ROWS: list[Term] = [
+    ("embeddings as loaded and the fold's splits",
+     lambda i, c: _logistic_rows(i) * i["dim"] * i["dtype_bytes"] * c["embeddings_copies"]),
+    ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
+    ("standardised training rows (float32, shared by the fits)",
+     lambda i, c: i["n_train"] * i["dim"] * FLOAT32 * c["fit_data_copies"]),
+]
 
-# The knobs each job type has, cheapest first, tried before asking for more memory.
-KNOB_NAMES: dict[str, tuple[str, ...]] = {
-    "embed_cpu": ("batch_size", "n_workers"),
-    "embed_gpu": ("batch_size", "n_workers"),
-    "embed_gpu_device": ("batch_size",),
-    "probe_logistic": ("n_jobs",),
-    "probe_ridge": ("ridge_form", "n_jobs"),
-    "aggregate_subject_mean": ("chunk_rows",),
-}
-KNOB_NAMES["probe_brain_age"] = KNOB_NAMES["probe_ridge"]
+# Constants every job type has (the scheduler's processes beside a cluster job).
+COMMON_CONSTANTS = MappingProxyType({"cluster_wrapper_bytes": 300 * MiB})  # 2 x ~130 MB
 
-# Used where the calibration table lacks a constant (each one is reported as defaulted).
-# "structural" ones are not fitted by the calibration: they follow from what the code holds.
-DEFAULT_CONSTANTS: dict[str, dict[str, float]] = {
-    "probe_brain_age": {},  # its parts' constants, unless the table fits its own
-    "common": {"cluster_wrapper_bytes": 300 * MiB},  # two snakemake processes, ~130 MB each
-    "embed_cpu": {
-        "baseline_bytes": 700 * MiB, "weights_copies": 2.0, "recording_copies": 3.0,
-        "window_copies": 3.0, "input_copies": 1.0, "activation_factor": 1.2,
-        "hdf5_buffer_bytes": 16 * MiB, "window_row_bytes": 200.0,
-    },
-    "embed_gpu": {
-        # measured on an H200 node: torch with CUDA initialised, mne, braindecode (FACTS.md)
-        "baseline_bytes": 1536 * MiB, "weights_copies": 2.0, "recording_copies": 3.0,
-        "window_copies": 3.0, "input_copies": 2.0, "hdf5_buffer_bytes": 16 * MiB,
-        "window_row_bytes": 200.0,
-        # the reader processes (measured here: _READER_PROCESS_TERMS)
-        "reader_server_bytes": 70 * MiB, "reader_process_bytes": 25 * MiB,
-    },
-    # check measures the context per process; 719 MB is what an H200 showed (FACTS.md)
-    "embed_gpu_device": {"cuda_context_bytes": 720 * MiB, "allocator_slack": 0.2,
-                         "reserved_slack": 0.05},
-    "probe_logistic": {
-        "baseline_bytes": 250 * MiB, "overhead_bytes": 0.0, "embeddings_copies": 2.0,
-        "window_row_bytes": 200.0, "fit_data_copies": 1.0, "workspace_factor": 3.0,
-        "block_rows": 12288.0,
-        "square_copies": 3.0,
-    },
-    "probe_ridge": {
-        "baseline_bytes": 250 * MiB, "overhead_bytes": 0.0, "data_copies": 3.0,
-        "fit_data_copies": 1.0, "gram_factor": 2.0, "kernel_factor": 2.0,
-        "worker_baseline_bytes": 150 * MiB,
-    },
-    "aggregate_subject_mean": {
-        "baseline_bytes": 150 * MiB, "overhead_bytes": 0.0, "hdf5_buffer_bytes": 16 * MiB,
-        "chunk_copies": 3.0, "index_row_bytes": 32.0, "accumulator_copies": 2.0,
-    },
-}
+_TYPES = [
+    JobType(
+        "embed_cpu",
+        terms=(*_EMBED_HOST_TERMS, ("batch activations", _batch_activations)),
+        required=(*_EMBED_REQUIRED, "batch_activation_bytes"),
+        defaults=_EMBED_DEFAULTS,
+        constants=MappingProxyType({"baseline_bytes": 700 * MiB, **_EMBED_HOST_CONSTANTS,
+                                    "input_copies": 1.0, "activation_factor": 1.2}),
+        knobs=("batch_size", "n_workers"), cheaper=_cheaper_embed, fill=_activations_at_batch),
+    # host memory (the device has its own job type below), the readers being processes
+    JobType(
+        "embed_gpu",
+        terms=(*_EMBED_HOST_TERMS[:-1], *_READER_PROCESS_TERMS, _EMBED_HOST_TERMS[-1]),
+        required=_GPU_REQUIRED, defaults=_EMBED_DEFAULTS,
+        constants=MappingProxyType({
+            # measured on an H200 node: torch with CUDA initialised, mne, braindecode (FACTS.md)
+            "baseline_bytes": 1536 * MiB, **_EMBED_HOST_CONSTANTS, "input_copies": 2.0,
+            # the reader processes (measured here: _READER_PROCESS_TERMS)
+            "reader_server_bytes": 70 * MiB, "reader_process_bytes": 25 * MiB}),
+        knobs=("batch_size", "n_workers"), cheaper=_cheaper_embed, fill=_activations_at_batch,
+        device="embed_gpu_device"),
+    JobType(
+        "embed_gpu_device",
+        terms=(
+            ("CUDA context", _cuda_context),
+            ("allocator peak at the smallest measured batch (weights, buffers, activations)",
+             lambda i, c: _gpu_measured(i)[1]),
+            ("batch activations of the further windows",
+             lambda i, c: _gpu_measured(i)[2] * max(0, i["batch_size"] - _gpu_measured(i)[0])),
+            ("allocator slack", _gpu_slack),
+        ),
+        required=_GPU_REQUIRED, defaults=_EMBED_DEFAULTS,
+        # check measures the context per process; 719 MB is what an H200 showed (FACTS.md)
+        constants=MappingProxyType({"cuda_context_bytes": 720 * MiB, "allocator_slack": 0.2,
+                                    "reserved_slack": 0.05}),
+        knobs=("batch_size",), cheaper=_cheaper_device, fill=_activations_at_batch),
+    JobType(
+        "probe_logistic",
+        terms=(
+            *_PROBE_START, *_PROBE_ROWS,
+            ("solver workspace per parallel fit",
+             lambda i, c: _parallel_fits(i) * _logistic_workspace(i, c)),
+            # Standardising, fitting the scaler and scoring go through blocks of rows.
+            ("row blocks (standardise, score)",
+             lambda i, c: c["block_rows"] * i["dim"] * FLOAT32),
+            # The covariance, its eigenvectors and eigh's workspace, plus each fit's scaling.
+            ("preconditioner (p x p float64)",
+             lambda i, c: (c["square_copies"] + _parallel_fits(i)) * i["dim"] ** 2 * FLOAT64),
+            _SCHEDULER,
+        ),
+        required=("n_train", "n_val", "n_test", "dim", "n_classes"),
+        defaults=MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32}),
+        constants=MappingProxyType({
+            "baseline_bytes": 250 * MiB, "overhead_bytes": 0.0, "embeddings_copies": 2.0,
+            "window_row_bytes": 200.0, "fit_data_copies": 1.0, "workspace_factor": 3.0,
+            "block_rows": 12288.0, "square_copies": 3.0}),
+        knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
+    # The seizure probe (seizure_probe.fit_seizure_probe): the whole store loaded and cut into
+    # the fold's splits, one standardised float32 copy of the training rows, scikit-learn's
+    # binary lbfgs per C (threads share the copy), each C's validation scores kept for the
+    # choice; the event scoring's per-window arrays count with the window table.
+    JobType(
+        "probe_seizure",
+        terms=(
+            *_PROBE_START, *_PROBE_ROWS,
+            ("solver workspace per parallel fit (scikit-learn lbfgs)",
+             lambda i, c: _parallel_fits(i) * _sklearn_workspace(i, c)),
+            ("row blocks (standardise, score)",
+             lambda i, c: c["block_rows"] * i["dim"] * FLOAT32),
+            ("validation scores of every C (float64)",
+             lambda i, c: int(i["n_fits"]) * i["n_val"] * FLOAT64),
+            _SCHEDULER,
+        ),
+        required=("n_train", "n_val", "n_test", "dim"),
+        defaults=MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32}),
+        constants=MappingProxyType({
+            "baseline_bytes": 250 * MiB, "overhead_bytes": 0.0, "embeddings_copies": 2.0,
+            "window_row_bytes": 200.0, "fit_data_copies": 1.0, "workspace_factor": 4.0,
+            "block_rows": 8192.0}),
+        knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
+    JobType(
+        "probe_ridge",
+        terms=(*_RIDGE_TERMS, _SCHEDULER),
+        required=("n", "p"), defaults=_RIDGE_DEFAULTS,
+        constants=MappingProxyType({
+            "baseline_bytes": 250 * MiB, "overhead_bytes": 0.0, "data_copies": 3.0,
+            "fit_data_copies": 1.0, "gram_factor": 2.0, "kernel_factor": 2.0,
+            "worker_baseline_bytes": 150 * MiB}),
+        knobs=("ridge_form", "n_jobs"), cheaper=_cheaper_ridge, resolved_knobs=_ridge_knobs),
+    JobType(
+        "aggregate_subject_mean",
+        terms=(*_PROBE_START, *_SUBJECT_MEAN_TERMS, _SCHEDULER),
+        required=("dim", "chunk_rows", "n_subjects", "n_rows"), defaults=MappingProxyType({}),
+        constants=MappingProxyType({
+            "baseline_bytes": 150 * MiB, "overhead_bytes": 0.0, "hdf5_buffer_bytes": 16 * MiB,
+            "chunk_copies": 3.0, "index_row_bytes": 32.0, "accumulator_copies": 2.0}),
+        knobs=("chunk_rows",), cheaper=_cheaper_chunks),
+    # The brain-age probe job streams the subject means, then fits ridge, in one process: the
+    # ridge job's terms plus the stream's (the memory freed after the stream stays in the
+    # arena); its constants are its parts', unless the table fits its own.
+    JobType(
+        "probe_brain_age",
+        terms=(*_RIDGE_TERMS, *[(f"subject means streamed first: {name}", formula)
+                                for name, formula in _SUBJECT_MEAN_TERMS], _SCHEDULER),
+        required=("n", "p", "dim", "chunk_rows", "n_subjects", "n_rows"),
+        defaults=_RIDGE_DEFAULTS, constants=MappingProxyType({}),
+        knobs=("ridge_form", "n_jobs"), cheaper=_cheaper_ridge, resolved_knobs=_ridge_knobs,
+        composed_of=("aggregate_subject_mean", "probe_ridge")),
+]
+JOB_TYPES: Mapping[str, JobType] = MappingProxyType({t.name: t for t in _TYPES})
+
+# Read-only views for the calibration tools: each job type's default constants ("common":
+# every job's) and the job types whose constants come from others.
+DEFAULT_CONSTANTS: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {"common": COMMON_CONSTANTS, **{t.name: t.constants for t in _TYPES}})
+COMPOSED: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {t.name: t.composed_of for t in _TYPES if t.composed_of})
+
+
+def registered_job(name: str) -> JobType:
+    """The registered job type; an unknown name is a usage error."""
+    if name not in JOB_TYPES:
+        raise UsageError(f"no memory formula for job type '{name}'",
+                         fix=f"use one of: {', '.join(JOB_TYPES)}")
+    return JOB_TYPES[name]
 
 
 # ---------------------------------------------------------------------------- the estimate
@@ -436,94 +578,58 @@ def request_mb(total_bytes: float, margin: float) -> int:
 
 def job_inputs(job_type: str, inputs: dict) -> dict:
     """The inputs with defaults filled in; a missing required input is a usage error."""
-    if job_type not in FORMULAS:
-        raise UsageError(f"no memory formula for job type '{job_type}'",
-                         fix=f"use one of: {', '.join(FORMULAS)}")
-    missing = [name for name in REQUIRED_INPUTS[job_type] if name not in inputs]
+    kind = registered_job(job_type)
+    missing = [name for name in kind.required if name not in inputs]
     if missing:
         raise UsageError(f"memory estimate of {job_type} lacks inputs {missing}",
                          fix="pass them from the check job, the window index or the config")
-    merged = {**DEFAULT_INPUTS[job_type], **inputs}
-    if job_type.startswith("embed"):
-        merged.setdefault("activation_batch_size", merged["batch_size"])
+    merged = {**kind.defaults, **inputs}
+    kind.fill(merged)
     return merged
 
 
 def job_constants(job_type: str, calibration: dict) -> dict:
     """Constants of one job type: the calibration table's, defaults where it has none."""
     table = calibration.get("jobs", {})
-    merged = {**DEFAULT_CONSTANTS["common"], **table.get("common", {})}
-    for part in COMPOSED.get(job_type, ()):
-        merged.update({**DEFAULT_CONSTANTS[part], **table.get(part, {})})
-    return {**merged, **DEFAULT_CONSTANTS.get(job_type, {}), **table.get(job_type, {})}
+    merged = {**COMMON_CONSTANTS, **table.get("common", {})}
+    kind = JOB_TYPES.get(job_type)
+    for part in kind.composed_of if kind else ():
+        merged.update({**JOB_TYPES[part].constants, **table.get(part, {})})
+    own = kind.constants if kind else {}
+    return {**merged, **own, **table.get(job_type, {})}
 
 
-def _knobs(job_type: str, i: Inputs, c: Constants) -> dict:
-    knobs = {name: i[name] for name in KNOB_NAMES[job_type] if name in i}
-    if job_type in RIDGE_TYPES:
-        knobs["ridge_form"] = ridge_form(i, c)
-    if job_type in ("probe_logistic", *RIDGE_TYPES):
-        knobs["n_jobs"] = _parallel_fits(i)
-    return knobs
+def _knobs(kind: JobType, i: Inputs, c: Constants) -> dict:
+    knobs = {name: i[name] for name in kind.knobs if name in i}
+    return knobs | kind.resolved_knobs(i, c)
 
 
 def estimate(job_type: str, inputs: dict, calibration: dict, limit_bytes: int | None,
              margin: float = 0.15) -> Estimate:
-    """The predicted peak of one job: its terms from FORMULAS, total, request and verdict.
+    """The predicted peak of one job: the terms of its job type, total, request and verdict.
 
-    Verdict "too_big" when the request (total plus margin) exceeds the limit; for embed_gpu
-    also when the device estimate exceeds the GPU's memory (gpu_total_bytes).
+    Verdict "too_big" when the request (total plus margin) exceeds the limit; for a job type
+    with a device side (embed_gpu) also when the device estimate exceeds the GPU's memory
+    (gpu_total_bytes).
     """
+    kind = registered_job(job_type)
     i = job_inputs(job_type, inputs)
     c = job_constants(job_type, calibration)
-    terms = {name: int(math.ceil(max(0.0, formula(i, c)))) for name, formula in FORMULAS[job_type]}
+    terms = {name: int(math.ceil(max(0.0, formula(i, c)))) for name, formula in kind.terms}
     total = sum(terms.values())
     request = request_mb(total, margin)
     limit_mb = None if limit_bytes is None else int(limit_bytes // MiB)
     verdict = "ok" if limit_mb is None or request <= limit_mb else "too_big"
     device = None
-    if job_type == "embed_gpu":
-        device = estimate("embed_gpu_device", inputs, calibration, i["gpu_total_bytes"], margin)
+    if kind.device is not None:
+        device = estimate(kind.device, inputs, calibration, i["gpu_total_bytes"], margin)
         if device.verdict != "ok":
             verdict = "too_big"
     return Estimate(job_type, terms, total, margin, request, limit_mb, verdict,
-                    _knobs(job_type, i, c), device=device, inputs=_plain(i))
+                    _knobs(kind, i, c), device=device, inputs=_plain(i))
 
 
 # ------------------------------------------------------------------------------ the knobs
-
-
-def _cheaper_settings(job_type: str, i: Inputs, c: Constants) -> list[tuple[str, dict]]:
-    """Every next setting to try, cheapest remedy first: (description, changed inputs)."""
-    steps = []
-    if job_type.startswith("embed"):
-        batch = int(i["batch_size"])
-        while batch > int(i["min_batch_size"]):
-            batch = max(int(i["min_batch_size"]), batch // 2)
-            steps.append((f"batch_size={batch}", {"batch_size": batch}))
-        if job_type != "embed_gpu_device":
-            for workers in range(int(i["n_workers"]) - 1, -1, -1):
-                steps.append((f"n_workers={workers}",
-                              {"batch_size": batch, "n_workers": workers}))
-    elif job_type == "probe_logistic":
-        for jobs in range(_parallel_fits(i) - 1, 0, -1):
-            steps.append((f"n_jobs={jobs}", {"n_jobs": jobs}))
-    elif job_type in RIDGE_TYPES:
-        current = ridge_form(i, c)
-        other = "dual" if current == "primal" else "primal"
-        sizes = ridge_form_bytes(i, c)
-        form = current
-        if sizes[other] < sizes[current]:
-            form = other
-            steps.append((f"ridge_form={other}", {"ridge_form": other}))
-        for jobs in range(_parallel_fits(i) - 1, 0, -1):
-            steps.append((f"n_jobs={jobs}", {"ridge_form": form, "n_jobs": jobs}))
-    elif job_type == "aggregate_subject_mean":
-        rows = int(i["chunk_rows"])
-        while rows > 1024:
-            rows = max(1024, rows // 2)
-            steps.append((f"chunk_rows={rows}", {"chunk_rows": rows}))
-    return steps
 
 
 def _fix_text(result: Estimate, partitions: dict[str, int] | None, on_cluster: bool) -> str:
@@ -563,7 +669,7 @@ def fit_knobs(job_type: str, inputs: dict, calibration: dict, limit_bytes: int |
     i = job_inputs(job_type, inputs)
     c = job_constants(job_type, calibration)
     tried = []
-    for description, change in _cheaper_settings(job_type, i, c):
+    for description, change in registered_job(job_type).cheaper(i, c):
         tried.append(description)
         result = estimate(job_type, {**inputs, **change}, calibration, limit_bytes, margin)
         if result.verdict == "ok":

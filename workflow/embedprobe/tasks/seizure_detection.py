@@ -34,8 +34,8 @@ class SeizureDetection(Task):
     chosen_name = "C"
     pair_figures = ("roc_pr", "event_curve")
     classes = ("background", SEIZURE)
-    # the probe_logistic formula (one standardised float32 copy, lbfgs buffers per fit), with
-    # the baseline of a job that imports scikit-learn and timescoring
+    # its job imports scikit-learn and timescoring (its baseline); its memory is the
+    # probe_seizure job type (scikit-learn's lbfgs per C, not the fast probe's preconditioner)
     probe_step = "seizure"
 
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
@@ -103,12 +103,12 @@ class SeizureDetection(Task):
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
                      dim: int) -> tuple[str, dict, int]:
         inputs = fold_part_sizes(self, bench, table, fold) | {
-            "dim": dim, "n_classes": 2,
+            "dim": dim,
             "n_jobs": config.get("probe", {}).get("n_jobs", 1),
             "n_fits": len(bench.get("probe", {}).get("C_grid", range(6))),
             "on_cluster": bool(config.get("memory_on_cluster")),
         }
-        return "probe_logistic", inputs, probe_runtime_minutes(inputs)
+        return "probe_seizure", inputs, probe_runtime_minutes(inputs)
 
     def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
                   out: Path) -> None:

@@ -1,0 +1,140 @@
+"""The job-type registry is a pure refactor: every job type's estimate and knob search give the
+numbers the parallel tables gave (recorded from commit 8412dae0868eb1fe7e8c7eb700370bcc05a931b2,
+before the refactor, by running that commit's estimates.py over estimates_identity_cases.CASES)."""
+
+from __future__ import annotations
+
+import pytest
+from estimates_identity_cases import CASES, all_outcomes, summary
+
+from embedprobe import estimates
+
+# Recorded from commit 8412dae (before JobType): (estimate total, total after fit_knobs, its
+# request MB, verdict, device total, knobs, sha256[:16] of the whole outcome as JSON).
+RECORDED = {
+    "aggregate_subject_mean/chunk over rows/defaults": (
+        519995904, 492421632, 541, "too_big", None,
+        {"chunk_rows": 1024}, "6a160bc4f4f7197d"),
+    "aggregate_subject_mean/chunk over rows/table": (
+        508868304, 492691398, 541, "too_big", None,
+        {"chunk_rows": 1024}, "8d628aa537085fc4"),
+    "aggregate_subject_mean/sleep-edf/defaults": (
+        382109696, 382109696, 420, "ok", None,
+        {"chunk_rows": 65536}, "083533847efdec20"),
+    "aggregate_subject_mean/sleep-edf/table": (
+        330294705, 330294705, 363, "ok", None,
+        {"chunk_rows": 65536}, "c701c1677bbb771d"),
+    "embed_cpu/biot 8 h/defaults": (
+        1844864128, 1282348032, 1407, "too_big", None,
+        {"batch_size": 1, "n_workers": 0}, "530727f8c7a8c19c"),
+    "embed_cpu/biot 8 h/table": (
+        858650056, 858650056, 942, "ok", None,
+        {"batch_size": 32, "n_workers": 2}, "aaa2d2e722bef73a"),
+    "embed_cpu/defaults filled/defaults": (
+        1251904128, 1251904128, 1373, "ok", None,
+        {"batch_size": 32, "n_workers": 0}, "be51728a53d5c9a7"),
+    "embed_cpu/defaults filled/table": (
+        750359496, 750359496, 823, "ok", None,
+        {"batch_size": 32, "n_workers": 0}, "566b72eacb04263f"),
+    "embed_cpu/no readers, measured, cluster/defaults": (
+        1571916288, 1394382848, 1530, "too_big", None,
+        {"batch_size": 4, "n_workers": 0}, "9ebd659f7bb7b6b6"),
+    "embed_cpu/no readers, measured, cluster/table": (
+        1240418571, 1049819874, 1152, "too_big", None,
+        {"batch_size": 4, "n_workers": 0}, "769a28e87f0ab081"),
+    "embed_gpu/below the smallest measured/defaults": (
+        3576704896, 3576704896, 3923, "ok", 2043464909,
+        {"batch_size": 1, "n_workers": 4}, "4d94e6446c4de8c0"),
+    "embed_gpu/below the smallest measured/table": (
+        5187317632, 5187317632, 5690, "ok", 1917635789,
+        {"batch_size": 1, "n_workers": 4}, "0075262fbe25be01"),
+    "embed_gpu/reserved peaks, context/defaults": (
+        3601446016, 3601446016, 3950, "ok", 9699747431,
+        {"batch_size": 256, "n_workers": 4}, "d4c001648a953dfe"),
+    "embed_gpu/reserved peaks, context/table": (
+        5212058752, 5212058752, 5717, "ok", 9699747431,
+        {"batch_size": 256, "n_workers": 4}, "3f6b3f59024f9224"),
+    "embed_gpu/small gpu/defaults": (
+        3601446016, 3582817408, 3930, "ok", 3331955098,
+        {"batch_size": 64, "n_workers": 4}, "f3f08b908f171952"),
+    "embed_gpu/small gpu/table": (
+        5212058752, 5193430144, 5696, "ok", 3206125978,
+        {"batch_size": 64, "n_workers": 4}, "b8e2da6e8bcbc05c"),
+    "embed_gpu_device/allocated peaks/defaults": (
+        10035171914, 10035171914, 11006, "ok", None,
+        {"batch_size": 256}, "0c72512017cf1a94"),
+    "embed_gpu_device/allocated peaks/table": (
+        9909342794, 9909342794, 10868, "ok", None,
+        {"batch_size": 256}, "17fe2c44b22c6c0e"),
+    "embed_gpu_device/reserved peaks/defaults": (
+        9720718951, 2154418232, 2363, "ok", None,
+        {"batch_size": 32}, "a6be95e0fe2fa885"),
+    "embed_gpu_device/reserved peaks/table": (
+        9594889831, 2028589112, 2225, "ok", None,
+        {"batch_size": 32}, "7979ffac834e815c"),
+    "probe_brain_age/78 subjects/defaults": (
+        487409728, 487409728, 535, "ok", None,
+        {"n_jobs": 1, "ridge_form": "dual"}, "e4582a85735a83e2"),
+    "probe_brain_age/78 subjects/table": (
+        309019426, 309019426, 339, "ok", None,
+        {"n_jobs": 1, "ridge_form": "primal"}, "ff39bcc5b9a93ccf"),
+    "probe_brain_age/wide, forced/defaults": (
+        45148066816, 20124066816, 22071, "ok", None,
+        {"n_jobs": 4, "ridge_form": "dual"}, "feacffd89ca5bdba"),
+    "probe_brain_age/wide, forced/table": (
+        10393031744, 10393031744, 11399, "ok", None,
+        {"n_jobs": 4, "ridge_form": "primal"}, "b54e7c8725cf0891"),
+    "probe_logistic/float64, measured, cluster/defaults": (
+        1568844640, 1528984864, 1677, "too_big", None,
+        {"n_jobs": 1}, "ae9062d6eb172a60"),
+    "probe_logistic/float64, measured, cluster/table": (
+        1811331594, 1564751818, 1717, "too_big", None,
+        {"n_jobs": 1}, "8b5bf881421dc40b"),
+    "probe_logistic/six fits at once/defaults": (
+        6011773120, 6011773120, 6594, "ok", None,
+        {"n_jobs": 6}, "001201995e8cd2ba"),
+    "probe_logistic/six fits at once/table": (
+        7019942260, 7019942260, 7699, "ok", None,
+        {"n_jobs": 6}, "e8d20f1818f6c4fe"),
+    "probe_logistic/staging fold/defaults": (
+        929599552, 929599552, 1020, "ok", None,
+        {"n_jobs": 2}, "fa0b596e59bd2903"),
+    "probe_logistic/staging fold/table": (
+        994867434, 994867434, 1092, "ok", None,
+        {"n_jobs": 2}, "88b178ed81157099"),
+    "probe_ridge/forced primal, wide/defaults": (
+        119616716800, 4544716800, 4985, "ok", None,
+        {"n_jobs": 2, "ridge_form": "dual"}, "43881fd2dd9c980b"),
+    "probe_ridge/forced primal, wide/table": (
+        276790079488, 6279167488, 6887, "ok", None,
+        {"n_jobs": 2, "ridge_form": "dual"}, "19d9cd6005f4a4e9"),
+    "probe_ridge/tall (primal)/defaults": (
+        2785148928, 1491992576, 1637, "too_big", None,
+        {"n_jobs": 1, "ridge_form": "primal"}, "fa6099871582d822"),
+    "probe_ridge/tall (primal)/table": (
+        3447635149, 2151647642, 2360, "too_big", None,
+        {"n_jobs": 1, "ridge_form": "primal"}, "ab500c8db9851f20"),
+    "probe_ridge/wide (dual)/defaults": (
+        300646400, 300646400, 330, "ok", None,
+        {"n_jobs": 1, "ridge_form": "dual"}, "c29f8bc095640f8c"),
+    "probe_ridge/wide (dual)/table": (
+        241536359, 241536359, 265, "ok", None,
+        {"n_jobs": 1, "ridge_form": "dual"}, "1849d1573f0b71c8"),
+}
+
+
+@pytest.fixture(scope="module")
+def today():
+    return summary(all_outcomes(estimates))
+
+
+@pytest.mark.parametrize("key", sorted(RECORDED))
+def test_each_case_gives_the_recorded_numbers(today, key):
+    assert today[key] == RECORDED[key]
+
+
+def test_every_job_type_before_the_refactor_is_covered():
+    before = {"embed_cpu", "embed_gpu", "embed_gpu_device", "probe_logistic", "probe_ridge",
+              "aggregate_subject_mean", "probe_brain_age"}
+    assert {job for job, *_ in CASES} == before
+    assert before <= set(estimates.JOB_TYPES)
