@@ -253,14 +253,19 @@ def _failure(result: CheckResult, phase: str, exc: Exception) -> CheckResult:
                        "the traceback is in the pair's JSON (extra.traceback)")
 
 
-def check_pair(config: dict, roots: dict, dataset: str, model: str, batch_size: int = 32,
+def check_pair(config: dict, roots: dict, dataset: str, model: str, batch_size: int | None = None,
                encoder_factory=None, map_dir: Path = CHANNEL_MAP_DIR) -> CheckResult:
     """Check one pair; only unknown names raise (UsageError), every other problem is a row.
+
+    The batch is the one embed would ask for (`batch_size`, default the config's
+    embed.batch_size). On a GPU that cannot hold it, the batch is halved until it runs; the
+    result's `batch_size` reports what ran, and preflight sizes embed's batch from it.
 
     `encoder_factory(spec, ch_names, roots)` builds the encoder (default: the real `Encoder`);
     `map_dir` holds the channel maps (default config/channel_maps).
     """
     started = time.monotonic()
+    batch_size = batch_size or config["embed"]["batch_size"]
     result = _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir)
     result.total_seconds = round(time.monotonic() - started, 3)
     return result

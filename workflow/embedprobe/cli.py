@@ -84,16 +84,35 @@ def cmd_preflight(args, config, roots):
         run_preflight(config, roots, args.dataset, args.model, *paths)
 
 
+def embed_knobs(args, config) -> dict:
+    """The embed job's batch size and readers: what preflight decided for the pair (the embed
+    job's `knobs` in its JSON, --estimate); `--batch-size` only as the user's explicit
+    override. Without a preflight JSON (embed run by hand) the config's requested values
+    (embed.batch_size, embed.reader_threads), which nothing has sized to the memory limit."""
+    if getattr(args, "estimate", None):
+        knobs = estimate_for(args, "embed")["knobs"]
+        decided = {"batch_size": knobs["batch_size"], "n_workers": knobs["n_workers"]}
+    else:
+        requested = config["embed"]
+        decided = {"batch_size": requested["batch_size"],
+                   "n_workers": requested["reader_threads"]}
+        print(f"note: no preflight JSON (--estimate): batch size {decided['batch_size']} and "
+              f"{decided['n_workers']} readers as the config asks, not sized to the memory "
+              "limit", file=sys.stderr)
+    if args.batch_size:
+        decided["batch_size"] = args.batch_size
+    return decided
+
+
 def cmd_embed(args, config, roots):
     # The record starts before torch is imported: a job killed while importing still has one.
     with recorded(args, roots, "embed", "embed", args.dataset, args.model):
         from .embed import EmbedSettings, run_embed
 
-        defaults = config.get("embed", {})
-        knobs = estimate_for(args, "embed").get("knobs", {})
+        knobs = embed_knobs(args, config)
         settings = EmbedSettings.from_environment(
-            batch_size=args.batch_size or knobs.get("batch_size") or defaults.get("batch_size", 32),
-            reader_threads=knobs.get("n_workers", defaults.get("reader_threads", 2)),
+            batch_size=knobs["batch_size"],
+            reader_threads=knobs["n_workers"],
             limit_batches=args.limit_batches,
             inject_oom_above=args.inject_oom_above,
         )
@@ -163,11 +182,10 @@ def cmd_check(args, config, roots):
         raise UsageError("--out names one pair's JSON, but this check has "
                          f"{len(datasets) * len(models)} pairs",
                          fix="leave out --out: each pair's JSON goes to results/check/")
-    batch = args.batch_size or config.get("embed", {}).get("batch_size", 32)
     results = []
     for dataset in datasets:
         for model in models:
-            result = check_pair(config, roots, dataset, model, batch)
+            result = check_pair(config, roots, dataset, model, args.batch_size)
             results.append(result)
             write_result(result, Path(args.out) if args.out else
                          Path(roots["results_root"]) / "check" / dataset / f"{model}.json")
@@ -341,7 +359,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("embed", help="embed every window into the HDF5 store (resumable)")
     for name in ("--dataset", "--model", "--index", "--out"):
         p.add_argument(name, required=True)
-    p.add_argument("--batch-size", type=int)
+    p.add_argument("--batch-size", type=int,
+                   help="override the batch size preflight chose (the --estimate JSON's)")
     p.add_argument("--threads", type=int)
     p.add_argument("--limit-batches", type=int, help="smoke test: stop after N batches")
     p.add_argument("--inject-oom-above", type=int,
@@ -367,7 +386,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset")
     p.add_argument("--model", help="one model, or several separated by commas")
     p.add_argument("--out", help="the pair's JSON (default results/check/DATASET/MODEL.json)")
-    p.add_argument("--batch-size", type=int)
+    p.add_argument("--batch-size", type=int,
+                   help="check at this batch instead of the config's embed.batch_size")
     p.add_argument("--strict", action="store_true", help="a skipped pair counts as a failure")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
 

@@ -42,8 +42,8 @@ MIN_BATCH = 1
 
 @dataclass
 class EmbedSettings:
-    batch_size: int = 32
-    reader_threads: int = 2  # readers making recordings ahead of the model (threads or processes)
+    batch_size: int  # preflight's decision (cli.embed_knobs), or the user's override
+    reader_threads: int  # readers making recordings ahead of the model (threads or processes)
     # "threads" or "processes"; None: processes beside a GPU encoder (its thread must stay free
     # to feed the device), threads beside a CPU one (no start-up, no extra interpreter).
     reader_kind: str | None = None
@@ -208,6 +208,9 @@ def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: 
             print(f"{label}: already embedded ({output})", file=sys.stderr)
             return writer.finish()
         first = writer.durable_rows
+        # The store's remembered batch size is this job's own resume state: the size an
+        # earlier run of it backed off to after a GPU out-of-memory error (never larger than
+        # the size it was given).
         hint = writer.batch_size_hint
         if hint and hint < settings.batch_size:
             print(f"note: batch size {hint} (it worked on an earlier run; {settings.batch_size} "

@@ -9,6 +9,11 @@ Inputs are cheap and real: the feature width, parameter count, batch activations
 time measured by the check job; row counts from the window index; shapes from the config.
 Each job gets named terms, a total, the request (with margin), the limit and a verdict; the
 cheaper knobs (smaller batch, fewer parallel fits) are used before asking for more memory.
+
+Preflight is where the embed batch size is decided, once: it starts from the config's
+embed.batch_size (on a GPU no larger than the batch the check could run), lowers it while the
+job does not fit, and writes it as the embed job's `knobs` (batch_size, n_workers) in the
+pair's JSON; the embed job reads them there.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     headers = recording_headers(config, roots, dataset)
     samples = max(h.n_samples for h in headers)
     recorded_sfreq = headers[0].sfreq
-    batch_size = config.get("embed", {}).get("batch_size", 32)
+    batch_size = config["embed"]["batch_size"]  # the request; fit_knobs may lower it
     return {
         "batch_size": batch_size,
         "n_channels": check.n_chans,
@@ -57,7 +62,7 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "weights_bytes": check.n_params * 4,
         "recording_bytes": check.n_chans * samples * FLOAT64,
         "resample_ratio": spec["sfreq"] / recorded_sfreq,
-        "n_workers": config.get("embed", {}).get("reader_threads", 2),
+        "n_workers": config["embed"]["reader_threads"],
         "n_windows": len(table),
         "night_windows": int(table.groupby("recording").size().max()) if len(table) else 0,
         "batch_activation_bytes": check.batch_activation_bytes,
