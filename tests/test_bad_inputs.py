@@ -1,16 +1,20 @@
 """A catalogue of damaged inputs: each is caught by name, with its exit code, message and fix.
 
-One small generated dataset (3 subjects x 2 nights, EDF+ through MNE) is copied and damaged per
-case; the steps are called as the CLI runs them (`embedprobe.cli.main`, in process: fast). Every
-case checks that earlier results and the cache are byte-identical afterwards, and a `fix:` that
-is a command is run as printed. The README lists these cases (section "Bad inputs").
+One small generated dataset per format the project reads (Sleep-EDF: 3 subjects x 2 nights;
+CHB-MIT and Siena: 2 patients x 2 files; PhysioNet MI: 2 subjects x 2 runs, EDF+ through MNE;
+BNCI 2014-001: 2 subjects x 2 session .mat files) is copied and damaged per case; the steps are
+called as the CLI runs them (`embedprobe.cli.main`, in process: fast). Every case checks that
+earlier results and the cache are byte-identical afterwards, and a `fix:` that is a command is
+run as printed. The README lists these cases (section "Bad inputs").
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,9 +26,18 @@ import pandas as pd
 import pytest
 import yaml
 
-from embedprobe import cli, demo_data, overrides
-from embedprobe.datasets import quality, sleep_edf
+from embedprobe import cli, demo_data, overrides, report
+from embedprobe.datasets import (
+    bnci2014_001,
+    bnci2014_001_lookalike,
+    chbmit_lookalike,
+    physionet_mi_lookalike,
+    quality,
+    siena_lookalike,
+    sleep_edf,
+)
 from embedprobe.errors import DataError
+from embedprobe.tasks import task_for
 
 DATASET = "bad_edf"
 VENV_BIN = Path(sys.executable).parent
@@ -222,20 +235,20 @@ CASES = {
 }
 
 
-def _clip(psg: Path) -> None:
+def _clip(psg: Path, label: str = "EEG Fpz-Cz") -> None:
     """Clip the channel at a level 20% of its samples exceed, and make that the digital
     (and physical) range: what a recorder with too small a range writes."""
     header = sleep_edf.read_edf_header(psg)
-    sig = header.signals[header.labels.index("EEG Fpz-Cz")]
+    sig = header.signals[header.labels.index(label)]
     tops = []
-    change_samples(psg, "EEG Fpz-Cz", lambda v: tops.append(int(np.percentile(np.abs(v), 80))))
+    change_samples(psg, label, lambda v: tops.append(int(np.percentile(np.abs(v), 80))))
     top = tops[0]
     gain = (sig.physical_max - sig.physical_min) / (sig.digital_max - sig.digital_min)
-    change_samples(psg, "EEG Fpz-Cz", lambda v: np.clip(v, -top, top, out=v))
-    set_signal_field(psg, "EEG Fpz-Cz", 120, 8, str(-top))  # digital min
-    set_signal_field(psg, "EEG Fpz-Cz", 128, 8, str(top))  # digital max
-    set_signal_field(psg, "EEG Fpz-Cz", 104, 8, f"{-top * gain:.3f}")  # physical min
-    set_signal_field(psg, "EEG Fpz-Cz", 112, 8, f"{top * gain:.3f}")  # physical max
+    change_samples(psg, label, lambda v: np.clip(v, -top, top, out=v))
+    set_signal_field(psg, label, 120, 8, str(-top))  # digital min
+    set_signal_field(psg, label, 128, 8, str(top))  # digital max
+    set_signal_field(psg, label, 104, 8, f"{-top * gain:.3f}")  # physical min
+    set_signal_field(psg, label, 112, 8, f"{top * gain:.3f}")  # physical max
 
 
 def _double_rate(psg: Path) -> None:
@@ -256,6 +269,12 @@ def test_bad_input_is_caught_by_name(case, world, capsys, monkeypatch):
     broken.write_text("datasets: [unclosed\n")
     argv = index_args(tmp, config) if args is None else [
         "--configfile", config, *[str(broken) if a == "@BROKEN@" else a for a in args]]
+    assert_caught(capsys, tmp, argv, code, message, fix)
+
+
+def assert_caught(capsys, tmp: Path, argv: list, code: int, message: str, fix: str | None):
+    """The step exits with `code`, says `message`, prints `fix`; earlier files keep their bytes
+    and a refused step writes no output."""
     before = tree_hashes(tmp / "cache", tmp / "results/demo", tmp / "results/index")
     got, out = run_cli(capsys, *argv)
     assert got == code, out
@@ -266,6 +285,176 @@ def test_bad_input_is_caught_by_name(case, world, capsys, monkeypatch):
     assert {k: v for k, v in after.items() if k in before} == before, "earlier files changed"
     if code:  # a refused step writes no output
         assert not (tmp / "results/index/new.tsv").exists()
+
+
+# ------------------------------------------------------------------ the other formats
+
+CHB = {"patients": 2, "files_per_patient": 2, "minutes_per_file": 2, "seed": 0}
+SIENA = {"patients": 2, "files_per_patient": 2, "minutes_per_file": 2, "seed": 0}
+MI = {"subjects": 2, "runs": [4, 6], "trials_per_run": 4, "seed": 0}
+BNCI = {"subjects": 2, "sessions": ["T", "E"], "runs_per_session": 1, "trials_per_run": 4,
+        "eog_runs": 3, "eog_run_seconds": [2, 1, 1], "seed": 0}
+FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
+    "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
+            chbmit_lookalike, CHB),
+    "siena": ({"format": "siena", "channel_map": "siena", "epoch_seconds": 10},
+              siena_lookalike, SIENA),
+    "mi": ({"format": "physionet_mi", "channel_map": "physionet_mi", "runs": [4, 6],
+            "epoch_seconds": 4, "trial_offset_seconds": 0.5}, physionet_mi_lookalike, MI),
+    "bnci": ({"format": "bnci2014_001", "channel_map": "bnci2014_001", "sessions": ["T", "E"],
+              "epoch_seconds": 4, "trial_offset_seconds": 0.5}, bnci2014_001_lookalike, BNCI),
+}
+
+
+@pytest.fixture(scope="module")
+def pristine_formats(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("formats")
+    for dataset, (_, writer, settings) in FORMATS.items():
+        writer.write_lookalike(root / dataset, settings)
+    return root
+
+
+@pytest.fixture
+def formats_world(tmp_path, pristine_formats):
+    """Like `world`, for the other formats: a config naming each look-alike (4 recordings
+    each); the case's dataset is copied under data/ by `copy_dataset`."""
+    config = tmp_path / "formats.yaml"
+    config.write_text(yaml.safe_dump({
+        "data_root": str(tmp_path / "data"), "results_root": str(tmp_path / "results"),
+        "cache_root": str(tmp_path / "cache"), "weights_root": str(tmp_path / "weights"),
+        "datasets": {d: {**entry, "path": d, "expected_recordings": 4}
+                     for d, (entry, _, _) in FORMATS.items()}}))
+    for i, path in enumerate([tmp_path / "results/index/earlier.tsv",
+                              tmp_path / "results/demo/x/results.tsv",
+                              tmp_path / "cache/embeddings/earlier/biot_random.h5"]):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(256 + i))
+
+    def copy_dataset(dataset: str) -> Path:
+        data = tmp_path / "data" / dataset
+        shutil.copytree(pristine_formats / dataset, data)
+        return data
+
+    return tmp_path, config, copy_dataset
+
+
+def format_index_args(tmp: Path, config: Path, dataset: str) -> list:
+    return ["--configfile", config, "index", "--dataset", dataset, "--out",
+            tmp / "results/index/new.tsv"]
+
+
+def _chb_seizure_past_the_end(data: Path) -> None:
+    """The first seizure of a file ends 5 s after the file does."""
+    p = next(p for p in chbmit_lookalike.plan(CHB) if p.seizures)
+    summary = data / p.folder / f"{p.folder}-summary.txt"
+    head, marker, tail = summary.read_text().partition(f"File Name: {p.name}\n")
+    tail = re.sub(r"End Time: \d+ seconds", f"End Time: {p.seconds + 5} seconds", tail, count=1)
+    summary.write_text(head + marker + tail)
+
+
+def _mi_annotations(edf: Path, annotations) -> None:
+    """Rewrite a PhysioNet MI run with other annotations (signals unchanged)."""
+    import edfio
+
+    run = edfio.read_edf(edf)
+    run.set_annotations([edfio.EdfAnnotation(*a) for a in annotations])
+    run.write(edf)
+
+
+def _bnci_rewrite(mat: Path, change) -> None:
+    """A session file rewritten with its runs changed by change(list of run dicts)."""
+    import scipy.io
+
+    runs = scipy.io.loadmat(mat, simplify_cells=True)["data"]
+    change(runs)
+    cell = np.empty((1, len(runs)), dtype=object)
+    for k, run in enumerate(runs):
+        cell[0, k] = run
+    scipy.io.savemat(mat, {"data": cell})
+
+
+def _bnci_column(name: str) -> int:
+    return bnci2014_001.CHANNELS.index(name)
+
+
+def _bnci_flat(runs) -> None:
+    runs[3]["X"][:, _bnci_column("C3")] = 0.0  # run 4: the first with trials
+
+
+def _bnci_nan(runs) -> None:
+    """Ten NaN samples inside the first trial's window (0.5-4.5 s after its cue)."""
+    first = int(runs[3]["trial"][0]) - 1 + int(2.5 * 250)
+    runs[3]["X"] = np.asarray(runs[3]["X"], np.float64)
+    runs[3]["X"][first: first + 10, _bnci_column("Cz")] = np.nan
+
+
+def _bnci_unknown_code(runs) -> None:
+    runs[3]["y"] = np.asarray(runs[3]["y"]).astype(np.int64)
+    runs[3]["y"][2] = 7
+
+
+FORMAT_CASES = {
+    # name: (dataset, damage(data), exit code, message, fix)
+    "CHB-MIT summary missing": ("chb", lambda d: (d / "chb01/chb01-summary.txt").unlink(), 2,
+                                "is partial (2/4 recordings)", "allow_partial=true"),
+    "CHB-MIT seizure past the end": ("chb", _chb_seizure_past_the_end, 2,
+                                     "ends after the file (120 s long)",
+                                     "correct the seizure's seconds in"),
+    "CHB-MIT flat channel": ("chb", lambda d: change_samples(d / "chb01/chb01_02.edf", "FP1-F7",
+                                                             constant(5)), 0,
+                             "chb01_02 channel FP1-F7: flat (one constant value)",
+                             "exclude_bad_recordings=true"),
+    "Siena seizure list missing": ("siena", lambda d: (d / "PN00/Seizures-list-PN00.txt"
+                                                       ).unlink(), 2,
+                                   "is partial (2/4 recordings)", "allow_partial=true"),
+    "Siena clipped channel": ("siena", lambda d: _clip(d / "PN01/PN01-2.edf", "EEG Fp1"), 0,
+                              "PN01-2 channel EEG Fp1: saturated", "exclude_bad_recordings=true"),
+    "PhysioNet MI run missing": ("mi", lambda d: (d / "S002/S002R06.edf").unlink(), 2,
+                                 "S002R06.edf (run 6 of S002) is missing", "allow_partial=true"),
+    "PhysioNet MI run without annotations": ("mi", lambda d: _mi_annotations(
+        d / "S001/S001R04.edf", []), 2, "S001R04.edf: no annotations",
+        "download the run again from PhysioNet"),
+    "PhysioNet MI flat channel": ("mi", lambda d: change_samples(d / "S002/S002R04.edf", "C3..",
+                                                                 constant(0)), 0,
+                                  "S002R04 channel C3..: flat (one constant value)",
+                                  "exclude_bad_recordings=true"),
+    "BNCI .mat not a .mat": ("bnci", lambda d: (d / "A02E.mat").write_bytes(b"MATLAB? no" * 40),
+                             2, "A02E.mat: not a readable .mat file", "download the file again"),
+    "BNCI session file missing": ("bnci", lambda d: (d / "A01E.mat").unlink(), 2,
+                                  "A01E.mat (session E of A01) is missing",
+                                  "allow_partial=true"),
+    "BNCI unknown event code": ("bnci", lambda d: _bnci_rewrite(d / "A01T.mat",
+                                                                _bnci_unknown_code), 2,
+                                "unknown event code y=7", "download the file again"),
+    "BNCI flat channel (.mat)": ("bnci", lambda d: _bnci_rewrite(d / "A01T.mat", _bnci_flat),
+                                 0, "A01T_run4 channel C3: flat (one constant value)",
+                                 "exclude_bad_recordings=true"),
+    "BNCI NaN samples (.mat)": ("bnci", lambda d: _bnci_rewrite(d / "A02T.mat", _bnci_nan), 0,
+                                "A02T_run4 channel Cz: 10 of its samples in kept windows are "
+                                "NaN or infinite", "exclude_bad_recordings=true"),
+}
+
+
+@pytest.mark.parametrize("case", list(FORMAT_CASES))
+def test_bad_input_of_every_format_is_caught_by_name(case, formats_world, capsys, monkeypatch):
+    tmp, config, copy_dataset = formats_world
+    monkeypatch.chdir(tmp)
+    dataset, damage, code, message, fix = FORMAT_CASES[case]
+    damage(copy_dataset(dataset))
+    assert_caught(capsys, tmp, format_index_args(tmp, config, dataset), code, message, fix)
+
+
+@pytest.mark.parametrize("dataset", list(FORMATS))
+def test_every_pristine_format_indexes_without_a_warning(dataset, formats_world, capsys):
+    """Guard for the format cases: the undamaged look-alikes pass the data-quality scan."""
+    tmp, config, copy_dataset = formats_world
+    copy_dataset(dataset)
+    code, out = run_cli(capsys, *format_index_args(tmp, config, dataset))
+    assert code == 0, out
+    assert "warning:" not in out, out
+    table = pd.read_csv(tmp / "results/index/new.tsv", sep="\t")
+    assert table["recording"].nunique() == 4
+    assert pd.read_csv(tmp / "results/index/new.quality.tsv", sep="\t").empty
 
 
 def test_bad_subjects_table_is_named(tmp_path):
@@ -291,10 +480,62 @@ def test_fix_commands_work_as_printed(case, setting, world, capsys):
     table = pd.read_csv(tmp / "results/index/new.tsv", sep="\t")
     assert table["recording"].nunique() == 5  # the orphan, or the flat night, left out
     if setting.startswith("exclude"):
-        flagged = pd.read_csv(tmp / "results/index/new.quality.tsv", sep="\t")
-        assert flagged["recording"].tolist() == [second_night(data).name[:8]]
+        flat_night = second_night(data).name[:8]
+        quality_tsv = tmp / "results/index/new.quality.tsv"
+        flagged = pd.read_csv(quality_tsv, sep="\t")
+        assert flagged["recording"].tolist() == [flat_night]
         assert flagged["excluded"].tolist() == [True] and flagged["problem"].tolist() == ["flat"]
+        assert flat_night not in set(table["recording"])
         assert "note: 1 recording(s) of bad_edf flagged, excluded" in done.stderr
+        # the benchmark's summary lists the excluded recording (as `summary` writes it)
+        summary = report.summary_markdown({}, task_for("sleep_staging"), "sleep_stage",
+                                          report.read_quality([quality_tsv]))
+        assert "## Recordings flagged by the data-quality scan" in summary
+        assert f"| new | {flat_night} | EEG Fpz-Cz | flat | yes | flat (one constant value) " \
+               f"in " in summary, summary
+
+
+@pytest.mark.parametrize("case, setting, flagged", [
+    ("PhysioNet MI run missing", "allow_partial=true", []),
+    ("BNCI flat channel (.mat)", "exclude_bad_recordings=true", ["A01T_run4"]),
+    ("CHB-MIT flat channel", "exclude_bad_recordings=true", ["chb01_02"]),
+])
+def test_fix_commands_of_the_other_formats_work_as_printed(case, setting, flagged,
+                                                           formats_world, capsys):
+    tmp, config, copy_dataset = formats_world
+    dataset, damage, *_ = FORMAT_CASES[case]
+    damage(copy_dataset(dataset))
+    _, out = run_cli(capsys, *format_index_args(tmp, config, dataset))
+    fix = fix_line(out)
+    assert fix.startswith("embedprobe ") and setting in fix, fix
+    done = run_fix_command(fix, tmp)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = pd.read_csv(tmp / "results/index/new.tsv", sep="\t", dtype={"recording": str})
+    assert table["recording"].nunique() == 3  # the missing run, or the flagged one, left out
+    quality_table = pd.read_csv(tmp / "results/index/new.quality.tsv", sep="\t")
+    assert sorted(set(quality_table["recording"])) == flagged
+    assert not set(flagged) & set(table["recording"])
+
+
+def test_the_fetch_fix_of_a_skipped_pair_is_a_command(tmp_path, capsys, monkeypatch):
+    """A hub checkpoint not fetched: the plan's and the table's fix runs as printed (its
+    `# then run again` is the shell's); here the download itself is replaced."""
+    from embedprobe.config import load_config
+    from embedprobe.models import hub
+    from embedprobe.rules_support import known_skips
+
+    config = load_config()
+    config["weights_root"] = str(tmp_path / "weights")
+    monkeypatch.setenv("EMBEDPROBE_WEIGHTS_ROOT", str(tmp_path / "weights"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # restored after (fetch pops it)
+    fix = known_skips(config, "sleep_stage")["biot_pretrained"]["fix"]
+    assert fix == "embedprobe fetch-weights biot_pretrained   # then run again"
+    argv = shlex.split(fix, comments=True)
+    fetched = []
+    monkeypatch.setattr(hub, "fetch_models", lambda config, roots, models: fetched.append(
+        models) or [])
+    assert run_cli(capsys, *argv[1:])[0] == 0
+    assert fetched == [["biot_pretrained"]]
 
 
 def test_cli_config_and_configfile_like_snakemake(world, capsys, tmp_path):
@@ -331,6 +572,16 @@ def test_success_removes_the_stale_failure_record(world, capsys):
     moved.rename(hyp)
     code, _ = run_cli(capsys, *index_args(tmp, config))
     assert code == 0 and out.is_file() and not record.exists()
+    # a pair's check (a workflow job with --out): failed, then passed
+    check = tmp / "results/check/bad_edf/biot_random.json"
+    record = check.with_name(check.name + ".failure.json")
+    pair = ["check", "--dataset", DATASET, "--model", "biot_random", "--out", check]
+    code, _ = run_cli(capsys, "--configfile", config, "--config",
+                      "datasets.bad_edf.channel_map=nomap", *pair)
+    assert code == 1 and json.loads(record.read_text())["step"] == "check"
+    code, _ = run_cli(capsys, "--configfile", config, *pair)
+    assert code == 0 and json.loads(check.read_text())["status"] == "ok"
+    assert not record.exists()
 
 
 def test_annotation_kinds():

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import math
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -704,7 +705,8 @@ def load_calibration(path: str | Path = CALIBRATION_PATH) -> dict:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"memory calibration table {path} not found",
-                         fix="run: python scripts/calibrate_memory.py --quick")
+                         fix=f"python scripts/calibrate_memory.py --quick --out "
+                             f"{shlex.quote(str(path))}   # in the project folder")
     try:
         table = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:

@@ -237,8 +237,9 @@ def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
         missing = missing_weights(spec, roots)
         if missing:
             reason, fix = missing
-            skips[model] = {"status": "skipped", "reason": reason,
-                            "fix": f"{fix}, then run again"}
+            # a fix that is a command stays one as printed: the rest is a shell comment
+            then = "   # then run again" if fix.startswith("embedprobe ") else ", then run again"
+            skips[model] = {"status": "skipped", "reason": reason, "fix": fix + then}
     return skips
 
 

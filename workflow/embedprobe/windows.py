@@ -23,7 +23,7 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     `exclude_bad_recordings` a flagged recording is left out. `quality`, when given, receives
     one row per problem (QUALITY_COLUMNS)."""
     from .channel_maps import mapped_channels
-    from .datasets.quality import rate_problems, scan_recording
+    from .datasets.quality import rate_problems, scan
     from .tasks import labelling_task
 
     entry = lookup(config, "datasets", dataset)
@@ -40,9 +40,8 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
             continue
         units = task.units(reader, rec, entry, counts)
         rates[rec.recording] = units.sfreq
-        if rec.signal_path.suffix.lower() == ".edf":  # the scan reads EDF samples directly
-            problems += scan_recording(rec.recording, rec.signal_path, channels, units.starts,
-                                       round(epoch_seconds * units.sfreq))
+        problems += scan(reader, rec, channels, units.starts,
+                         round(epoch_seconds * units.sfreq))
         tables[rec.recording] = pd.DataFrame({
             "recording": rec.recording, "subject": rec.subject, "session": rec.session,
             "start": units.starts, "label": units.labels, "sfreq": units.sfreq})

@@ -8,7 +8,9 @@ the recording is left out of the index (and listed in the benchmark's summary).
 
 The scan reads the 16-bit samples of the kept windows straight from the EDF data records
 (a memory map: no float copy of the night), so clipping is judged on the digital values the
-recorder wrote.
+recorder wrote. A format whose files are not EDF (BNCI 2014-001's .mat) is scanned on the
+float volts its reader returns: the same checks, plus NaN or infinite samples, and clipping
+judged as samples piled at the channel's own minimum or maximum.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .base import Signals
 from .edf import SignalHeader, read_edf_header
 
 FLAT_SHARE = 0.5  # a channel flat (one digital value) in at least half of its windows
@@ -47,6 +50,18 @@ def _windows(samples: np.ndarray, starts: np.ndarray, epoch: int):
     for first in range(0, len(starts), WINDOW_CHUNK):
         block = starts[first: first + WINDOW_CHUNK]
         yield samples[block[:, None] + np.arange(epoch)[None, :]]
+
+
+def scan(reader, rec, channels, starts: np.ndarray, epoch: int) -> list[Problem]:
+    """The problems of one recording of any format: EDF files from their 16-bit samples,
+    others from the float volts their reader returns."""
+    if rec.signal_path.suffix.lower() == ".edf":
+        return scan_recording(rec.recording, rec.signal_path, channels, starts, epoch)
+    present = set(reader.read_header(rec).channels)
+    wanted = [c for c in channels if c in present]  # the reader refuses a missing one itself
+    if not wanted:
+        return []
+    return scan_signals(rec.recording, reader.read_signals(rec, wanted), starts, epoch)
 
 
 def scan_recording(recording: str, psg: Path, channels, starts: np.ndarray,
@@ -83,37 +98,101 @@ def _scan_channel(recording, sig: SignalHeader, data, starts, epoch) -> list[Pro
     if unit is None:
         problem("unit", f"unit {sig.unit!r} is not a voltage (EEG is in uV, mV or V)")
     samples = np.asarray(data[:, sig.offset: sig.offset + sig.samples_per_record]).reshape(-1)
-    starts = starts[(starts >= 0) & (starts + epoch <= len(samples))]
-    if not len(starts):
+    stats = _window_stats(samples, starts, epoch, sig.digital_min, sig.digital_max)
+    if stats is None:
         return out
-    flat = clipped = total = 0
-    sum_sq, live = 0.0, 0
-    gain = prange / drange
-    for block in _windows(samples, starts, epoch):
-        spread = block.max(axis=1) - block.min(axis=1)
-        flat += int((spread == 0).sum())
-        clipped += int(((block <= sig.digital_min) | (block >= sig.digital_max)).sum())
-        total += block.size
-        moving = block[spread > 0].astype(np.float64)
-        if moving.size:
-            centred = moving - moving.mean(axis=1, keepdims=True)
-            sum_sq += float((centred**2).sum()) * gain**2
-            live += moving.size
-    if flat >= FLAT_SHARE * len(starts):
-        problem("flat", f"flat (one constant value) in {flat} of its {len(starts)} windows"
-                        f" ({flat / len(starts):.0%}): every such window would get the same "
-                        "embedding")
-    if clipped >= CLIP_SHARE * total:
-        problem("clipped", f"saturated: {clipped / total:.0%} of its samples sit at the "
-                           f"physical minimum or maximum ({sig.physical_min:g} .. "
+    if stats.flat >= FLAT_SHARE * stats.windows:
+        problem("flat", stats.flat_detail())
+    if stats.clipped >= CLIP_SHARE * stats.total:
+        problem("clipped", f"saturated: {stats.clipped / stats.total:.0%} of its samples sit "
+                           f"at the physical minimum or maximum ({sig.physical_min:g} .. "
                            f"{sig.physical_max:g} {sig.unit}): the signal is clipped")
-    if unit is not None and live:
-        rms = math.sqrt(sum_sq / live) * unit
+    if unit is not None and stats.live:
+        rms = stats.rms() * abs(prange / drange) * unit
         if rms > MAX_RMS_V or rms < MIN_RMS_V:
             problem("unit", f"amplitude {rms * 1e6:.4g} uV RMS in unit {sig.unit!r} is far "
                             "from EEG's tens of microvolts: the unit (or the physical range) "
                             "in its header is likely wrong")
     return out
+
+
+def scan_signals(recording: str, signals: Signals, starts: np.ndarray,
+                 epoch: int) -> list[Problem]:
+    """The same checks on float samples in volts (a reader of files that are not EDF)."""
+    out = []
+    for channel, samples in zip(signals.ch_names, signals.data, strict=True):
+        finite = samples[np.isfinite(samples)]
+        if not finite.size:
+            out.append(Problem(recording, channel, "nan_inf", "every sample is NaN or "
+                                                              "infinite"))
+            continue
+        low, high = float(finite.min()), float(finite.max())
+        stats = _window_stats(samples, starts, epoch, low, high)
+        if stats is None:
+            continue
+        if stats.nonfinite:
+            out.append(Problem(recording, channel, "nan_inf",
+                               f"{stats.nonfinite} of its samples in kept windows are NaN or "
+                               "infinite: the encoder would turn them into NaN embeddings"))
+        if stats.flat >= FLAT_SHARE * stats.windows:
+            out.append(Problem(recording, channel, "flat", stats.flat_detail()))
+        # a live channel's extremes are single samples; clipping piles samples on them
+        if high > low and stats.clipped >= CLIP_SHARE * stats.total:
+            out.append(Problem(recording, channel, "clipped",
+                               f"saturated: {stats.clipped / stats.total:.0%} of its samples "
+                               f"sit at its minimum or maximum ({low * 1e6:.4g} .. "
+                               f"{high * 1e6:.4g} uV): the signal is clipped"))
+        if stats.live:
+            rms = stats.rms()
+            if rms > MAX_RMS_V or rms < MIN_RMS_V:
+                out.append(Problem(recording, channel, "unit",
+                                   f"amplitude {rms * 1e6:.4g} uV RMS is far from EEG's tens "
+                                   "of microvolts: the file's values are likely in another "
+                                   "unit than the reader assumes"))
+    return out
+
+
+@dataclass
+class _Stats:
+    windows: int  # kept windows that fit in the channel
+    flat: int  # windows of one constant value
+    clipped: int  # samples at the lower or upper limit
+    total: int  # samples looked at
+    nonfinite: int  # NaN or infinite samples
+    sum_sq: float  # squared deviations from each live window's mean (samples' own unit)
+    live: int  # samples of windows that are neither flat nor hold a NaN
+
+    def rms(self) -> float:
+        return math.sqrt(self.sum_sq / self.live)
+
+    def flat_detail(self) -> str:
+        return (f"flat (one constant value) in {self.flat} of its {self.windows} windows "
+                f"({self.flat / self.windows:.0%}): every such window would get the same "
+                "embedding")
+
+
+def _window_stats(samples: np.ndarray, starts: np.ndarray, epoch: int, low, high
+                  ) -> _Stats | None:
+    """Counts over the kept windows of one channel; None when no window fits in it."""
+    starts = starts[(starts >= 0) & (starts + epoch <= len(samples))]
+    if not len(starts):
+        return None
+    stats = _Stats(len(starts), 0, 0, 0, 0, 0.0, 0)
+    floating = np.issubdtype(samples.dtype, np.floating)
+    for block in _windows(samples, starts, epoch):
+        if floating:
+            stats.nonfinite += int((~np.isfinite(block)).sum())
+        # in float64: an int16 difference wraps; NaN for a window holding a NaN
+        spread = np.subtract(block.max(axis=1), block.min(axis=1), dtype=np.float64)
+        stats.flat += int((spread == 0).sum())
+        stats.clipped += int(((block <= low) | (block >= high)).sum())
+        stats.total += block.size
+        moving = block[spread > 0].astype(np.float64)
+        if moving.size:
+            centred = moving - moving.mean(axis=1, keepdims=True)
+            stats.sum_sq += float((centred**2).sum())
+            stats.live += moving.size
+    return stats
 
 
 def rate_problems(rates: dict[str, float], channel_label: str) -> list[Problem]:

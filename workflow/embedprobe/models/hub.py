@@ -105,7 +105,7 @@ class HubCheckpoint:
             return json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise WeightsError(f"cannot read the checkpoint's config {path}: {exc}",
-                               fix="fetch it again: embedprobe fetch-weights") from exc
+                               fix="embedprobe fetch-weights   # fetches it again") from exc
 
 
 @dataclass(frozen=True)
