@@ -23,19 +23,25 @@ import numpy as np
 import pytest
 import torch
 
-from embedprobe import cli
+from embedprobe import cli, rules_support
 from embedprobe.check import FAILED, OK, RULED_OUT, SKIPPED, check_pair
 from embedprobe.config import load_config
 from embedprobe.demo_data import generate
 from embedprobe.errors import WeightsError
 from embedprobe.models import hub
+from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import RANDOM, build_model, model_spec
 from embedprobe.rules_support import known_skips, runnable_models
 
 DATASET = "sleep_edf_demo"
 BIOT_REPO = "braindecode/biot-pretrained-six-datasets-18chs"
+EEGPT_REPO = "braindecode/eegpt-pretrained"
 REAL_DOWNLOAD = huggingface_hub.snapshot_download
+# A small EEGPT (the published one is 8 x 512): what its checkpoint and the model entry share.
+SMALL_EEGPT = {"depth": 1, "embed_dim": 64, "num_heads": 4}
+# Any request to the hub from a job would go here, and fail: nothing listens on port 9.
+NO_HUB = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0"}
 
 
 def publish(hub_dir: Path, repo: str, spec, n_chans: int, seed: int = 5, **changes) -> Path:
@@ -114,6 +120,35 @@ def fetch_cli(config, *models):
     return cli.main(["--job-config", json.dumps(config), "fetch-weights", *models])
 
 
+def commit_of(repo: str, revision: str = "main") -> str:
+    """The commit FakeHub resolves a revision to."""
+    return hashlib.sha1(f"{repo}{revision}".encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------ the names
+
+
+def test_the_shipped_repos_are_those_braindecode_documents():
+    """config/models.yaml's *_pretrained entries name the repos that the installed braindecode's
+    own docstrings load with from_pretrained (the source the README cites for each name)."""
+    import braindecode
+    import braindecode.models
+
+    config = load_config()
+    pretrained = {m: e for m, e in config["models"].items() if m.endswith("_pretrained")}
+    assert {m: hub.hub_repo(e["weights"]) for m, e in pretrained.items()} == {
+        "biot_pretrained": BIOT_REPO,
+        "labram_pretrained": "braindecode/labram-pretrained",
+        "cbramod_pretrained": "braindecode/cbramod-pretrained",
+        "eegpt_pretrained": EEGPT_REPO,
+    }
+    assert braindecode.__version__ == "1.8.1"
+    for entry in pretrained.values():
+        cls = getattr(braindecode.models, ARCHITECTURES[entry["architecture"]].class_name)
+        assert f'"{hub.hub_repo(entry["weights"])}"' in cls.__doc__, cls.__name__
+        assert entry["revision"] == "main"
+
+
 # ------------------------------------------------------------------------------ fetching
 
 
@@ -127,6 +162,9 @@ def test_fetch_records_hashes_and_a_rerun_downloads_nothing(env, capsys):
     snapshot = (Path(roots["weights_root"]) / "hub" / "models--braindecode--biot-pretrained-"
                 "six-datasets-18chs" / "snapshots" / entry["commit"])
     assert sorted(entry["files"]) == ["config.json", "model.safetensors"]  # allow_patterns
+    # the revision and the commit it resolved to, as the hub's own refs/ file has it
+    assert (entry["revision"], entry["commit"]) == ("main", commit_of(BIOT_REPO))
+    assert (snapshot.parents[1] / "refs" / "main").read_text() == entry["commit"]
     assert entry["files"]["model.safetensors"] == hashlib.sha256(
         (snapshot / "model.safetensors").read_bytes()).hexdigest()
     assert fetch_cli(config, "biot_pretrained") == 0
@@ -161,7 +199,7 @@ def test_check_and_embed_load_the_fetched_checkpoint_offline(env, tmp_path):
         [sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(config), "embed",
          "--dataset", DATASET, "--model", "biot_pretrained", "--index", str(index), "--out",
          str(out), "--batch-size", "16", "--threads", "1"],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, HF_HUB_OFFLINE="0"))
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, **NO_HUB))
     assert job.returncode == 0, job.stderr
     entry = json.loads(hub.manifest_path(roots).read_text())[f"{BIOT_REPO}@main"]
     with h5py.File(out, "r") as f:
@@ -188,6 +226,7 @@ def test_a_revision_not_fetched_is_a_skip(env):
     result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
     assert result.status == SKIPPED and "weights not fetched" in result.reason
     assert "at revision 0123456789ab" in result.reason
+    assert result.fix == "embedprobe fetch-weights biot_pretrained"
 
 
 def test_a_damaged_file_fails_with_the_fetch_fix_and_fetch_repairs_it(env):
@@ -218,10 +257,14 @@ def test_a_missing_file_is_a_skip_with_the_fetch_fix(env):
 
 
 @pytest.mark.parametrize("n_chans, changes, reason", [
-    (1, {}, "it has 1 channel tokens, the channel map gives 2 channels"),
+    (1, {}, "it has 1 channel tokens, the channel map gives 2 channels (EEG Fpz-Cz, "
+            "EEG Pz-Oz)"),
     (18, {"sfreq": 256}, "sfreq 256 in the checkpoint, 200 from the model entry"),
+    (18, {"params": {"embed_dim": 128}},
+     "embed_dim 128 in the checkpoint, 256 from braindecode's default"),
 ])
-def test_a_checkpoint_that_cannot_serve_the_dataset_is_ruled_out(env, n_chans, changes, reason):
+def test_a_checkpoint_that_cannot_serve_the_dataset_is_ruled_out(env, n_chans, changes, reason,
+                                                                  capsys, monkeypatch):
     config, roots, fake, _ = env
     publish(fake.hub_dir, BIOT_REPO, model_spec(config, "biot_pretrained"), n_chans, **changes)
     assert fetch_cli(config, "biot_pretrained") == 0
@@ -229,7 +272,11 @@ def test_a_checkpoint_that_cannot_serve_the_dataset_is_ruled_out(env, n_chans, c
     assert (result.status, result.category, result.data) == (RULED_OUT, "weights", "not read")
     assert reason in result.reason and result.reason.startswith(
         f"ruled out: checkpoint {BIOT_REPO} cannot serve {DATASET}")
+    monkeypatch.setattr(rules_support, "_WARNED", set())  # the plan warns once per process
+    capsys.readouterr()
     assert runnable_models(config, "demo", DATASET) == ["biot_random"]
+    assert f"warning: {DATASET}/biot_pretrained is ruled out: checkpoint {BIOT_REPO} cannot " \
+           f"serve it: " in capsys.readouterr().err
     with pytest.raises(WeightsError, match="cannot serve"):
         build_model(model_spec(config, "biot_pretrained"), 2, roots)
 
@@ -249,7 +296,7 @@ def original_biot(state: dict, prefix: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("container", ["lightning_ckpt", "pth_model"])
+@pytest.mark.parametrize("container", ["lightning_ckpt", "pth_model", "bare_encoder"])
 def test_an_original_biot_file_embeds_like_braindecodes_layout(env, tmp_path, container):
     config, roots, _, _ = env
     spec = model_spec(config, "biot_pretrained")
@@ -263,13 +310,66 @@ def test_an_original_biot_file_embeds_like_braindecodes_layout(env, tmp_path, co
                     "global_step": 70, "pytorch-lightning_version": "1.6.0"},
                    weights / "biot_orig.ckpt")
         name = "biot_orig.ckpt"
-    else:
+    elif container == "pth_model":
         torch.save({"model": original_biot(state, "")}, weights / "biot_orig.pth")
         name = "biot_orig.pth"
+    else:  # BIOT's released pretrained-models/*.ckpt: BIOTEncoder's own state_dict, no head
+        encoder = {k[len("biot."):]: v for k, v in original_biot(state, "").items()
+                   if k.startswith("biot.")}
+        assert "channel_tokens.weight" in encoder and "index" in encoder
+        torch.save(encoder, weights / "biot_encoder.ckpt")
+        name = "biot_encoder.ckpt"
     windows = np.random.default_rng(0).standard_normal((4, 2, 6000)).astype(np.float32)
     ours = Encoder(dataclasses.replace(spec, weights="biot_bd.pt"), ("A", "B"), roots)
     theirs = Encoder(dataclasses.replace(spec, weights=name), ("A", "B"), roots)
     np.testing.assert_array_equal(ours(windows), theirs(windows))
+
+
+def test_an_original_eegpt_checkpoint_embeds_like_braindecodes_layout(env):
+    """EEGPT's released Lightning .ckpt: the pretraining module's `state_dict` with the online
+    `encoder.`, the `target_encoder.` the authors' downstream code loads, and `predictor.` /
+    `reconstructor.`; only the target encoder is taken (the online one differs here)."""
+    config, roots, _, _ = env
+    spec = dataclasses.replace(model_spec(config, "eegpt_pretrained"), params=SMALL_EEGPT)
+    model, _ = build_model(dataclasses.replace(spec, weights=RANDOM, seed=4), 2, roots)
+    state = model.state_dict()
+    assert state and all(k.startswith("target_encoder.") or k == "chans_id" for k in state)
+    original = {**state,
+                **{"encoder." + k[len("target_encoder."):]: v + 1 for k, v in state.items()
+                   if k.startswith("target_encoder.")},
+                "predictor.mask_token": torch.zeros(1, 1, 64),
+                "reconstructor.time_embed.weight": torch.zeros(8, 64),
+                "chans_id": torch.arange(2)}
+    weights = Path(roots["weights_root"])
+    weights.mkdir(parents=True, exist_ok=True)
+    torch.save(state, weights / "eegpt_bd.pt")
+    torch.save({"state_dict": original, "epoch": 199, "pytorch-lightning_version": "1.9.5"},
+               weights / "eegpt_mcae.ckpt")
+    windows = np.random.default_rng(1).standard_normal((3, 2, 2560)).astype(np.float32)
+    ours = Encoder(dataclasses.replace(spec, weights="eegpt_bd.pt"), ("C3", "C4"), roots)
+    theirs = Encoder(dataclasses.replace(spec, weights="eegpt_mcae.ckpt"), ("C3", "C4"), roots)
+    np.testing.assert_array_equal(ours(windows), theirs(windows))
+
+
+def test_a_hub_eegpt_with_braindecodes_channel_projection_loads_its_encoder(env):
+    """An EEGPT saved with braindecode's default downstream projection (chan_proj, never
+    pretrained): the entry builds none, so the projection is left out and the encoder loads."""
+    import braindecode.models
+
+    config, roots, fake, _ = env
+    config["models"]["eegpt_pretrained"]["params"] = SMALL_EEGPT
+    published = braindecode.models.EEGPT(n_chans=19, n_outputs=1, sfreq=256, n_times=2560,
+                                         return_encoder_output=True, **SMALL_EEGPT)
+    assert any(k.startswith("chan_proj.") for k in published.state_dict())
+    published.save_pretrained(fake.hub_dir / EEGPT_REPO)
+    assert fetch_cli(config, "eegpt_pretrained") == 0
+    model, digest = build_model(model_spec(config, "eegpt_pretrained", DATASET), 2, roots)
+    assert digest == hub.locate(EEGPT_REPO, "main", roots).checkpoint.sha256
+    loaded = model.state_dict()
+    assert not any(k.startswith("chan_proj.") for k in loaded)
+    for key, value in published.state_dict().items():
+        if key.startswith("target_encoder."):
+            assert torch.equal(loaded[key], value), key
 
 
 def test_an_original_file_that_does_not_fit_names_its_keys(env):
@@ -299,3 +399,86 @@ def test_snakemake_weights_plans_one_fetch_job(tmp_path):
     assert "rule weights:" in plan.stdout
     assert "fetch-weights --out" in plan.stdout and f"{tmp_path}/results/weights/fetched.txt" \
         in plan.stdout
+
+
+def test_the_shipped_sleep_stage_skips_an_unfetched_checkpoint_in_plan_and_table(tmp_path,
+                                                                                 capsys,
+                                                                                 monkeypatch):
+    """A new user's first run: biot_pretrained not fetched is a skip with the fetch command, in
+    the plan's warning and in results.tsv (aggregate's not-run list); biot_random runs."""
+    import pandas as pd
+
+    config = load_config()
+    roots = {k: str(tmp_path / k) for k in ("data_root", "cache_root", "results_root",
+                                            "weights_root")}
+    config.update(roots)
+    monkeypatch.setenv("EMBEDPROBE_WEIGHTS_ROOT", roots["weights_root"])
+    monkeypatch.setattr(rules_support, "_WARNED", set())
+    dataset = "sleep_edf_expanded"
+    assert config["benchmarks"]["sleep_stage"]["models"] == ["biot_pretrained", "biot_random"]
+    capsys.readouterr()
+    assert runnable_models(config, "sleep_stage", dataset) == ["biot_random"]
+    rules_support.warn_known_skips(config, "sleep_stage", dataset)
+    err = capsys.readouterr().err
+    assert (f"warning: {dataset}/biot_pretrained will be skipped: weights not fetched: "
+            f"{BIOT_REPO} at revision main is not in {roots['weights_root']}/hub") in err
+    assert "\nfix: embedprobe fetch-weights biot_pretrained" in err
+    not_run = rules_support.not_run_file(config, "sleep_stage", dataset)
+    out = tmp_path / "results.tsv"
+    assert cli.main(["--job-config", json.dumps(config), "aggregate", "--benchmark",
+                     "sleep_stage", "--out", str(out), "--not-run", not_run]) == 0
+    row = pd.read_csv(out, sep="\t").set_index("model").loc["biot_pretrained"]
+    assert (row["dataset"], row["status"], row["folds"]) == (dataset, "skipped", "0/5")
+    assert row["reason"].startswith(f"weights not fetched: {BIOT_REPO} at revision main")
+    assert row["fix"].startswith("embedprobe fetch-weights biot_pretrained")
+
+
+@pytest.mark.workflow
+def test_snakemake_plans_the_shipped_sleep_stage_without_the_unfetched_checkpoint(tmp_path):
+    """The shipped benchmark and models; only the data is a small look-alike in Sleep-EDF's
+    format (a missing dataset is an error of its own)."""
+    from conftest import snakemake
+
+    generate(tmp_path / "data" / "tiny-edf", n_subjects=1, nights=1, hours=0.25, seed=3)
+    tiny = tmp_path / "tiny.yaml"
+    tiny.write_text(json.dumps({"datasets": {"sleep_edf_expanded": {
+        "path": "tiny-edf", "expected_recordings": 1}}}))
+    plan = snakemake(tmp_path, "--configfile", str(tiny), "-n", "sleep_stage", timeout=300)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert ("warning: sleep_edf_expanded/biot_pretrained will be skipped: weights not fetched: "
+            f"{BIOT_REPO} at revision main is not in {tmp_path}/weights/hub") in plan.stderr
+    assert "\nfix: embedprobe fetch-weights biot_pretrained" in plan.stderr
+    assert "sleep_edf_expanded/biot_random.h5" in plan.stdout
+    assert "biot_pretrained.h5" not in plan.stdout and "biot_pretrained/fold" not in plan.stdout
+
+
+@pytest.mark.workflow
+def test_the_workflow_embeds_with_a_fetched_checkpoint_and_the_hub_unreachable(env, tmp_path):
+    """Fetched here (the login node), then the workflow's own jobs (index, check, preflight,
+    embed) load it from weights_root/hub with every hub request bound to fail."""
+    from conftest import snakemake
+
+    config, roots, fake, _ = env
+    assert roots["weights_root"] == str(tmp_path / "weights")  # where conftest.snakemake looks
+    assert fetch_cli(config, "biot_pretrained") == 0
+    cache = hub.hub_cache(roots)
+    fetched = sorted((p.relative_to(cache).as_posix(), p.stat().st_mtime_ns)
+                     for p in cache.rglob("*"))
+    tiny = tmp_path / "tiny.yaml"
+    tiny.write_text(json.dumps({"datasets": {DATASET: {
+        "expected_recordings": 1, "generator": {"subjects": 1, "nights": 1, "hours": 0.25,
+                                                "seed": 3}}}}))
+    target = tmp_path / "cache" / "embeddings" / DATASET / "biot_pretrained.h5"
+    run = snakemake(tmp_path, "--configfile", str(tiny), "--cores", "2", str(target),
+                    timeout=600, env_extra=NO_HUB)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted((p.relative_to(cache).as_posix(), p.stat().st_mtime_ns)
+                  for p in cache.rglob("*")) == fetched  # the jobs wrote nothing there
+    entry = json.loads(hub.manifest_path(roots).read_text())[f"{BIOT_REPO}@main"]
+    checked = json.loads((tmp_path / "results" / "check" / DATASET /
+                          "biot_pretrained.json").read_text())
+    assert (checked["status"], checked["weights"]) == (OK, "found")
+    assert checked["extra"]["checkpoint"] == f"{BIOT_REPO}@{entry['commit']}"
+    with h5py.File(target, "r") as f:
+        assert json.dumps(dict(f.attrs), default=str).count(entry["files"]["model.safetensors"])
+        assert f["embeddings"].shape[1] == 256 and np.isfinite(f["embeddings"][:]).all()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,8 +73,22 @@ def manifest_key(repo: str, revision: str) -> str:
 
 
 def go_offline() -> None:
-    """Every step but fetch-weights: the hub library must not reach the network."""
+    """Every step but fetch-weights: the hub library must not reach the network.
+    huggingface_hub reads the variable once, at import: an imported one is told too."""
     os.environ["HF_HUB_OFFLINE"] = "1"
+    _set_hub_offline(True)
+
+
+def _go_online() -> None:
+    """fetch-weights only (a process that went offline before, e.g. a test, included)."""
+    os.environ.pop("HF_HUB_OFFLINE", None)
+    _set_hub_offline(False)
+
+
+def _set_hub_offline(offline: bool) -> None:
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = offline
 
 
 def fetch_command(model_id: str) -> str:
@@ -170,6 +185,7 @@ def fetch(repo: str, revision: str, roots: dict) -> tuple[str, dict]:
     """Download one repo at one revision into the cache unless the manifest says it is there.
 
     Returns ("fetched" | "already fetched", manifest entry)."""
+    _go_online()
     import huggingface_hub
 
     cache = hub_cache(roots)
@@ -296,12 +312,22 @@ def build_channels(spec, ckpt: dict, n_chans: int) -> int:
 # Per family: the prefixes that wrap the original authors' module names, and their braindecode
 # names (first match wins), and keys that braindecode does not keep.
 #
+# braindecode 1.8.1 offers no key map of its own for these families (EEGModuleMixin.mapping is
+# None for BIOT, Labram, CBraMod and EEGPT), so the maps below are written from the original
+# repositories; LaBraM and CBraMod have none here (their files load only in braindecode's names).
+#
 # BIOT (github.com/ycq091044/BIOT): the pretrained encoder files hold BIOTEncoder's own names
 # (patch_embedding, transformer, positional_encoding, channel_tokens, index); BIOTClassifier
 # holds them under `biot.` with its head `classifier.clshead.1`; UnsupervisedPretrain under
 # `biot.` with a `prediction` head. braindecode's BIOT holds the encoder under `encoder.` with
 # the same inner names, the head as `final_layer.classification_head`, and `index` as a
 # non-persistent buffer.
+#
+# EEGPT (github.com/BINE022/EEGPT): the released Lightning `.ckpt` holds the pretraining module:
+# `encoder.` (the online encoder), `target_encoder.` (its moving average, which the authors'
+# downstream code loads: the `target_encoder.` keys of `state_dict`), `predictor.` and
+# `reconstructor.` (pretraining only; braindecode's EEGPT docstring says to ignore them).
+# braindecode's EEGPT holds the encoder as `target_encoder.` with the same inner names.
 KEY_MAPS: dict[str, dict] = {
     "BIOT": {
         "rename": [
@@ -314,6 +340,10 @@ KEY_MAPS: dict[str, dict] = {
         ],
         "drop": ("encoder.index", "index", "prediction."),
     },
+    "EEGPT": {
+        "rename": [],
+        "drop": ("encoder.", "predictor.", "reconstructor."),
+    },
 }
 # Wrappers around a state_dict: Lightning's `state_dict`, a `.pth`'s `model` (or `module`).
 CONTAINERS = ("state_dict", "model", "module", "model_state_dict")
@@ -321,8 +351,10 @@ CONTAINERS = ("state_dict", "model", "module", "model_state_dict")
 PREFIXES = ("model.", "module.", "net.")
 # A frozen encoder uses no head: heads are loaded when they fit and ignored when they differ.
 HEAD_PREFIXES = ("final_layer.", "head.", "classifier.")
-# Buffers our forward recomputes (EEGPT's channel ids come from the mapped names).
-IGNORED = {"EEGPT": ("chans_id",)}
+# Key prefixes a checkpoint may hold that the model built here does not use: EEGPT's channel ids
+# (our forward computes them from the mapped names) and braindecode's downstream channel
+# projection (`chan_proj.`, never pretrained; the entry builds chan_proj_type="none").
+IGNORED = {"EEGPT": ("chans_id", "chan_proj.")}
 
 
 def unwrap(state) -> dict:
@@ -336,9 +368,10 @@ def unwrap(state) -> dict:
 
 
 def to_braindecode(state: dict, architecture: str, expected: set[str]) -> dict:
-    """Original names -> braindecode's: strip the wrapper prefixes, then the family's map.
-    A checkpoint already in braindecode's names passes unchanged."""
-    if set(state) & expected:
+    """Original names -> braindecode's: strip the wrapper prefixes, then the family's map
+    (renames; dropped keys are those braindecode's model does not have). A checkpoint all in
+    braindecode's names passes unchanged."""
+    if set(state) <= expected:
         return state
     for prefix in PREFIXES:
         if state and all(k.startswith(prefix) for k in state):
@@ -348,11 +381,12 @@ def to_braindecode(state: dict, architecture: str, expected: set[str]) -> dict:
         return state
     mapped = {}
     for key, value in state.items():
-        for old, new in table["rename"]:
-            if key.startswith(old):
-                key = new + key[len(old):]
-                break
-        if not key.startswith(table["drop"]):
+        if key not in expected:
+            for old, new in table["rename"]:
+                if key.startswith(old):
+                    key = new + key[len(old):]
+                    break
+        if key in expected or not key.startswith(table["drop"]):
             mapped[key] = value
     return mapped
 
@@ -363,13 +397,14 @@ def fit_state(model, state: dict, architecture: str, source: Path):
     own = model.state_dict()
     state = to_braindecode(state, architecture, set(own))
     ignored = IGNORED.get(architecture, ())
-    state = {k: v for k, v in state.items() if k not in ignored}
+    state = {k: v for k, v in state.items() if not k.startswith(ignored)}
     head = {k for k in own if k.startswith(HEAD_PREFIXES)}
     state = {k: v for k, v in state.items()
              if not (k in head and tuple(v.shape) != tuple(own[k].shape))
              and not (k.startswith(HEAD_PREFIXES) and k not in own)}
     unexpected = sorted(set(state) - set(own))
-    missing = sorted(k for k in set(own) - set(state) if k not in head and k not in ignored)
+    missing = sorted(k for k in set(own) - set(state) if k not in head
+                     and not k.startswith(ignored))
     shapes = sorted(f"{k} {tuple(v.shape)} vs {tuple(own[k].shape)}" for k, v in state.items()
                     if k in own and tuple(v.shape) != tuple(own[k].shape))
     if unexpected or missing or shapes:

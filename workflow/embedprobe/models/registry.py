@@ -148,7 +148,8 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
         )
     state = load_state_dict(path)
     own = set(model.state_dict())
-    if not set(state) & own and set(hub.to_braindecode(state, spec.architecture, own)) & own:
+    mapped = set(hub.to_braindecode(state, spec.architecture, own))
+    if mapped != set(state) and mapped & own:
         # the original authors' names, which the family's key map knows
         return hub.fit_state(model, state, spec.architecture, path).eval(), sha256_file(path)
     try:
