@@ -11,12 +11,16 @@ Every workload is the code a workflow job runs, in its own child process, measur
   probe_logistic  `embedprobe probe` (probe_fold -> probe.fit_logistic_probe, the fast method)
                   on an HDF5 store of hard synthetic embeddings; inputs from
                   the task's probe_memory
+  probe_seizure   `embedprobe probe` of the seizure benchmark (probe_fold ->
+                  seizure_probe.fit_seizure_probe: scikit-learn's lbfgs per C, threshold, SzCORE
+                  event scoring) on a store of synthetic embeddings whose windows are real
+                  windows of a generated CHB-MIT look-alike; inputs from the task's probe_memory
   probe_ridge     probe.fit_age_fold (StandardScaler + Ridge, alpha by inner CV, refit) on
                   subject means, split into training and test subjects as probe_fold does
   aggregate       EmbeddingStore.mean_by("subject") on a store (the brain-age job's first part)
 
 Baselines are measured: a child that imports what the step's job imports. The other constants are
-fitted on each job's whole measured peaks with the job's own formula (estimates.FORMULAS; the
+fitted on each job's whole measured peaks with the job's own formula (estimates.JOB_TYPES; the
 total is linear in each fitted constant, so the fit evaluates the very terms the estimate uses):
 the tightest constants >= 0 under which no run is under-predicted, since a request has to cover
 the unlucky run (embed peaks vary by ~10% between runs of the same job). The sizes here differ
@@ -59,6 +63,11 @@ MiB = estimates.MiB
 DEMO_DATASET = "sleep_edf_demo"
 PROBE_BENCHMARK = "demo"  # sleep staging: 5 subject folds, the reference C grid
 AGE_BENCHMARK = "demo_brain_age"
+SEIZURE_BENCHMARK = "epilepsy_demo"  # 5 patient folds, the reference C grid
+SEIZURE_DATASET = "chbmit_demo"
+# The look-alike whose windows the seizure stores hold: every patient's first file has a seizure.
+SEIZURE_LOOKALIKE = {"patients": 2, "files_per_patient": 1, "minutes_per_file": 6, "seed": 0}
+SEIZURE_PATIENTS = 20  # the stores' rows are spread over this many patients (5 folds of 4)
 NIGHTS_PER_SUBJECT = 2
 WINDOWS_PER_NIGHT = 1000  # a Sleep-EDF night holds ~800-1100 scored 30 s windows
 CHILD_TIMEOUT_S = 900
@@ -217,14 +226,16 @@ def window_table(labels: np.ndarray):
     })
 
 
-def write_store(path: Path, X: np.ndarray, labels: np.ndarray) -> list[str]:
-    """A finished embedding cache of X (as embed writes it); returns its subject column."""
+def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
+                dataset: str = DEMO_DATASET) -> list[str]:
+    """A finished embedding cache of X (as embed writes it) over `table` (default: a
+    Sleep-EDF-like one for `labels`); returns its subject column."""
     from embedprobe import __version__, cache
 
-    table = window_table(labels)
+    table = window_table(labels) if table is None else table
     if not path.is_file():
         identity = cache.CacheIdentity(
-            dataset=DEMO_DATASET, model="synthetic",
+            dataset=dataset, model="synthetic",
             windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
             weights_sha256="0" * 64, code_version=__version__)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -266,6 +277,70 @@ def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: 
     return cli_argv(config, "probe", "--benchmark", PROBE_BENCHMARK, "--dataset", DEMO_DATASET,
                     "--model", "synthetic", "--embeddings", store, "--fold", fold,
                     "--out", out / "fold.json", "--predictions", out / "fold.npz",
+                    "--estimate", estimate_path)
+
+
+def seizure_set(folder: Path):
+    """A CHB-MIT look-alike (EDF files and summaries as PhysioNet lays them out) and its window
+    index; returns (the job config that finds it, the index)."""
+    from embedprobe.config import resolve_roots
+    from embedprobe.datasets.registry import dataset_root, generator_for
+    from embedprobe.windows import build_index, read_index, write_index
+
+    config = job_config(folder)
+    config["datasets"][SEIZURE_DATASET].update(
+        expected_recordings=SEIZURE_LOOKALIKE["patients"] * SEIZURE_LOOKALIKE["files_per_patient"],
+        generator=SEIZURE_LOOKALIKE)
+    roots = resolve_roots(config)
+    index = folder / "seizure_index.tsv"
+    if not index.is_file():
+        generator_for(config, SEIZURE_DATASET).write_lookalike(
+            dataset_root(config, roots, SEIZURE_DATASET), SEIZURE_LOOKALIKE)
+        write_index(build_index(config, roots, SEIZURE_DATASET), index)
+    return config, read_index(index)
+
+
+def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0) -> list[str]:
+    """A store of `rows` synthetic embeddings over SEIZURE_PATIENTS patients. Each row is a
+    real window of the look-alike (its recording, start and label, cycling through the index),
+    so the job reads the real headers and seizure lists for its event scoring; each patient's
+    rows cover every window, seizures included. Seizure windows are shifted on a few features
+    (a learnable signal). Returns the store's subject column."""
+    import pandas as pd
+
+    pick = np.arange(rows) % len(index)
+    table = pd.DataFrame({
+        "recording": index["recording"].to_numpy()[pick],
+        "subject": [f"P{k * SEIZURE_PATIENTS // rows:02d}" for k in range(rows)],
+        "start": index["start"].to_numpy()[pick],
+        "label": index["label"].to_numpy()[pick].astype(np.int8),
+    })
+    if not path.is_file():
+        rng = np.random.default_rng([seed, rows, dim])
+        X = rng.standard_normal((rows, dim), dtype=np.float32)
+        X[table["label"].to_numpy() == 1, : min(8, dim)] += 1.0
+        write_store(path, X, table["label"].to_numpy(), table, SEIZURE_DATASET)
+    return table["subject"].tolist()
+
+
+def seizure_inputs(config: dict, subjects: list[str], dim: int, fold: int = 0) -> dict:
+    """The seizure probe job's estimate inputs exactly as preflight builds them."""
+    import pandas as pd
+
+    from embedprobe.tasks import benchmark_task
+
+    bench = config["benchmarks"][SEIZURE_BENCHMARK]
+    table = pd.DataFrame({"subject": subjects})
+    return benchmark_task(config, SEIZURE_BENCHMARK).probe_memory(config, bench, table, fold,
+                                                                  dim)[1]
+
+
+def seizure_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: int = 0):
+    """The workflow's probe job for one fold of the seizure benchmark."""
+    out.mkdir(parents=True, exist_ok=True)
+    return cli_argv(config, "probe", "--benchmark", SEIZURE_BENCHMARK, "--dataset",
+                    SEIZURE_DATASET, "--model", "synthetic", "--embeddings", store, "--fold",
+                    fold, "--out", out / "fold.json", "--predictions", out / "fold.npz",
                     "--estimate", estimate_path)
 
 
@@ -358,11 +433,6 @@ def _report(**values) -> None:
     print(RESULT_TAG + json.dumps(values), flush=True)
 
 
-def child_imports(p: dict) -> None:
-    _step_imports(p["step"])
-    _report()
-
-
 def child_ridge(p: dict) -> None:
     """The brain-age ridge path: fit_age_fold on the training subjects' mean embeddings."""
     _step_imports("ridge")
@@ -417,7 +487,6 @@ def child_gpu(p: dict) -> None:
 
 
 CHILDREN = {
-    "imports": child_imports,
     "ridge": child_ridge,
     "subject_means": child_subject_means,
     "gpu": child_gpu,
@@ -437,6 +506,9 @@ PLANS = {
         "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (80_000, 128, 1),
                            (24_000, 512, 1), (12_000, 1024, 1), (30_000, 1536, 1),
                            (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2)],
+        # probe_seizure: (rows, width, parallel fits)
+        "probe_seizure": [(2_000, 16, 1), (10_000, 64, 1), (40_000, 128, 1), (16_000, 512, 1),
+                          (8_000, 1024, 1), (4_000, 2_560, 1), (24_000, 256, 2)],
         "probe_ridge": [(40, 16), (100, 512), (400, 1024), (1_200, 128), (2_500, 64),
                         (1_500, 384), (600, 3_000)],
         "subject_means": [(2_000, 16), (200_000, 32), (50_000, 512), (100_000, 128)],
@@ -451,6 +523,9 @@ PLANS = {
                            (24_000, 512, 1), (12_000, 1024, 1), (40_000, 1536, 1),
                            (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2),
                            (80_000, 384, 3)],
+        "probe_seizure": [(2_000, 16, 1), (10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
+                          (16_000, 512, 1), (8_000, 1024, 1), (4_000, 2_560, 1),
+                          (24_000, 256, 2), (40_000, 1024, 3)],
         "probe_ridge": [(40, 16), (100, 512), (400, 1024), (1_200, 128), (2_500, 64),
                         (1_500, 384), (600, 3_000), (4_000, 512)],
         "subject_means": [(2_000, 16), (200_000, 32), (50_000, 512), (100_000, 128),
@@ -465,11 +540,17 @@ PLANS = {
 STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
               "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies"}
 BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
-                 "aggregate_subject_mean": "probe", "probe_brain_age": "ridge"}
+                 "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
+                 "probe_seizure": "seizure"}
+# What each job type's fit sets: calibration_fit.FITTED (shared with a refit from runs); the
+# seizure job's names here only until FITTED lists them (fit_data_copies stays structural: one
+# standardised float32 copy of the training rows).
+JOB_FITS = {"probe_seizure": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
+                              "workspace_factor", "block_rows"), **FITTED}
 
 
 def _unfitted(job: str, name: str) -> str:
-    if name in STRUCTURAL and name not in FITTED.get(job, ()):
+    if name in STRUCTURAL and name not in JOB_FITS.get(job, ()):
         return "structural"
     return "default (not measurable here)"
 
@@ -524,6 +605,27 @@ def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
     return runs
 
 
+def measure_probe_seizure(plan, workdir: Path) -> list[dict]:
+    """The real seizure probe job (fold 0) as the workflow runs it."""
+    folder = workdir / "seizure"
+    runs = []
+    for rows, dim, n_jobs in plan:
+        config, index = seizure_set(folder)
+        config.setdefault("probe", {})["n_jobs"] = n_jobs
+        store = folder / f"store_{rows}x{dim}.h5"
+        subjects = seizure_store(store, index, rows, dim)
+        inputs = seizure_inputs(config, subjects, dim)
+        estimate = estimates.estimate("probe_seizure", inputs, estimates.load_calibration(), None)
+        path = write_estimate(folder / f"estimate_{rows}x{dim}_{n_jobs}.json",
+                              f"probe/{SEIZURE_BENCHMARK}/fold0", estimate)
+        run = measure(seizure_argv(config, store, path, folder / "out"),
+                      f"seizure probe {rows} x {dim}")
+        _print_run("probe_seizure", f"{rows} rows x {dim}, {n_jobs} parallel fits", run)
+        runs.append({"inputs": inputs, "peak": run.peak_bytes,
+                     "label": f"{rows} x {dim}, n_jobs {n_jobs}"})
+    return runs
+
+
 def measure_probe_ridge(plan, workdir: Path) -> list[dict]:
     runs = []
     for n, p in plan:
@@ -571,7 +673,7 @@ def measure_subject_means(plan, workdir: Path) -> list[dict]:
 
 
 JOB_TYPES = ("embed_cpu", "probe_logistic", "probe_ridge", "aggregate_subject_mean",
-             "probe_brain_age")
+             "probe_brain_age", "probe_seizure")
 
 
 def calibrate(quick: bool, workdir: Path, old: dict,
@@ -586,10 +688,11 @@ def calibrate(quick: bool, workdir: Path, old: dict,
     # values (measured on another machine, a GPU one say); the rest are measured below.
     for job, values in old.get("jobs", {}).items():
         for name, value in values.items():
-            if provenance.get(job, {}).get(name, "structural") != "structural":
-                constants[job][name] = value
-                provenance[job][name] = old.get("provenance", {}).get(job, {}).get(
-                    name, provenance[job][name])
+            # (a constant the code has no default for, e.g. probe_brain_age's own, is kept)
+            if provenance.get(job, {}).get(name) != "structural":
+                constants.setdefault(job, {})[name] = value
+                provenance.setdefault(job, {})[name] = old.get("provenance", {}).get(
+                    job, {}).get(name, provenance[job].get(name, "kept from the previous table"))
     report: dict[str, dict] = {}
 
     def fitted(job, values, how="fitted"):
@@ -599,22 +702,29 @@ def calibrate(quick: bool, workdir: Path, old: dict,
 
     print("measured children, one at a time:")
     baseline = {}
-    for step in STEP_IMPORTS:
-        run = measure(child_argv("imports", {"step": step}), f"imports {step}")
+    # only the selected job types' baselines: the others keep the previous table's
+    for step in dict.fromkeys(BASELINE_STEP[job] for job in selected if job in BASELINE_STEP):
+        # as preflight measures it on a node (baselines.measured_step_baseline: `python -c`
+        # with the step's imports), so the fitted constants carry what the job adds beyond
+        # exactly that; a child of this script would also hold the script's own imports
+        # (~4.5 MB more, and every probe estimate ~4.5 MB short where preflight measures)
+        run = measure([sys.executable, "-c", STEP_IMPORTS[step]], f"imports {step}")
         _print_run("imports", step, run)
         baseline[step] = run.peak_bytes
     for job, step in BASELINE_STEP.items():
-        fitted(job, {"baseline_bytes": baseline[step]}, "measured")
+        if job in selected:
+            fitted(job, {"baseline_bytes": baseline[step]}, "measured")
 
     workloads = {
         "embed_cpu": lambda: measure_embed(plan["embed"], workdir, repeats=2 if quick else 3),
         "probe_logistic": lambda: measure_probe_logistic(plan["probe_logistic"], workdir),
         "probe_ridge": lambda: measure_probe_ridge(plan["probe_ridge"], workdir),
         "aggregate_subject_mean": lambda: measure_subject_means(plan["subject_means"], workdir),
+        "probe_seizure": lambda: measure_probe_seizure(plan["probe_seizure"], workdir),
     }
     runs = {job: workload() for job, workload in workloads.items() if job in selected}
     for job, job_runs in runs.items():
-        values, miss = fit_constants(job, job_runs, FITTED[job], constants[job])
+        values, miss = fit_constants(job, job_runs, JOB_FITS[job], constants[job])
         fitted(job, values)
         report[job] = {"fit_max_over_prediction_mb": miss / MiB}
     # The brain-age job: its parts' fitted constants, then its own fitted on the real job. The
@@ -627,7 +737,7 @@ def calibrate(quick: bool, workdir: Path, old: dict,
         provenance[job] = {name: provenance[job].get(name, "from its parts (estimates.COMPOSED)")
                            for name in constants[job]}
         runs[job] = measure_brain_age(plan["brain_age"], workdir)
-        values, miss = fit_constants(job, runs[job], FITTED[job], constants[job])
+        values, miss = fit_constants(job, runs[job], JOB_FITS[job], constants[job])
         fitted(job, values)
         report[job] = {"fit_max_over_prediction_mb": miss / MiB}
     for name in ("recording_copies", "window_copies"):  # the host side is the same on a GPU

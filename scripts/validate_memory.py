@@ -13,6 +13,9 @@ ru_maxrss from wait4, memory.run_measured), each predicted the way the workflow 
   brain-age probe 3 widths x 3 numbers of subjects: the `embedprobe probe` job of the brain-age
                   benchmark (subject means streamed from a store, ages from an SC-subjects.xls,
                   ridge with inner CV), inputs and estimate as preflight.probe_estimate builds them
+  seizure probe   3 widths x 3 row counts: the `embedprobe probe` job of the seizure benchmark
+                  (fold 0) on stores whose windows are real windows of a generated CHB-MIT
+                  look-alike, predicted as preflight.probe_estimate does (job type probe_seizure)
   contended       the embed jobs again at one size, once beside a CPU load generator (busy
                   processes, 2x the cores) and once with a slow model
                   (EMBEDPROBE_FAULT_SLOW_BATCH_S: readers would run ahead if the stream let them)
@@ -73,6 +76,8 @@ GRIDS = {
                        2048: (10_000, 20_000, 40_000)},
         "ridge_widths": (200, 256, 2048),
         "ridge_subjects": (150, 600, 1_800),
+        "seizure_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
+                         2048: (5_000, 10_000, 20_000)},
         "contended_hours": 0.75,
     },
     True: {
@@ -82,6 +87,8 @@ GRIDS = {
                        2048: (4_000, 8_000, 16_000)},
         "ridge_widths": (200, 256, 2048),
         "ridge_subjects": (100, 300, 800),
+        "seizure_rows": {200: (6_000, 12_000, 30_000), 256: (6_000, 12_000, 30_000),
+                         2048: (2_500, 5_000, 10_000)},
         "contended_hours": 0.5,
     },
 }
@@ -221,6 +228,33 @@ def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                        estimate.as_dict(), run)
 
 
+def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
+                 margin: float) -> Iterator[Row]:
+    """The seizure probe job (fold 0) as the workflow runs it, predicted as preflight does."""
+    import pandas as pd
+
+    from embedprobe.preflight import probe_estimate
+    from embedprobe.tasks import benchmark_task
+
+    key = f"probe/{jobs.SEIZURE_BENCHMARK}/fold0"
+    config, index = jobs.seizure_set(workdir)
+    config.setdefault("probe", {})["n_jobs"] = 1
+    bench = config["benchmarks"][jobs.SEIZURE_BENCHMARK]
+    task = benchmark_task(config, jobs.SEIZURE_BENCHMARK)
+    for dim, sizes in grid["seizure_rows"].items():
+        for rows in sizes:
+            store = workdir / f"store_{rows}x{dim}.h5"
+            subjects = jobs.seizure_store(store, index, rows, dim, seed=1)
+            estimate, _ = probe_estimate(config, task, bench, pd.DataFrame({"subject": subjects}),
+                                         0, dim, calibration, limit, margin, None)
+            estimate_path = jobs.write_estimate(workdir / f"estimate_{rows}x{dim}.json", key,
+                                                estimate)
+            run = jobs.measure(jobs.seizure_argv(config, store, estimate_path, workdir / "out"),
+                               f"seizure probe {rows} x {dim}")
+            yield _row("seizure probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
+                       f"{rows:,} windows", estimate.as_dict(), run)
+
+
 # ------------------------------------------------------------------------------ the report
 
 COLUMNS = ("job", "model", "size", "predicted MB", "requested MB", "measured MB", "error",
@@ -272,7 +306,7 @@ def write_rows(rows: list[Row], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-JOB_TYPES = ("embed", "logistic", "brain-age", "contended")
+JOB_TYPES = ("embed", "logistic", "brain-age", "seizure", "contended")
 
 
 def cpu_grid(args) -> int:
@@ -285,7 +319,7 @@ def cpu_grid(args) -> int:
     calibration = estimates.load_calibration()
     config = load_config()
     limit = memory.job_memory_limit(config.get("memory_limit_mb"))
-    margin = config.get("memory_margin", 0.15)
+    margin = config["memory_margin"]
     started = time.monotonic()
     rows: list[Row] = []
     print(f"calibration {estimates.CALIBRATION_PATH} ({calibration['environment']['date']}); "
@@ -298,6 +332,8 @@ def cpu_grid(args) -> int:
             "logistic": lambda: probe_rows(grid, workdir / "probe", calibration, limit, margin),
             "brain-age": lambda: brain_age_rows(grid, workdir / "age", calibration, limit,
                                                 margin),
+            "seizure": lambda: seizure_rows(grid, workdir / "seizure", calibration, limit,
+                                            margin),
             "contended": lambda: embed_rows(grid, workdir / "embed", contended=True),
         }
         for name, source in sources.items():
