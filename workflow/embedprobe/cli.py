@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import overrides
 from .allocator import use_one_malloc_arena
-from .config import check_names, load_config, lookup, resolve_roots
+from .config import check_names, fill_defaults, load_config, lookup, resolve_roots
 from .errors import EmbedprobeError, UsageError, remove_failure_record, write_failure_record
 from .overrides import apply_overrides, split_overrides
 
@@ -25,8 +25,8 @@ def job_config(args) -> tuple[dict, dict]:
         text = args.job_config
         if not text.lstrip().startswith("{"):
             text = Path(text).read_text()
-        config = json.loads(text)
-        return apply_overrides(config, args.configfile, args.config), resolve_roots(config)
+        config = fill_defaults(apply_overrides(json.loads(text), args.configfile, args.config))
+        return config, resolve_roots(config)
     config = apply_overrides(load_config(), args.configfile, args.config)
     check_names(config)
     return config, resolve_roots(config)
@@ -148,7 +148,7 @@ def cmd_aggregate(args, config, roots):
     if args.not_run:  # pairs skipped before running: {"dataset": d, "pairs": {model: ...}}
         listed = json.loads(Path(args.not_run).read_text())
         not_run = {(listed["dataset"], m): v for m, v in listed["pairs"].items()}
-    table = aggregate_folds([Path(p) for p in args.folds], task, bench.get("folds", 5), not_run)
+    table = aggregate_folds([Path(p) for p in args.folds], task, bench["folds"], not_run)
     write_results(table, Path(args.out))
     print(format_table(table, task, args.benchmark))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 from pathlib import Path
@@ -22,11 +23,35 @@ ROOT_DEFAULTS = {
 
 
 def load_config(config_dir: Path = PROJECT_ROOT / "config") -> dict:
-    """The merged config files, as Snakemake's `configfile:` directives merge them."""
+    """The merged config files, as Snakemake's `configfile:` directives merge them, with the
+    schema's defaults filled in."""
     merged: dict = {}
     for name in CONFIG_FILES:
         merged.update(yaml.safe_load((config_dir / name).read_text()) or {})
-    return merged
+    return fill_defaults(merged)
+
+
+def fill_defaults(config: dict) -> dict:
+    """Every absent key the schema gives a `default`, filled in place, in nested objects and in
+    every entry of a named-entries object (each benchmark, ...): the schema is the one owner
+    of defaults, and the code reads config[key]. Returns the config."""
+    _fill(config, _schema())
+    return config
+
+
+def _fill(value, schema: dict) -> None:
+    if not isinstance(value, dict) or schema.get("type") != "object":
+        return
+    known = schema.get("properties", {})
+    for key, item in known.items():
+        if key not in value and "default" in item:
+            value[key] = copy.deepcopy(item["default"])
+        if key in value:
+            _fill(value[key], item)
+    if isinstance(schema.get("additionalProperties"), dict):
+        for key, item in value.items():
+            if key not in known:
+                _fill(item, schema["additionalProperties"])
 
 
 def closest(name: str, choices) -> str:
@@ -83,11 +108,12 @@ def _check_values(config: dict, schema: dict) -> None:
 
 def check_names(config: dict) -> None:
     """Every key is known, every value fits the schema, and every benchmark names datasets and
-    models the config defines."""
+    models the config defines; then the schema's defaults are filled in (fill_defaults)."""
     coerce_flags(config)
     schema = _schema()
     _check_keys(config, schema, "")
     _check_values(config, schema)
+    _fill(config, schema)
     for bench_id, bench in config.get("benchmarks", {}).items():
         for kind in ("datasets", "models"):
             defined = config.get(kind, {})

@@ -10,7 +10,7 @@ from .errors import DeviceError
 
 
 def embed_device(config: dict) -> str:
-    return config.get("embed", {}).get("device", "cpu")
+    return config["embed"]["device"]
 
 
 def torch_device(config: dict):

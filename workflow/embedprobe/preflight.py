@@ -144,7 +144,7 @@ def sizing(config: dict, dataset: str, model: str, check_path: Path, index_path:
         limit_source=("config memory_limit_mb" if config.get("memory_limit_mb") else
                       "largest SLURM node (sinfo)" if cluster_mb else
                       "this machine (cgroup aware)"),
-        margin=config.get("memory_margin", 0.15),
+        margin=config["memory_margin"],
         partitions=config.get("memory_partitions") or None)
 
 
@@ -155,7 +155,7 @@ def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_pat
     inputs = embed_inputs(config, roots, dataset, sized.check, sized.table)
     estimate = fit_knobs(
         embed_job_type(config, sized.check), inputs, sized.calibration, sized.limit,
-        max(sized.margin, config.get("memory_embed_margin", 0.20)), sized.partitions)
+        max(sized.margin, config["memory_embed_margin"]), sized.partitions)
     runtime = embed_runtime_minutes(sized.check, len(sized.table))
     return write_record(sized, {"dataset": dataset, "model": model},
                         {"embed": (estimate, runtime)}, out)
@@ -174,7 +174,7 @@ def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str,
     sized = sizing(config, dataset, model, check_path, index_path)
     jobs, not_sized = {}, {}
     try:
-        for fold in range(bench.get("folds", 5)):
+        for fold in range(bench["folds"]):
             jobs[job_key(benchmark, fold)] = probe_estimate(
                 config, task_for(bench["task"]), bench, sized.table, fold,
                 sized.check.feature_dim, sized.calibration, sized.limit, sized.margin,

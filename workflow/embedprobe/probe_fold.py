@@ -21,7 +21,7 @@ def run_probe_fold(config: dict, roots: dict, benchmark: str, dataset: str, mode
                    embeddings: Path, fold: int, out_json: Path, out_npz: Path) -> dict:
     bench = lookup(config, "benchmarks", benchmark)
     task = task_for(bench["task"])
-    n_folds = bench.get("folds", 5)
+    n_folds = bench["folds"]
     started = time.monotonic()
     with open_embeddings(embeddings) as store:
         groups = task.fold_groups(store.windows["subject"], bench)

@@ -188,7 +188,7 @@ def pair_figure_names(config: dict) -> set[str]:
 
 
 def fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, model: str):
-    folds = config["benchmarks"][benchmark].get("folds", 5)
+    folds = config["benchmarks"][benchmark]["folds"]
     return [f"{roots['results_root']}/{benchmark}/{dataset}/{model}/fold{k}.npz"
             for k in range(folds)]
 
@@ -254,7 +254,7 @@ def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
         _WARNED.add((dataset, model))
         print(f"warning: {dataset}/{model} will be skipped: {skip['reason']}; the other pairs "
               f"run, and results.tsv and summary.md list it as skipped (0/"
-              f"{config['benchmarks'][benchmark].get('folds', 5)} folds)\nfix: {skip['fix']}",
+              f"{config['benchmarks'][benchmark]['folds']} folds)\nfix: {skip['fix']}",
               file=sys.stderr)
 
 
@@ -272,7 +272,7 @@ def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> lis
     return [
         f"{roots['results_root']}/{benchmark}/{dataset}/{model}/fold{k}.json"
         for model in runnable_models(config, benchmark, dataset)
-        for k in range(bench.get("folds", 5))
+        for k in range(bench["folds"])
     ]
 
 
@@ -302,9 +302,9 @@ def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -
     at the limit; `memory_first_request_factor` < 1 shrinks the first attempt on purpose."""
     estimate = _estimate(estimate_path, job_key)
     if attempt == 1:
-        factor = float(config.get("memory_first_request_factor", 1.0))
+        factor = float(config["memory_first_request_factor"])
     else:
-        factor = float(config.get("memory_retry_factor", 1.5)) ** (attempt - 1)
+        factor = float(config["memory_retry_factor"]) ** (attempt - 1)
     request = int(estimate["request_mb"] * factor)
     limit = estimate.get("limit_mb")
     return max(1, min(request, limit) if limit else request)

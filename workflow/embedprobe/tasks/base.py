@@ -64,7 +64,7 @@ class Task:
         """Subject -> fold group: fold k tests group k and validates on group k+1."""
         from ..folds import subject_groups
 
-        return subject_groups(subjects, bench.get("folds", 5), bench.get("fold_seed", 42))
+        return subject_groups(subjects, bench["folds"], bench["fold_seed"])
 
     # --- probe ------------------------------------------------------------------------------
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:

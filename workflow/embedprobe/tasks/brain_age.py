@@ -39,13 +39,13 @@ class BrainAge(Task):
         subjects, means = subjects[known], means[known]
         ages = np.array([ages_by_subject[s] for s in subjects], dtype=float)
         group = np.array([job.groups[s] for s in subjects])
-        masks = fold_split(group, job.fold, job.bench.get("folds", 5))
+        masks = fold_split(group, job.fold, job.bench["folds"])
         train = masks["train"] | masks["val"]  # alpha comes from inner CV, not the val group
         probe = job.bench.get("probe", {})
         result = fit_age_fold(means[train], ages[train], means[masks["test"]],
                               ages[masks["test"]],
                               alpha_grid=tuple(probe.get("alpha_grid", ALPHA_GRID)),
-                              age_bins=AGE_BINS, seed=job.bench.get("fold_seed", 42) + job.fold)
+                              age_bins=AGE_BINS, seed=job.bench["fold_seed"] + job.fold)
         record = {
             "n_train": int(train.sum()), "n_test": int(masks["test"].sum()),
             "test_subjects": subjects[masks["test"]].tolist(),
@@ -76,7 +76,7 @@ class BrainAge(Task):
         subjects (one formula, probe_brain_age)."""
         subjects = table["subject"].astype(str).tolist()
         unique = sorted(set(subjects))
-        groups = subject_groups(unique, bench.get("folds", 5), bench.get("fold_seed", 42))
+        groups = subject_groups(unique, bench["folds"], bench["fold_seed"])
         test = sum(1 for s in unique if groups[s] == fold)
         inputs = {"n": len(unique) - test, "p": dim,
                   "n_fits": len(bench.get("probe", {}).get("alpha_grid", ALPHA_GRID)) * 4,

@@ -11,7 +11,7 @@ from ..folds import fold_split
 def fold_part_sizes(task, bench: dict, table: pd.DataFrame, fold: int) -> dict[str, int]:
     subjects = table["subject"].astype(str).to_numpy()
     groups = task.fold_groups(subjects, bench)
-    masks = fold_split(np.array([groups[s] for s in subjects]), fold, bench.get("folds", 5))
+    masks = fold_split(np.array([groups[s] for s in subjects]), fold, bench["folds"])
     return {f"n_{part}": int(mask.sum()) for part, mask in masks.items()}
 
 

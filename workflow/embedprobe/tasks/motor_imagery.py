@@ -60,10 +60,10 @@ class MotorImagery(SleepStaging):
         """Leave one subject out: subject k (sorted) is group k; `folds` must equal the
         number of subjects."""
         unique = sorted({str(s) for s in subjects})
-        if bench.get("folds", 5) != len(unique):
+        if bench["folds"] != len(unique):
             raise UsageError(
                 f"leave-one-subject-out over {len(unique)} subjects needs folds: "
-                f"{len(unique)}, the benchmark has folds: {bench.get('folds', 5)}",
+                f"{len(unique)}, the benchmark has folds: {bench['folds']}",
                 fix=f"set `folds: {len(unique)}` on the benchmark in config/benchmarks.yaml")
         return {s: k for k, s in enumerate(unique)}
 

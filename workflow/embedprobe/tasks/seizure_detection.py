@@ -59,7 +59,7 @@ class SeizureDetection(Task):
         windows = job.store.windows
         X = np.asarray(job.store.embeddings[:], dtype=np.float32)
         masks = fold_split(windows["subject"].map(job.groups).to_numpy(), job.fold,
-                           job.bench.get("folds", 5))
+                           job.bench["folds"])
         y = windows["label"].to_numpy().astype(np.int64)
         test = windows[masks["test"]]
         # The test recordings' lengths and seizures, for event scoring, from the reader.
@@ -83,7 +83,7 @@ class SeizureDetection(Task):
             X[masks["test"]], y[masks["test"]], timeline,
             C_grid=tuple(probe.get("C_grid", C_GRID)),
             max_fp_per_hour=float(probe.get("fixed_fp_per_hour", 1.0)),
-            n_jobs=job.config.get("probe", {}).get("n_jobs", 1))
+            n_jobs=job.config["probe"]["n_jobs"])
         record = {
             "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
             "n_test": int(masks["test"].sum()),
@@ -104,7 +104,7 @@ class SeizureDetection(Task):
                      dim: int) -> tuple[str, dict, int]:
         inputs = fold_part_sizes(self, bench, table, fold) | {
             "dim": dim,
-            "n_jobs": config.get("probe", {}).get("n_jobs", 1),
+            "n_jobs": config["probe"]["n_jobs"],
             "n_fits": len(bench.get("probe", {}).get("C_grid", range(6))),
             "on_cluster": bool(config.get("memory_on_cluster")),
         }

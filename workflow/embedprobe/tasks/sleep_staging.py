@@ -37,13 +37,13 @@ class SleepStaging(Task):
         windows = job.store.windows
         X = np.asarray(job.store.embeddings[:], dtype=np.float32)
         masks = fold_split(windows["subject"].map(job.groups).to_numpy(), job.fold,
-                           job.bench.get("folds", 5))
+                           job.bench["folds"])
         y = windows["label"].to_numpy().astype(np.int64)
         result = fit_logistic_probe(
             X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
             X[masks["test"]], y[masks["test"]],
             C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
-            n_jobs=job.config.get("probe", {}).get("n_jobs", 1),
+            n_jobs=job.config["probe"]["n_jobs"],
         )
         record = {
             "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
@@ -65,7 +65,7 @@ class SleepStaging(Task):
         inputs = fold_part_sizes(self, bench, table, fold) | {
             "dim": dim,
             "n_classes": len(self.classes),
-            "n_jobs": config.get("probe", {}).get("n_jobs", 1),
+            "n_jobs": config["probe"]["n_jobs"],
             "n_fits": len(bench.get("probe", {}).get("C_grid", C_GRID)),
             "on_cluster": bool(config.get("memory_on_cluster")),
         }

@@ -1,0 +1,64 @@
+"""Defaults live in the schema: loading fills every absent key that has one, and no module
+repeats it as a `.get(key, default)` literal."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from embedprobe.config import SCHEMA_PATH, check_names, fill_defaults, load_config
+
+PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "embedprobe"
+
+
+def schema_defaults() -> dict:
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    top = {k: v["default"] for k, v in schema["properties"].items() if "default" in v}
+    for section in ("embed", "probe"):
+        top[section] = {k: v["default"] for k, v in
+                        schema["properties"][section]["properties"].items()}
+    return top
+
+
+def test_an_empty_config_gets_every_schema_default():
+    filled = fill_defaults({"benchmarks": {"b": {"task": "sleep_staging"}}})
+    assert filled["embed"] == {"batch_size": 32, "reader_threads": 2, "threads": 2,
+                               "device": "cpu"}
+    assert filled["probe"] == {"threads": 2, "n_jobs": 1}
+    assert filled["memory_margin"] == 0.15 and filled["memory_retry_factor"] == 1.5
+    assert filled["benchmarks"]["b"] == {"task": "sleep_staging", "folds": 5, "fold_seed": 42}
+    assert {k: filled[k] for k in schema_defaults()} == schema_defaults()
+
+
+def test_set_values_are_kept_and_checking_fills_overrides_too():
+    config = load_config()
+    config["embed"] = {"batch_size": 8}  # as a --config embed={batch_size: 8} leaves it
+    config["benchmarks"]["mine"] = {"task": "sleep_staging", "datasets": ["sleep_edf_demo"],
+                                    "models": ["biot_random"], "folds": 3}
+    check_names(config)
+    assert config["embed"] == {"batch_size": 8, "reader_threads": 2, "threads": 2,
+                               "device": "cpu"}
+    assert (config["benchmarks"]["mine"]["folds"], config["benchmarks"]["mine"]["fold_seed"]) \
+        == (3, 42)
+
+
+def test_the_shipped_config_files_agree_with_the_schema_defaults():
+    """config.yaml documents the settings; where it sets one the schema has a default for, it
+    sets the default (so a user who deletes the line gets the same run)."""
+    shipped = yaml.safe_load((PACKAGE.parents[1] / "config" / "config.yaml").read_text())
+    for key, default in schema_defaults().items():
+        if key in shipped:
+            assert shipped[key] == default, key
+
+
+def test_no_module_repeats_a_schema_default():
+    keys = [k for k, v in schema_defaults().items() if not isinstance(v, dict)]
+    keys += ["folds", "fold_seed", "batch_size", "reader_threads", "n_jobs", "device"]
+    names = "|".join(keys)
+    pattern = re.compile(rf"""\.get\(["']({names})["'],\s*[^)]""")
+    offenders = [f"{path.relative_to(PACKAGE)}: {line.strip()}"
+                 for path in PACKAGE.rglob("*.py") if path.name != "partial.py"
+                 for line in path.read_text().splitlines() if pattern.search(line)]
+    assert offenders == []
