@@ -582,6 +582,18 @@ def test_success_removes_the_stale_failure_record(world, capsys):
     code, _ = run_cli(capsys, "--configfile", config, *pair)
     assert code == 0 and json.loads(check.read_text())["status"] == "ok"
     assert not record.exists()
+    # the case: a preflight that failed (a memory limit no job fits), then passed
+    estimate = tmp / "results/preflight/bad_edf/biot_random.json"
+    record = estimate.with_name(estimate.name + ".failure.json")
+    sized = ["preflight", "--dataset", DATASET, "--model", "biot_random", "--check", check,
+             "--index", out, "--out", estimate]
+    code, _ = run_cli(capsys, "--configfile", config, "--config", "memory_limit_mb=10", *sized)
+    failed = json.loads(record.read_text())
+    assert code != 0 and (failed["step"], failed["category"]) == ("preflight", "oom")
+    assert not estimate.exists()
+    code, _ = run_cli(capsys, "--configfile", config, *sized)
+    assert code == 0 and "embed" in json.loads(estimate.read_text())["jobs"]
+    assert not record.exists()
 
 
 def test_annotation_kinds():
