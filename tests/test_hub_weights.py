@@ -191,6 +191,7 @@ def test_check_and_embed_load_the_fetched_checkpoint_offline(env, tmp_path):
     assert result.status == OK, result.note
     assert result.weights == "found" and result.forward == "(8, 256) finite"
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert huggingface_hub.constants.HF_HUB_OFFLINE  # read at import: told as well
     assert known_skips(config, "demo") == {}
     assert runnable_models(config, "demo", DATASET) == ["biot_random", "biot_pretrained"]
     # embed as the workflow runs it: a job of its own, the hub offline, weights from the cache
