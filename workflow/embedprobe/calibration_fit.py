@@ -8,7 +8,7 @@ its preflight JSON kept, and refits the same constants plus the job's baseline (
 interpreter and libraries of that cluster, which is what differs most between machines).
 
 Both fits are envelope fits (fit_constants): the tightest constants >= 0 under which the job's
-own formula (estimates.FORMULAS) covers every run's whole measured peak, because a request has
+own terms (estimates.JOB_TYPES) cover every run's whole measured peak, because a request has
 to cover the unlucky run. A refit from runs is refused for a job type whose runs cannot identify
 its constants: fewer runs than constants, a constant whose inputs do not vary between the runs,
 constants that move together in every run, or a term too small next to the peaks to be told
@@ -42,6 +42,9 @@ FITTED = {
     # 3:1:1 folds it would be collinear with embeddings_copies anyway
     "probe_logistic": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
                        "workspace_factor", "block_rows", "square_copies"),
+    # the seizure probe (scikit-learn's lbfgs per C); fit_data_copies structural as above
+    "probe_seizure": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
+                      "workspace_factor", "block_rows"),
     "probe_ridge": ("overhead_bytes", "data_copies", "gram_factor", "kernel_factor"),
     "aggregate_subject_mean": ("overhead_bytes", "chunk_copies", "index_row_bytes"),
     # the brain-age job as the workflow runs it (subject means streamed, then ridge): its own

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import matplotlib.figure
 import matplotlib.ticker
 
 matplotlib.use("Agg")  # files only: cluster nodes have no display
@@ -222,7 +223,7 @@ def _margins(table: pd.DataFrame) -> dict[str, float]:
     return margins
 
 
-def plot_panel(table: pd.DataFrame, title: str, out: Path) -> None:
+def panel_figure(table: pd.DataFrame, title: str) -> matplotlib.figure.Figure:
     """Left: measured peak against estimate per attempt (log-log), y = x, the request margin as
     a band above it, out-of-memory kills marked. Right: memory-hours requested and used."""
     fig, (scatter, bars) = plt.subplots(1, 2, figsize=(11, 4.4),
@@ -239,6 +240,12 @@ def plot_panel(table: pd.DataFrame, title: str, out: Path) -> None:
         _bars(bars, table)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    return fig
+
+
+def plot_panel(table: pd.DataFrame, title: str, out: Path) -> None:
+    """The panel (panel_figure) as a PNG at `out`."""
+    fig = panel_figure(table, title)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     plt.close(fig)
