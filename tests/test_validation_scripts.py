@@ -47,6 +47,6 @@ def test_the_load_generator_runs_busy_processes_and_stops_them():
 
 def test_the_slow_model_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("EMBEDPROBE_FAULT_SLOW_BATCH_S", "0.25")
-    assert EmbedSettings.from_environment(batch_size=8).slow_batch_seconds == 0.25
+    assert EmbedSettings.from_environment(batch_size=8, reader_threads=2).slow_batch_seconds == 0.25
     monkeypatch.delenv("EMBEDPROBE_FAULT_SLOW_BATCH_S")
-    assert EmbedSettings.from_environment(batch_size=8).slow_batch_seconds is None
+    assert EmbedSettings.from_environment(batch_size=8, reader_threads=2).slow_batch_seconds is None
