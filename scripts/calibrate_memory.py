@@ -542,15 +542,10 @@ STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row
 BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
                  "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
                  "probe_seizure": "seizure"}
-# What each job type's fit sets: calibration_fit.FITTED (shared with a refit from runs); the
-# seizure job's names here only until FITTED lists them (fit_data_copies stays structural: one
-# standardised float32 copy of the training rows).
-JOB_FITS = {"probe_seizure": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
-                              "workspace_factor", "block_rows"), **FITTED}
 
 
 def _unfitted(job: str, name: str) -> str:
-    if name in STRUCTURAL and name not in JOB_FITS.get(job, ()):
+    if name in STRUCTURAL and name not in FITTED.get(job, ()):
         return "structural"
     return "default (not measurable here)"
 
@@ -724,7 +719,7 @@ def calibrate(quick: bool, workdir: Path, old: dict,
     }
     runs = {job: workload() for job, workload in workloads.items() if job in selected}
     for job, job_runs in runs.items():
-        values, miss = fit_constants(job, job_runs, JOB_FITS[job], constants[job])
+        values, miss = fit_constants(job, job_runs, FITTED[job], constants[job])
         fitted(job, values)
         report[job] = {"fit_max_over_prediction_mb": miss / MiB}
     # The brain-age job: its parts' fitted constants, then its own fitted on the real job. The
@@ -737,7 +732,7 @@ def calibrate(quick: bool, workdir: Path, old: dict,
         provenance[job] = {name: provenance[job].get(name, "from its parts (estimates.COMPOSED)")
                            for name in constants[job]}
         runs[job] = measure_brain_age(plan["brain_age"], workdir)
-        values, miss = fit_constants(job, runs[job], JOB_FITS[job], constants[job])
+        values, miss = fit_constants(job, runs[job], FITTED[job], constants[job])
         fitted(job, values)
         report[job] = {"fit_max_over_prediction_mb": miss / MiB}
     for name in ("recording_copies", "window_copies"):  # the host side is the same on a GPU
