@@ -245,6 +245,11 @@ def test_memory_of_one_benchmark_and_its_panel(tmp_path, tables, capsys):
 
     height, width, _ = matplotlib.image.imread(figure).shape
     assert (width, height) == (1320, 528)
+    # the bands name the margins preflight gave (small probes' whole-MB rounding aside)
+    table = memory_report.read_runs(s.root / "memory" / "runs.tsv")
+    scatter = memory_report.panel_figure(table, "memory").axes[0]
+    bands = [c.get_label() for c in scatter.collections if c.get_label().startswith("request")]
+    assert bands == ["request = estimate +20% (embed)", "request = estimate +15% (probe)"]
     text = summary.read_text()
     assert text.startswith("# Memory: demo")
     assert "| rule | dataset | model | jobs | attempts | OOM kills |" in text

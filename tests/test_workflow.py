@@ -1,8 +1,10 @@
 """The real snakemake on the demo: plan, full run, refusals. Roots live in a tmp folder."""
 
+import base64
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -252,21 +254,83 @@ def test_saved_predictions_are_reused_and_refitted_on_request(demo_run, small_de
 
 def test_memory_panel_after_the_probes(demo_run, small_demo_config):
     """Each benchmark's memory panel (figure + table) is drawn after its probes, is in the
-    benchmark's summary.md and in the Snakemake report."""
+    benchmark's summary.md and in the Snakemake report; `embedprobe memory` prints the table."""
     workdir, run = demo_run
     assert run.returncode == 0, run.stderr[-3000:]
+    runs = pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t")
     for benchmark in ("demo", "demo_brain_age"):
         png = workdir / f"results/memory/{benchmark}/memory.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        # the panel drawn from the runs, not the "no measured runs" one: the scatter's y = x
+        # and the margins' bands, memory-hours bars in the rules' colours, no killed attempt
+        pixels = panel_colours(png)
+        assert pixels["shape"] == (528, 1320)
+        assert min(pixels[c] for c in ("band 20%", "band 15%", "embed", "probe")) > 200, pixels
+        assert pixels["out-of-memory kill"] == 0 and set(runs["status"]) == {"ok"}
         table = (workdir / f"results/memory/{benchmark}/summary.md").read_text()
         assert "| embed | sleep_edf_demo | biot_random | 1 |" in table
         assert "| probe | sleep_edf_demo | biot_random | 5 |" in table
         summary = (workdir / f"results/{benchmark}/summary.md").read_text()
         assert "\n## Memory\n" in summary and "Memory-hours: requested" in summary
+        assert "| probe | sleep_edf_demo | biot_random | 5 |" in summary.split("## Memory")[1]
+    # the table as a user prints it, every number from the runs table
+    printed = subprocess.run([str(Path(sys.executable).parent / "embedprobe"), "memory",
+                              "--results-root", str(workdir / "results")],
+                             capture_output=True, text=True, timeout=300)
+    assert printed.returncode == 0, printed.stderr
+    lines = printed.stdout.splitlines()
+    assert lines[0].split()[:6] == ["rule", "dataset", "model", "jobs", "attempts", "OOM"]
+    for line, (rule, group) in zip(lines[1:3], runs.groupby("rule"), strict=True):
+        assert line.split()[:9] == [
+            rule, "sleep_edf_demo", "biot_random", str(group["job"].nunique()), str(len(group)),
+            "0", f"{group['estimate_mb'].max():,.0f}", f"{group['request_mb'].max():,.0f}",
+            f"{group['peak_mb'].max():,.0f}"]
+    assert lines[4].startswith("worst under-prediction: ")
+    assert lines[5].startswith("worst over-prediction: ")
+    gbh = (runs["request_mb"] * runs["seconds"]).sum() / 1024 / 3600
+    assert lines[6].startswith(f"memory-hours: requested {gbh:.3g} GB-h, used ")
+    # the report embeds each panel's PNG, byte for byte, under its caption
     report = snakemake(workdir, "--configfile", small_demo_config, "--report",
                        str(workdir / "memory_report.html"), "demo")
     assert report.returncode == 0, report.stderr[-2000:]
-    assert "memory.png" in (workdir / "memory_report.html").read_text(errors="replace")
+    html = (workdir / "memory_report.html").read_text(errors="replace")
+    for benchmark in ("demo", "demo_brain_age"):
+        png = (workdir / f"results/memory/{benchmark}/memory.png").read_bytes()
+        assert base64.b64encode(png).decode() in html, benchmark
+    assert "Memory of benchmark" in html and "memory-hours requested" in html
+
+
+def test_a_refit_from_the_demo_runs_is_refused(demo_run):
+    """The demo's folds are all one size and its one embed job one run: `embedprobe calibrate
+    --from-runs` names why per job type and writes nothing."""
+    workdir, _ = demo_run
+    refit = subprocess.run([str(Path(sys.executable).parent / "embedprobe"), "calibrate",
+                            "--from-runs", str(workdir / "results/memory/runs.tsv"), "--out",
+                            str(workdir / "refitted.yaml")],
+                           capture_output=True, text=True, timeout=300)
+    assert refit.returncode == 2 and not (workdir / "refitted.yaml").exists()
+    err = refit.stderr
+    assert "error: cannot refit the memory calibration from these runs:" in err
+    assert ("embed_cpu: kept the table's constants (1 run): too few runs: 1 for 3 constants "
+            "(recording_copies, window_copies, activation_factor)") in err, err
+    for job in ("probe_logistic", "probe_brain_age"):
+        assert f"  {job}: kept the table's constants (" in err, err
+    assert "left out" not in err, err  # every run joined with its preflight entry
+
+
+def panel_colours(png) -> dict:
+    """How many pixels of the memory panel carry each of its colours (exact, +-2/255)."""
+    import matplotlib.image
+    import numpy as np
+
+    rgb = matplotlib.image.imread(png)[..., :3]
+    colours = {"band 20%": "E4E4E4", "band 15%": "C8C8C8", "embed": "4C72B0",
+               "probe": "55A868", "out-of-memory kill": "C44E52"}
+    counts = {"shape": rgb.shape[:2]}
+    for name, hex_colour in colours.items():
+        target = np.array([int(hex_colour[k:k + 2], 16) for k in (0, 2, 4)]) / 255
+        counts[name] = int((np.abs(rgb - target).max(axis=-1) < 2 / 255).sum())
+    return counts
 
 
 def test_the_plan_loads_no_torch(tmp_path):
