@@ -141,3 +141,29 @@ def test_motor_imagery_probe_on_shuffled_labels_is_near_chance(mi_run):
                                     X[parts["test"]], y[parts["test"]])
         scores.append(result.test_metrics["balanced_accuracy"])
     assert abs(np.mean(scores) - 0.25) < 0.08, scores
+
+
+@pytest.mark.parametrize("run_name, benchmark, probe_job", [
+    ("epilepsy_run", "epilepsy_demo", "probe_seizure"),
+    ("mi_run", "bci_mi_physionet_demo", "probe_logistic")])
+def test_memory_panel_and_refit_read_the_task_probes(run_name, benchmark, probe_job, request):
+    """The newer tasks' probe jobs are in their benchmark's memory panel, and a refit from the
+    runs table finds every run's inputs in the split preflight files (the pair's JSON for
+    embed, the benchmark's for its folds)."""
+    from embedprobe.calibration_fit import join_runs
+    from embedprobe.memory_report import read_runs
+
+    workdir, _ = request.getfixturevalue(run_name)
+    bench = yaml.safe_load((PROJECT / "config/benchmarks.yaml").read_text())[
+        "benchmarks"][benchmark]
+    panel = workdir / f"results/memory/{benchmark}"
+    assert (panel / "memory.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = (panel / "summary.md").read_text()
+    for dataset in bench["datasets"]:
+        assert f"| probe | {dataset} | biot_random | {bench['folds']} |" in table, table
+    runs = read_runs(workdir / "results/memory/runs.tsv")
+    joined = join_runs(runs, workdir / "results/preflight")
+    assert joined.skipped == {}
+    assert {job: len(rows) for job, rows in joined.runs.items()} == {
+        "embed_cpu": int(runs["rule"].eq("embed").sum()),
+        probe_job: int(runs["rule"].eq("probe").sum())}
