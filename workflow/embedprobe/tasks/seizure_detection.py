@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..probe import C_GRID
 from ..seizure_scoring import window_labels
 from .base import FoldJob, Task, Units
 from .folds_inputs import fold_part_sizes, probe_runtime_minutes
@@ -52,7 +53,6 @@ class SeizureDetection(Task):
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
         from ..datasets.registry import find_dataset_recordings, reader_for
         from ..folds import fold_split
-        from ..probe import C_GRID
         from ..seizure_probe import fit_seizure_probe
         from ..seizure_scoring import RecordingTruth, WindowTimeline
 
@@ -105,7 +105,7 @@ class SeizureDetection(Task):
         inputs = fold_part_sizes(self, bench, table, fold) | {
             "dim": dim,
             "n_jobs": config["probe"]["n_jobs"],
-            "n_fits": len(bench.get("probe", {}).get("C_grid", range(6))),
+            "n_fits": len(bench.get("probe", {}).get("C_grid", C_GRID)),
             "on_cluster": bool(config.get("memory_on_cluster")),
         }
         return "probe_seizure", inputs, probe_runtime_minutes(inputs)
