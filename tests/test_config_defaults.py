@@ -56,9 +56,27 @@ def test_the_shipped_config_files_agree_with_the_schema_defaults():
 def test_no_module_repeats_a_schema_default():
     keys = [k for k, v in schema_defaults().items() if not isinstance(v, dict)]
     keys += ["folds", "fold_seed", "batch_size", "reader_threads", "n_jobs", "device"]
+    keys += ["epoch_seconds"]  # tasks.UNIT_SECONDS owns its default per labelling task
     names = "|".join(keys)
     pattern = re.compile(rf"""\.get\(["']({names})["'],\s*[^)]""")
     offenders = [f"{path.relative_to(PACKAGE)}: {line.strip()}"
-                 for path in PACKAGE.rglob("*.py") if path.name != "partial.py"
-                 for line in path.read_text().splitlines() if pattern.search(line)]
+                 for path in PACKAGE.rglob("*.py")
+                 for line in path.read_text().splitlines()
+                 if pattern.search(line) and "UNIT_SECONDS[" not in line]
     assert offenders == []
+
+
+def test_a_units_length_has_one_default_per_labelling_task():
+    from embedprobe.config import load_config
+    from embedprobe.models.registry import model_spec
+    from embedprobe.tasks import unit_seconds
+
+    config = load_config()
+    config["datasets"]["chbmit_demo"].pop("epoch_seconds", None)
+    config["datasets"]["physionet_mi_demo"].pop("epoch_seconds", None)
+    config["datasets"]["sleep_edf_demo"]["epoch_seconds"] = 20
+    assert unit_seconds(config, "chbmit_demo") == 10.0
+    assert unit_seconds(config, "physionet_mi_demo") == 4.0
+    assert unit_seconds(config, "sleep_edf_demo") == 20.0
+    # the model's window follows the unit where the unit is shorter
+    assert model_spec(config, "biot_random", "physionet_mi_demo").window_seconds == 4.0

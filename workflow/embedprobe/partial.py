@@ -58,7 +58,7 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
     lines = []
     results = Path(roots["results_root"])
     for benchmark, bench in config["benchmarks"].items():
-        folds, written = bench.get("folds", 5), {}
+        folds, written = bench["folds"], {}
         for dataset in bench["datasets"]:
             not_run, fold_paths, touched = {}, [], False
             for model in runnable_models(config, benchmark, dataset):

@@ -32,6 +32,7 @@ from .config import lookup
 from .datasets.registry import READERS, find_dataset_recordings
 from .errors import DataError, EmbedprobeError, OutOfMemory
 from .preprocess import model_windows
+from .tasks import unit_seconds
 
 # A reader process imports this module: it stays free of torch and pandas (start-up, memory).
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class WindowSource:
         self.reader = READERS[entry["format"]]
         found = find_dataset_recordings(config, roots, dataset)
         self.recordings = {r.recording: r for r in found}
-        self.epoch_seconds = entry.get("epoch_seconds", 30)
+        self.epoch_seconds = unit_seconds(config, dataset)
         band = entry.get("band_hz")
         self.recipe = WindowRecipe(entry["format"], tuple(plan.recorded), spec.sfreq,
                                    self.epoch_seconds, spec.scaling,

@@ -24,13 +24,13 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     one row per problem (QUALITY_COLUMNS)."""
     from .channel_maps import mapped_channels
     from .datasets.quality import rate_problems, scan
-    from .tasks import labelling_task
+    from .tasks import labelling_task, unit_seconds
 
     entry = lookup(config, "datasets", dataset)
     reader = reader_for(config, dataset)
     task = labelling_task(config, dataset)
     channels = mapped_channels(config, dataset)
-    epoch_seconds = entry.get("epoch_seconds", 30)
+    epoch_seconds = unit_seconds(config, dataset)
     exclude = bool(config.get("exclude_bad_recordings"))
     counts: Counter = Counter()
     tables, problems, rates = {}, [], {}

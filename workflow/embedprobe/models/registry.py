@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..config import closest, lookup
 from ..errors import UsageError, WeightsError
+from ..tasks import unit_seconds
 from . import hub
 from .architectures import ARCHITECTURES
 
@@ -43,7 +44,7 @@ def model_spec(config: dict, model_id: str, dataset: str | None = None) -> Model
     takes any whole number of its patches, and nothing is padded or interpolated."""
     entry = lookup(config, "models", model_id)
     if dataset is not None:
-        epoch = lookup(config, "datasets", dataset).get("epoch_seconds", 30)
+        epoch = unit_seconds(config, dataset)
         if epoch < entry["window_seconds"]:
             entry = entry | {"window_seconds": epoch}
     if entry["architecture"] not in ARCHITECTURES:

@@ -26,6 +26,10 @@ LABELS_BY_FORMAT = {
     "physionet_mi": "motor_imagery",
     "bnci2014_001": "motor_imagery",
 }
+# A unit's length in seconds when the dataset's entry sets no `epoch_seconds`: the one owner of
+# that default (the index, the window reader and the model's window all read it here). Kept
+# by name so that parse-time code need not import the task modules.
+UNIT_SECONDS = {"sleep_staging": 30.0, "seizure_detection": 10.0, "motor_imagery": 4.0}
 
 
 def task_for(name: str) -> Task:
@@ -37,6 +41,15 @@ def task_for(name: str) -> Task:
 
 def benchmark_task(config: dict, benchmark: str) -> Task:
     return task_for(lookup(config, "benchmarks", benchmark)["task"])
+
+
+def unit_seconds(config: dict, dataset: str) -> float:
+    """How long each unit (window or trial) of the dataset is: its `epoch_seconds`, else its
+    labelling task's default."""
+    entry = lookup(config, "datasets", dataset)
+    if "epoch_seconds" in entry:
+        return float(entry["epoch_seconds"])
+    return UNIT_SECONDS[entry.get("labels") or LABELS_BY_FORMAT[entry["format"]]]
 
 
 def labelling_task(config: dict, dataset: str) -> Task:

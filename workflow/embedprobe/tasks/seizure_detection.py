@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..probe import C_GRID
 from ..seizure_scoring import window_labels
+from . import UNIT_SECONDS, unit_seconds
 from .base import FoldJob, Task, Units
 from .folds_inputs import fold_part_sizes, probe_runtime_minutes
 
@@ -42,7 +43,7 @@ class SeizureDetection(Task):
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         """Every whole non-overlapping window of the recording, from its first sample."""
         header = reader.read_header(rec)
-        length_s = float(entry.get("epoch_seconds", 10))
+        length_s = float(entry.get("epoch_seconds", UNIT_SECONDS[self.name]))
         n = int(header.n_samples // round(length_s * header.sfreq))
         starts_s = np.arange(n) * length_s
         labels = window_labels(starts_s, length_s, seizure_intervals(reader, rec))
@@ -73,7 +74,7 @@ class SeizureDetection(Task):
             sfreq[name] = header.sfreq
             truth[name] = RecordingTruth(header.n_samples / header.sfreq,
                                          tuple(seizure_intervals(reader, rec)))
-        window_s = float(lookup_epoch(job.config, job.dataset))
+        window_s = unit_seconds(job.config, job.dataset)
         timeline = WindowTimeline(test["recording"].to_numpy(),
                                   test["start"].to_numpy() / test["recording"].map(sfreq)
                                   .to_numpy(), window_s, truth)
@@ -128,12 +129,6 @@ class SeizureDetection(Task):
                 "(log axis, 2.4-2,400 FA/24h, SzCORE event rules through timescoring); a "
                 "constant predictor scores about 0.32 on one-hour recordings, not 0. SD is "
                 "the sample SD over folds."]
-
-
-def lookup_epoch(config: dict, dataset: str) -> float:
-    from ..config import lookup
-
-    return lookup(config, "datasets", dataset).get("epoch_seconds", 10)
 
 
 TASK = SeizureDetection()
