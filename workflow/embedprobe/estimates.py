@@ -261,6 +261,9 @@ _RIDGE_TERMS: list[Term] = _PROBE_START + [
 ]
 
 _SCHEDULER: Term = ("scheduler processes", _job_wrapper)
+# Standardising, fitting the scaler and scoring go through blocks of rows (both logistic probes).
+_ROW_BLOCKS: Term = ("row blocks (standardise, score)",
+                     lambda i, c: c["block_rows"] * i["dim"] * FLOAT32)
 
 
 def _sklearn_workspace(i: Inputs, c: Constants) -> float:
@@ -432,9 +435,7 @@ _TYPES = [
             *_PROBE_START, *_PROBE_ROWS,
             ("solver workspace per parallel fit",
              lambda i, c: _parallel_fits(i) * _logistic_workspace(i, c)),
-            # Standardising, fitting the scaler and scoring go through blocks of rows.
-            ("row blocks (standardise, score)",
-             lambda i, c: c["block_rows"] * i["dim"] * FLOAT32),
+            _ROW_BLOCKS,
             # The covariance, its eigenvectors and eigh's workspace, plus each fit's scaling.
             ("preconditioner (p x p float64)",
              lambda i, c: (c["square_copies"] + _parallel_fits(i)) * i["dim"] ** 2 * FLOAT64),
@@ -457,8 +458,7 @@ _TYPES = [
             *_PROBE_START, *_PROBE_ROWS,
             ("solver workspace per parallel fit (scikit-learn lbfgs)",
              lambda i, c: _parallel_fits(i) * _sklearn_workspace(i, c)),
-            ("row blocks (standardise, score)",
-             lambda i, c: c["block_rows"] * i["dim"] * FLOAT32),
+            _ROW_BLOCKS,
             ("validation scores of every C (float64)",
              lambda i, c: int(i["n_fits"]) * i["n_val"] * FLOAT64),
             _SCHEDULER,
