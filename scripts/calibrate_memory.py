@@ -259,22 +259,23 @@ def probe_config(folder: Path, n_jobs: int) -> dict:
     return config
 
 
-def probe_logistic_inputs(config: dict, subjects: list[str], dim: int, fold: int = 0) -> dict:
-    """The probe job's estimate inputs exactly as preflight builds them."""
+def probe_inputs(config: dict, benchmark: str, subjects: list[str], dim: int,
+                 fold: int = 0) -> dict:
+    """A probe job's estimate inputs exactly as preflight builds them (the benchmark's task)."""
     import pandas as pd
 
     from embedprobe.tasks import benchmark_task
 
-    bench = config["benchmarks"][PROBE_BENCHMARK]
+    bench = config["benchmarks"][benchmark]
     table = pd.DataFrame({"subject": subjects})
-    return benchmark_task(config, PROBE_BENCHMARK).probe_memory(config, bench, table, fold,
-                                                                dim)[1]
+    return benchmark_task(config, benchmark).probe_memory(config, bench, table, fold, dim)[1]
 
 
-def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: int = 0):
-    """The workflow's probe job for one fold of the sleep-staging benchmark."""
+def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: int = 0,
+               benchmark: str = PROBE_BENCHMARK, dataset: str = DEMO_DATASET):
+    """The workflow's probe job for one fold of a benchmark (sleep staging unless named)."""
     out.mkdir(parents=True, exist_ok=True)
-    return cli_argv(config, "probe", "--benchmark", PROBE_BENCHMARK, "--dataset", DEMO_DATASET,
+    return cli_argv(config, "probe", "--benchmark", benchmark, "--dataset", dataset,
                     "--model", "synthetic", "--embeddings", store, "--fold", fold,
                     "--out", out / "fold.json", "--predictions", out / "fold.npz",
                     "--estimate", estimate_path)
@@ -321,27 +322,6 @@ def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0) -> list
         X[table["label"].to_numpy() == 1, : min(8, dim)] += 1.0
         write_store(path, X, table["label"].to_numpy(), table, SEIZURE_DATASET)
     return table["subject"].tolist()
-
-
-def seizure_inputs(config: dict, subjects: list[str], dim: int, fold: int = 0) -> dict:
-    """The seizure probe job's estimate inputs exactly as preflight builds them."""
-    import pandas as pd
-
-    from embedprobe.tasks import benchmark_task
-
-    bench = config["benchmarks"][SEIZURE_BENCHMARK]
-    table = pd.DataFrame({"subject": subjects})
-    return benchmark_task(config, SEIZURE_BENCHMARK).probe_memory(config, bench, table, fold,
-                                                                  dim)[1]
-
-
-def seizure_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: int = 0):
-    """The workflow's probe job for one fold of the seizure benchmark."""
-    out.mkdir(parents=True, exist_ok=True)
-    return cli_argv(config, "probe", "--benchmark", SEIZURE_BENCHMARK, "--dataset",
-                    SEIZURE_DATASET, "--model", "synthetic", "--embeddings", store, "--fold",
-                    fold, "--out", out / "fold.json", "--predictions", out / "fold.npz",
-                    "--estimate", estimate_path)
 
 
 def ridge_params(folder: Path, n_train: int, n_subjects: int, p: int, seed: int = 0) -> dict:
@@ -587,7 +567,7 @@ def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
         subjects = write_store(store, X, y)
         del X
         config = probe_config(workdir, n_jobs)
-        inputs = probe_logistic_inputs(config, subjects, dim)
+        inputs = probe_inputs(config, PROBE_BENCHMARK, subjects, dim)
         estimate = estimates.estimate("probe_logistic", inputs, estimates.load_calibration(), None)
         key = f"probe/{PROBE_BENCHMARK}/fold0"
         estimate_path = write_estimate(workdir / f"estimate_{rows}x{dim}_{n_jobs}.json", key,
@@ -609,11 +589,12 @@ def measure_probe_seizure(plan, workdir: Path) -> list[dict]:
         config.setdefault("probe", {})["n_jobs"] = n_jobs
         store = folder / f"store_{rows}x{dim}.h5"
         subjects = seizure_store(store, index, rows, dim)
-        inputs = seizure_inputs(config, subjects, dim)
+        inputs = probe_inputs(config, SEIZURE_BENCHMARK, subjects, dim)
         estimate = estimates.estimate("probe_seizure", inputs, estimates.load_calibration(), None)
         path = write_estimate(folder / f"estimate_{rows}x{dim}_{n_jobs}.json",
                               f"probe/{SEIZURE_BENCHMARK}/fold0", estimate)
-        run = measure(seizure_argv(config, store, path, folder / "out"),
+        run = measure(probe_argv(config, store, path, folder / "out",
+                                      benchmark=SEIZURE_BENCHMARK, dataset=SEIZURE_DATASET),
                       f"seizure probe {rows} x {dim}")
         _print_run("probe_seizure", f"{rows} rows x {dim}, {n_jobs} parallel fits", run)
         runs.append({"inputs": inputs, "peak": run.peak_bytes,

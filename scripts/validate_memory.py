@@ -191,7 +191,7 @@ def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
         for rows in sizes:
             store = workdir / f"store_{rows}x{dim}.h5"
             subjects = jobs.write_store(store, X[:rows], y[:rows])
-            inputs = (jobs.probe_logistic_inputs(config, subjects, dim)
+            inputs = (jobs.probe_inputs(config, jobs.PROBE_BENCHMARK, subjects, dim)
                       | probe_baseline_inputs("probe_logistic"))
             estimate = estimates.fit_knobs("probe_logistic", inputs, calibration, limit, margin)
             estimate_path = jobs.write_estimate(workdir / f"estimate_{rows}x{dim}.json", key,
@@ -249,7 +249,9 @@ def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                                          0, dim, calibration, limit, margin, None)
             estimate_path = jobs.write_estimate(workdir / f"estimate_{rows}x{dim}.json", key,
                                                 estimate)
-            run = jobs.measure(jobs.seizure_argv(config, store, estimate_path, workdir / "out"),
+            run = jobs.measure(jobs.probe_argv(config, store, estimate_path, workdir / "out",
+                                               benchmark=jobs.SEIZURE_BENCHMARK,
+                                               dataset=jobs.SEIZURE_DATASET),
                                f"seizure probe {rows} x {dim}")
             yield _row("seizure probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
                        f"{rows:,} windows", estimate.as_dict(), run)
