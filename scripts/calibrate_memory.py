@@ -707,7 +707,8 @@ def calibrate(quick: bool, workdir: Path, old: dict,
     # table keeps every constant it was fitted with, so an estimate uses exactly those.
     job = "probe_brain_age"
     if job in selected:
-        merged = estimates.job_constants(job, {"jobs": constants})
+        # from the parts just fitted, not the previous table's copies of theirs
+        merged = estimates.job_constants(job, {"jobs": {**constants, job: {}}})
         merged.pop("cluster_wrapper_bytes", None)
         constants[job] = {**merged, "baseline_bytes": constants[job]["baseline_bytes"]}
         provenance[job] = {name: provenance[job].get(name, "from its parts (estimates.COMPOSED)")

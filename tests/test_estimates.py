@@ -290,3 +290,17 @@ def test_shipped_calibration_is_measured_here():
         assert table["provenance"][job]["baseline_bytes"] == "measured"
         assert 20 * MiB < table["jobs"][job]["baseline_bytes"] < 2 * GiB
     assert table["environment"]["packages"]["scikit-learn"].startswith("1.")
+
+
+def test_subject_mean_stream_counts_no_more_chunk_cache_than_the_store_holds():
+    """h5py's chunk caches (1 MiB per dataset read) hold at most the store: 100 subjects x 20
+    windows x 200 float32 features is 1.6 MB, so the buffer term is the store's bytes."""
+    table = {"jobs": {}}
+    small = {"dim": 200, "chunk_rows": 83_886, "n_subjects": 100, "n_rows": 2_000}
+    large = {**small, "n_rows": 20_000}
+    terms_small = estimate("aggregate_subject_mean", small, table, None).terms
+    terms_large = estimate("aggregate_subject_mean", large, table, None).terms
+    copies = estimates.JOB_TYPES["aggregate_subject_mean"].constants["chunk_copies"]
+    store_small, store_large = 2_000 * 200 * 4, 20_000 * 200 * 4
+    assert terms_small["HDF5 chunk buffers"] == store_small + store_small * copies
+    assert terms_large["HDF5 chunk buffers"] == 2 * MiB + store_large * copies
