@@ -258,11 +258,11 @@ def test_bench_defaults_follow_the_device():
     cpu = bench_embed.parse_args([])
     assert (cpu.subjects, cpu.nights, cpu.hours, cpu.batch_size) == (4, 2, 1.0, 32)
     assert cpu.reader_threads == 2 and cpu.ceiling_workers == [1, 2]
-    assert (cpu.ceiling_subjects, cpu.ceiling_hours) == (8, 2.0)
+    assert (cpu.ceiling_subjects, cpu.ceiling_hours, cpu.ceiling_batch_size) == (8, 8.0, 256)
     assert cpu.ceiling_readers == "processes" and cpu.readers is None
     cuda = bench_embed.parse_args(["--device", "cuda"])
     assert (cuda.subjects, cuda.nights, cuda.hours, cuda.batch_size) == (16, 2, 8.0, 256)
-    assert (cuda.ceiling_subjects, cuda.ceiling_hours) == (16, 8.0)
+    assert (cuda.ceiling_subjects, cuda.ceiling_hours, cuda.ceiling_batch_size) == (16, 8.0, 256)
     cpus = len(os.sched_getaffinity(0))
     assert cuda.reader_threads == max(1, cpus - 2)
     assert cuda.ceiling_workers[0] == 1 and max(cuda.ceiling_workers) <= max(cpus, 2)

@@ -34,7 +34,9 @@ def resample(signals: np.ndarray, from_sfreq: float, to_sfreq: float) -> np.ndar
     return out.astype(np.float32, copy=False)
 
 
-UPSAMPLE_BLOCK = 16384  # output samples per phase and block: the running sums stay in cache
+# output samples per phase and block: the running sums stay in cache (2 channels x 32768
+# float32 = 256 KiB; 16384 was ~15% slower per call, 131072 ~60%)
+UPSAMPLE_BLOCK = 32768
 
 
 def _upsample(signals: np.ndarray, up: int) -> np.ndarray | None:
@@ -77,10 +79,13 @@ def _upsample(signals: np.ndarray, up: int) -> np.ndarray | None:
         first = y // up - per_phase + 1 + left
         count = len(range(phase_start, n_out, up))
         sums = out[:, phase_start::up]
+        # one pair of buffers for every block: allocating them per block cost ~3% of a read
+        totals = np.empty((n_channels, min(count, UPSAMPLE_BLOCK)), np.float32)
+        products = np.empty_like(totals)
         for begin in range(0, count, UPSAMPLE_BLOCK):
             size = min(count, begin + UPSAMPLE_BLOCK) - begin
-            total = np.zeros((n_channels, size), np.float32)
-            product = np.empty_like(total)
+            total, product = totals[:, :size], products[:, :size]
+            total.fill(0)  # +0.0, as upfirdn starts each sum
             for tap, coefficient in enumerate(coefficients):
                 at = first + tap + begin
                 np.multiply(padded[:, at:at + size], coefficient, out=product)

@@ -371,6 +371,10 @@ class ProcessReaders:
         return np.ndarray(shape, np.float32, buffer=self.slots[slot].buf)
 
     def _died(self) -> EmbedprobeError:
+        # The pool's own thread reaps its broken processes: let it finish first. Polling a
+        # forkserver child from two threads at once loses its exit status to one of them
+        # (the other reads 255), and a SIGKILL read as 255 would not be called out of memory.
+        self.pool.shutdown(wait=True, cancel_futures=True)
         for process in self.processes.values():
             process.join(timeout=5)  # the pool may not have reaped it yet
         codes = [p.exitcode for p in self.processes.values() if p.exitcode]
