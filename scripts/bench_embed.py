@@ -76,11 +76,10 @@ NULL_WIDTH = 256
 # What a GPU node's run uses unless told otherwise (the measurement).
 CUDA_DEFAULTS = {"subjects": 16, "nights": 2, "hours": 8.0, "batch_size": 256,
                  "ceiling_subjects": 16, "ceiling_hours": 8.0, "ceiling_batch_size": 256}
-# The ceiling's own demo is larger: a run of a second or two is mostly fixed costs, and 16
-# recordings keep two workers busy to the end.
-# Its nights are full ones (8 h of sleep, as the GPU node's): with 2 h nights a 2-second run
-# was 15% start-up (the first batch waits for a whole recording), which weighed most on the
-# faster, two-worker run. Its batch is the one a GPU is fed (256): the ceiling is what the CPU
+# The ceiling's own demo is larger: 16 recordings keep two workers busy to the end, and full
+# nights (8 h of sleep, as the GPU node's) keep start-up small (with 2 h nights a 2-second run
+# was 15% start-up: the first batch waits for a whole recording, which weighed most on the
+# faster two-worker run). Its batch is the one a GPU is fed (256): the ceiling is what the CPU
 # side can feed a fast model, and a batch of 32 spends the embed process's CPU on 8x the
 # appends.
 CPU_DEFAULTS = {"subjects": 4, "nights": 2, "hours": 1.0, "batch_size": 32,

