@@ -79,6 +79,8 @@ def test_header_and_signals_are_what_was_written(demo):
     assert 3 * UV < signals.data[:2].std() < 50 * UV
     with pytest.raises(DataError, match="no channel C7"):
         bnci.read_signals(rec, ["C7"])
+    part = bnci.read_signals(rec, ["C3", "C4", "EOG1"], span=(100, 350))
+    assert part.data.tobytes() == signals.data[:, 100:350].tobytes()
 
 
 def test_same_settings_write_the_same_bytes(tmp_path):

@@ -176,8 +176,8 @@ def test_batches_regroup_recordings_into_full_batches_in_order():
 
 
 def test_reading_ahead_is_bounded_whatever_the_model_speed():
-    """At most `threads` recordings in flight (being read, or read and waiting), plus the one
-    the model is batching, however slow the model: the bound preflight's estimate takes."""
+    """At most `threads` parts in flight (being read, or read and waiting), plus the one the
+    model is batching, however slow the model: the bound preflight's estimate takes."""
     import threading
 
     import pandas as pd
@@ -185,6 +185,8 @@ def test_reading_ahead_is_bounded_whatever_the_model_speed():
     from embedprobe.embed import WindowSource
 
     class CountingSource(WindowSource):
+        whole_recordings = False  # parts of PART_WINDOWS: these recordings are one part each
+
         def __init__(self, table):  # no dataset: load() makes the windows
             self.table = table
             self.lock = threading.Lock()

@@ -95,6 +95,27 @@ def test_read_night_returns_the_written_signals_in_volts(demo):
     np.testing.assert_array_equal(night.labels, labels)
 
 
+def test_a_span_of_samples_reads_those_samples_as_the_whole_file_has_them(demo):
+    """Readers read only the stretch the windows need (window_source): the same float32
+    values as the whole file's, across MNE's one-hour reading chunks; a span past the end
+    stops at the end; a backwards span is refused."""
+    from embedprobe.datasets.base import span_within
+
+    root, _plans = demo
+    rec = sleep_edf.find_recordings(root)[1]
+    channels = ["EEG Fpz-Cz", "EEG Pz-Oz"]
+    whole = sleep_edf.read_signals(rec, channels).data
+    n = whole.shape[-1]
+    for first, stop in [(0, 7), (12_345, 12_345 + 3000), (359_990, 360_020), (n - 5, n + 500),
+                        (n + 10, n + 20)]:
+        part = sleep_edf.read_signals(rec, channels, span=(first, stop))
+        assert part.data.dtype == np.float32 and part.sfreq == 100.0
+        assert part.data.tobytes() == whole[:, first:stop].tobytes(), (first, stop)
+    assert span_within(None, 10) == (0, 10) and span_within((3, 99), 10) == (3, 10)
+    with pytest.raises(ValueError, match="0 <= first <= stop"):
+        span_within((5, 4), 10)
+
+
 @pytest.mark.parametrize(
     "text, stage",
     [

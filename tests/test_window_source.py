@@ -20,8 +20,15 @@ from embedprobe.datasets import sleep_edf
 from embedprobe.demo_data import generate
 from embedprobe.errors import DataError, EmbedprobeError, OutOfMemory, UsageError
 from embedprobe.models.registry import model_spec
-from embedprobe.preprocess import abs_quantile, model_windows
-from embedprobe.window_source import PROCESSES, THREADS, ProcessReaders, WindowSource
+from embedprobe.preprocess import abs_quantile, model_windows, recorded_span
+from embedprobe.window_source import (
+    PART_WINDOWS,
+    PROCESSES,
+    THREADS,
+    ProcessReaders,
+    WindowSource,
+    largest_part,
+)
 from embedprobe.windows import build_index
 
 DATASET = "sleep_edf_demo"
@@ -75,6 +82,14 @@ def test_model_windows_equal_the_whole_night_pipeline_bit_for_bit(scaling):
         got = model_windows(signals, sfreq, to_sfreq, starts, length, scaling)
         assert got.dtype == np.float32 and got.shape == expected.shape
         assert got.tobytes() == expected.tobytes(), (trial, sfreq, to_sfreq, n, seconds)
+        # a part of the windows from only the stretch they span (what a reader reads)
+        part = rng.choice(len(starts), size=int(rng.integers(1, len(starts) + 1)), replace=False)
+        first, stop = recorded_span(starts[part], sfreq, to_sfreq, length)
+        assert 0 <= first and (sfreq == to_sfreq or first % Fraction(to_sfreq / sfreq)
+                                                    .limit_denominator(1000).denominator == 0)
+        got = model_windows(signals[:, first:stop], sfreq, to_sfreq, starts[part], length,
+                            scaling, first_sample=first)
+        assert got.tobytes() == expected[part].tobytes(), (trial, sfreq, to_sfreq, first, stop)
 
 
 @pytest.mark.parametrize("up", [2, 3, 4, 5])
@@ -159,6 +174,74 @@ def test_every_reader_kind_gives_the_reference_bytes(demo, model):
     # resuming mid-index starts at that row, mid-recording too
     tail = np.concatenate([w.copy() for w in source.stream(100, 2, PROCESSES)])
     assert tail.tobytes() == expected[100:].tobytes()
+
+
+@pytest.mark.parametrize("model", ["biot_random", "eegpt_random"])
+def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(demo, model,
+                                                                              monkeypatch):
+    """Parts of 7 windows (100 -> 200 Hz and 100 -> 256 Hz, 30-s and 10-s windows): each read
+    covers its windows and the filter's reach, far less than the file; the bytes are those of
+    whole recordings, from every reader kind and from a resume mid-part."""
+    import embedprobe.window_source as window_source
+
+    config, roots, index = demo
+    if model == "eegpt_random":  # 10-s windows: three per 30-s epoch row, every 10 s
+        config = {**config, "datasets": {**config["datasets"]}}
+        config["datasets"][DATASET] = {**config["datasets"][DATASET], "epoch_seconds": 10}
+        index = pd.concat([index.assign(start=index["start"] + 1000 * k) for k in range(3)])
+        index = index.sort_values(["recording", "start"], kind="stable", ignore_index=True)
+    source = source_for((config, roots, index), model, index)
+    expected = expected_for(source, index)
+    monkeypatch.setattr(window_source, "PART_WINDOWS", 7)
+    reads = []
+    original = sleep_edf.read_signals
+
+    def read_signals(rec, channels, span=None):
+        signals = original(rec, channels, span=span)
+        reads.append((rec.recording, span, signals.data.shape[-1]))
+        return signals
+
+    monkeypatch.setattr(sleep_edf, "read_signals", read_signals)
+    got = np.concatenate([w.copy() for w in source.stream(0, 0)])
+    assert got.tobytes() == expected.tobytes()
+    sizes = index.groupby("recording", sort=False).size()
+    parts = list(window_source.parts(index))
+    assert len(reads) == len(parts) >= sum(-(-n // 7) for n in sizes)
+    # cut at recording ends and every 7th row: batches of 7 never span two parts of a recording
+    ends = np.cumsum([len(rows) for _, rows in parts])
+    assert set(ends) == set(np.arange(7, len(index), 7)) | set(np.cumsum(sizes))
+    file_samples = {rec: original(source.recordings[rec], ["EEG Fpz-Cz"]).data.shape[-1]
+                    for rec in sizes.index}
+    window_in = round(source.epoch_seconds * 100)
+    for (rec, span, n), (part_rec, rows) in zip(reads, parts, strict=True):
+        assert rec == part_rec and len(rows) <= 7
+        assert span is not None and n == span[1] - span[0]  # wholly inside the file
+        # the part's windows and the filter's reach (25-100 samples a side), nothing more
+        covered = rows["start"].max() + window_in - rows["start"].min()
+        assert span[0] <= rows["start"].min() and covered <= n <= covered + 200
+        assert n < file_samples[rec] / 3
+    for kind, workers in [(THREADS, 2), (PROCESSES, 2)]:
+        got = np.concatenate([w.copy() for w in source.stream(0, workers, kind)])
+        assert got.tobytes() == expected.tobytes(), (kind, workers)
+    tail = np.concatenate([w.copy() for w in source.stream(100, 2, PROCESSES)])
+    assert tail.tobytes() == expected[100:].tobytes()
+    assert source.largest_part() == 7
+
+
+def test_the_largest_part_is_what_preflight_sizes_the_readers_by():
+    """Parts of PART_WINDOWS consecutive rows: the most windows and recorded samples one holds;
+    a dataset that band-passes whole recordings reads them whole."""
+    rows = [(rec, 3000 * k) for rec, n in (("a", 1100), ("b", 300), ("c", 100))
+            for k in range(n)]
+    table = pd.DataFrame(rows, columns=["recording", "start"]).assign(sfreq=100.0)
+    part = largest_part(table, whole=False, to_sfreq=200, window_samples=6000)
+    assert part.windows == PART_WINDOWS == 512
+    # 512 windows of 30 s at 100 Hz, and the filter's reach on both sides (under 0.5 s)
+    assert PART_WINDOWS * 3000 < part.samples < PART_WINDOWS * 3000 + 100
+    assert largest_part(table, whole=True, to_sfreq=200, window_samples=6000).windows == 1100
+    assert largest_part(table, whole=True, to_sfreq=200, window_samples=6000).samples is None
+    same_rate = largest_part(table, whole=False, to_sfreq=100, window_samples=3000)
+    assert same_rate.samples == PART_WINDOWS * 3000
 
 
 def test_windows_come_from_the_index_rows_and_the_datasets_epoch_length(demo):

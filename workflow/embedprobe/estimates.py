@@ -10,10 +10,11 @@ because that is what a scheduler kills on. Constants come from config/memory_cal
 
 Inputs (bytes unless said otherwise):
   embed_cpu / embed_gpu: batch_size, n_channels, n_samples (per window at the model rate),
-    feature_dim, weights_bytes (n_params * 4), recording_bytes (the longest night: channels
-    read * samples * 8), resample_ratio (model rate / recorded rate), n_workers (readers:
-    threads beside a CPU encoder, processes beside a GPU one), n_windows, night_windows
-    (windows of the longest night), batch_activation_bytes measured at activation_batch_size
+    feature_dim, weights_bytes (n_params * 4), recording_bytes (what a reader reads for the
+    largest part of a night, window_source.parts: channels read * samples * 8),
+    resample_ratio (model rate / recorded rate), n_workers (readers: threads beside a CPU
+    encoder, processes beside a GPU one), n_windows, night_windows (windows of the largest
+    part), batch_activation_bytes measured at activation_batch_size
     (CPU; memory.measure_peak_growth of one forward pass, in check); embed_gpu also gpu_peaks
     ({batch size: allocator peak}, two or more sizes; memory.gpu_batch_peaks),
     gpu_reserved_peaks (the same for the allocator's reserve), gpu_context_bytes (the CUDA

@@ -34,6 +34,7 @@ from .estimates import calibration_path, fit_knobs, load_calibration
 from .memory import cluster_memory_limit_mb, job_memory_limit, running_under_scheduler
 from .preflight_record import job_key
 from .tasks import task_for
+from .window_source import largest_part
 from .windows import read_index
 
 FLOAT64 = 8
@@ -48,11 +49,14 @@ def recording_headers(config: dict, roots: dict, dataset: str) -> list:
 
 def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     """The embed job's estimate inputs: the check's measurements, the window index's counts
-    and the longest night's length from the EDF headers."""
+    and what the readers' largest part reads (window_source.parts: the stretch of a night its
+    windows span, or the longest recording from the headers where whole ones are read)."""
     spec = lookup(config, "models", check.model)
     headers = recording_headers(config, roots, dataset)
-    samples = max(h.n_samples for h in headers)
     recorded_sfreq = headers[0].sfreq
+    part = largest_part(table, bool(lookup(config, "datasets", dataset).get("band_hz")),
+                        spec["sfreq"], check.n_times_epoch)
+    samples = part.samples if part.samples is not None else max(h.n_samples for h in headers)
     batch_size = config["embed"]["batch_size"]  # the request; fit_knobs may lower it
     return {
         "batch_size": batch_size,
@@ -64,7 +68,7 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "resample_ratio": spec["sfreq"] / recorded_sfreq,
         "n_workers": config["embed"]["reader_threads"],
         "n_windows": len(table),
-        "night_windows": int(table.groupby("recording").size().max()) if len(table) else 0,
+        "night_windows": part.windows,
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
         "on_cluster": bool(config.get("memory_on_cluster")),

@@ -123,24 +123,56 @@ def model_starts(starts: np.ndarray, from_sfreq: float, to_sfreq: float) -> np.n
 
 def model_windows(signals: np.ndarray, from_sfreq: float, to_sfreq: float,
                   starts: np.ndarray, length: int, scaling: str,
-                  out: np.ndarray | None = None) -> np.ndarray:
+                  out: np.ndarray | None = None, first_sample: int = 0) -> np.ndarray:
     """(n_windows, n_channels, length) float32 model windows of one recording, scaled.
 
     `starts` are samples at the recorded rate (any order), `length` samples at the model rate.
     Equal, bit for bit, to `scale(cut_windows(resample(signals), starts * ratio), scaling)`,
     but only the signal the windows need is resampled. `out`, when given, receives them.
+    `signals` may be a stretch of the recording that begins at sample `first_sample` and holds
+    at least `recorded_span(starts, ...)` (or runs to the recording's end): the windows are
+    then the same, bit for bit, as from the whole recording.
     """
     starts_out = model_starts(starts, from_sfreq, to_sfreq)
-    n_out = _resampled_length(signals.shape[-1], from_sfreq, to_sfreq)
+    offset = _model_sample(first_sample, from_sfreq, to_sfreq)
+    n_out = offset + _resampled_length(signals.shape[-1], from_sfreq, to_sfreq)
     _check_inside(starts_out, length, n_out)
+    starts_out = starts_out - offset
     if out is None:
         out = np.empty((len(starts_out), signals.shape[0], length), np.float32)
     for first, stop, members in _spans(starts_out, length, _reach(from_sfreq, to_sfreq)):
-        span, offset = resampled_span(signals, from_sfreq, to_sfreq, first, stop)
-        for row, start in zip(members.tolist(), (starts_out[members] - offset).tolist(),
+        span, at = resampled_span(signals, from_sfreq, to_sfreq, first, stop)
+        for row, start in zip(members.tolist(), (starts_out[members] - at).tolist(),
                               strict=True):
             out[row] = span[:, start:start + length]  # one copy (fancy indexing makes two)
     return scale(out, scaling, in_place=True)
+
+
+def recorded_span(starts: np.ndarray, from_sfreq: float, to_sfreq: float, length: int
+                  ) -> tuple[int, int]:
+    """[first, stop): the recorded samples that windows at `starts` (recorded rate; `length`
+    samples at the model rate) need, the filter's reach included. model_windows over just
+    these samples (first_sample=first) makes the same windows, bit for bit, as over the whole
+    recording: `first` falls on the resampling's phase (a multiple of its down factor).
+    `stop` may lie past the recording's end: read what there is."""
+    starts_out = model_starts(starts, from_sfreq, to_sfreq)
+    first, stop = int(starts_out.min()), int(starts_out.max()) + length
+    if from_sfreq == to_sfreq:
+        return first, stop
+    ratio, reach = _ratio(from_sfreq, to_sfreq), _input_reach(from_sfreq, to_sfreq)
+    up, down = ratio.numerator, ratio.denominator
+    begin = max(0, first * down // up - reach)
+    return begin - begin % down, -(-stop * down // up) + reach
+
+
+def _model_sample(sample: int, from_sfreq: float, to_sfreq: float) -> int:
+    """A recorded sample on the resampling's phase, as a sample at the model rate (exact)."""
+    if from_sfreq == to_sfreq:
+        return sample
+    ratio = _ratio(from_sfreq, to_sfreq)
+    if sample % ratio.denominator:
+        raise ValueError(f"sample {sample} is not on the resampling's phase ({ratio})")
+    return sample * ratio.numerator // ratio.denominator
 
 
 def _resampled_length(n_in: int, from_sfreq: float, to_sfreq: float) -> int:
@@ -175,6 +207,13 @@ def _spans(starts: np.ndarray, length: int, reach: int):
         yield int(starts[members].min()), int(starts[members].max()) + length, members
 
 
+def _input_reach(from_sfreq: float, to_sfreq: float) -> int:
+    """The filter's reach in recorded samples, with a phase's worth to spare."""
+    ratio = _ratio(from_sfreq, to_sfreq)
+    return -(-_reach(from_sfreq, to_sfreq) * ratio.denominator // ratio.numerator) \
+        + ratio.denominator
+
+
 def resampled_span(signals: np.ndarray, from_sfreq: float, to_sfreq: float, first: int,
                    stop: int) -> tuple[np.ndarray, int]:
     """(resampled samples covering [first, stop) at the output rate, the output index of its
@@ -183,9 +222,8 @@ def resampled_span(signals: np.ndarray, from_sfreq: float, to_sfreq: float, firs
     whole reach on both sides, or the recording's own end, which the whole pass sees too."""
     if from_sfreq == to_sfreq:
         return signals[:, first:stop].astype(np.float32, copy=False), first
-    ratio = _ratio(from_sfreq, to_sfreq)
+    ratio, reach_in = _ratio(from_sfreq, to_sfreq), _input_reach(from_sfreq, to_sfreq)
     up, down = ratio.numerator, ratio.denominator
-    reach_in = -(-_reach(from_sfreq, to_sfreq) * down // up) + down
     n_in = signals.shape[-1]
     begin = max(0, first * down // up - reach_in)
     begin -= begin % down

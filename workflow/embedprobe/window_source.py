@@ -2,15 +2,16 @@
 
 Generic over tasks and datasets: a recording's windows are its index rows (`start`: samples at
 the recorded rate, from the start of its signal file) and the dataset's `epoch_seconds`; the
-signals come from the dataset reader's `read_signals(rec, channels)` (datasets/base.py). Sleep
-epochs, seizure windows and motor-imagery trials all come through here.
+signals come from the dataset reader's `read_signals(rec, channels, span)` (datasets/base.py):
+only the stretch of the file the windows need. Sleep epochs, seizure windows and motor-imagery
+trials all come through here.
 
-Recordings can be made ahead of the model by reader threads (this process) or reader
-processes. Either way at most `workers` recordings are in flight (being made, or made and
-waiting for the model), and a new one starts only when the model takes one: memory stays
-bounded whatever the model's speed. Processes keep the model's own thread free of the readers'
-Python work (what a fast GPU needs); they hand the windows over in shared memory, in
-`workers + 1` slots, each the size of the dataset's longest recording.
+A recording is handed over in parts (PART_WINDOWS). Parts can be made ahead of the model by
+reader threads (this process) or reader processes. Either way at most `workers` parts are in
+flight (being made, or made and waiting for the model), and a new one starts only when the
+model takes one: memory stays bounded whatever the model's speed. Processes keep the model's
+own thread free of the readers' Python work (what a fast GPU needs); they hand the windows over
+in shared memory, in `workers + 1` slots, each the size of the largest part.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 from .config import lookup
 from .datasets.registry import READERS, find_dataset_recordings
 from .errors import DataError, EmbedprobeError, OutOfMemory
-from .preprocess import model_windows
+from .preprocess import model_windows, recorded_span
 from .tasks import unit_seconds
 
 # A reader process imports this module: it stays free of torch and pandas (start-up, memory).
@@ -42,6 +43,53 @@ if TYPE_CHECKING:
     from .models.registry import ModelSpec
 
 THREADS, PROCESSES = "threads", "processes"
+
+# A recording reaches the model in parts of at most this many windows (4 h 16 min of 30-s
+# epochs), each read from its own stretch of the file: the first batch waits for one part, not
+# a whole night; many readers share out a few long recordings; the readers hold parts, not
+# nights. Each part costs a file open (~2.5 ms, against ~150 ms of reading and resampling).
+PART_WINDOWS = 512
+
+
+def parts(table: pd.DataFrame, whole: bool = False) -> Iterator[tuple[str, pd.DataFrame]]:
+    """(recording, rows) in index order: each recording's rows in parts of at most
+    PART_WINDOWS, or whole where the dataset band-passes whole recordings (`whole`: each part
+    would read and filter all of it again).
+
+    Parts end at recording ends and at every PART_WINDOWS-th row of `table`: a batch whose
+    size divides PART_WINDOWS (32 ... 512) then never spans two parts of one recording, and
+    `embed.batches` copies no more than it did with whole recordings."""
+    position = 0  # rows of `table` before this recording
+    for recording, rows in table.groupby("recording", sort=False):
+        first = 0
+        while first < len(rows):
+            room = PART_WINDOWS - (position + first) % PART_WINDOWS
+            stop = len(rows) if whole else min(len(rows), first + room)
+            yield recording, rows.iloc[first:stop]
+            first = stop
+        position += len(rows)
+
+
+@dataclass(frozen=True)
+class LargestPart:
+    """What the largest part of a window index asks of a reader (preflight's embed inputs)."""
+
+    windows: int
+    samples: int | None  # recorded samples read for it; None: whole recordings are read
+
+
+def largest_part(table: pd.DataFrame, whole: bool, to_sfreq: float, window_samples: int
+                 ) -> LargestPart:
+    """The most windows and recorded samples any part of `table` holds (window_samples at
+    the model rate `to_sfreq`; the index's `sfreq` column is the recorded rate)."""
+    windows, samples = 0, 0
+    for _recording, rows in parts(table, whole):
+        windows = max(windows, len(rows))
+        if not whole:
+            first, stop = recorded_span(rows["start"].to_numpy(), float(rows["sfreq"].iloc[0]),
+                                        to_sfreq, window_samples)
+            samples = max(samples, stop - first)
+    return LargestPart(windows, None if whole else samples)
 
 
 @dataclass(frozen=True)
@@ -67,8 +115,16 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
                  index_sfreq: float | None = None) -> np.ndarray:
     """One recording's (len(starts), channels, samples) float32 model windows, into `out` if
     given. `index_sfreq` is the rate the index was built at: a file now at another rate means
-    the index is stale."""
-    signals = READERS[recipe.reader_format].read_signals(rec, recipe.channels)
+    the index is stale. Only the stretch of the file the windows need is read (a scored night
+    is often half its file), unless the dataset band-passes whole recordings."""
+    starts = np.asarray(starts)
+    reader = READERS[recipe.reader_format]
+    span = None
+    if recipe.band_hz is None and index_sfreq is not None and len(starts):
+        span = recorded_span(starts, index_sfreq, recipe.sfreq, recipe.window_samples)
+    signals = reader.read_signals(rec, recipe.channels, span=span)
+    if span is not None and not signals.data.shape[-1]:  # past the end: the whole file says
+        signals, span = reader.read_signals(rec, recipe.channels), None  # by how much
     if index_sfreq is not None and signals.sfreq != index_sfreq:
         raise DataError(f"{rec.signal_path}: recorded at {signals.sfreq} Hz, but the window "
                         f"index was built at {index_sfreq} Hz",
@@ -77,8 +133,8 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
     data = signals.data if order == list(range(len(order))) else signals.data[order]
     if recipe.band_hz is not None:
         data = band_pass(data, signals.sfreq, recipe.band_hz)
-    return model_windows(data, signals.sfreq, recipe.sfreq, np.asarray(starts),
-                         recipe.window_samples, recipe.scaling, out=out)
+    return model_windows(data, signals.sfreq, recipe.sfreq, starts, recipe.window_samples,
+                         recipe.scaling, out=out, first_sample=span[0] if span else 0)
 
 
 def band_pass(data: np.ndarray, sfreq: float, band_hz: tuple[float, float]) -> np.ndarray:
@@ -113,6 +169,11 @@ class WindowSource:
     def window_samples(self) -> int:
         return self.recipe.window_samples
 
+    @property
+    def whole_recordings(self) -> bool:
+        """A band-pass runs over whole recordings: they are read and handed over whole."""
+        return self.recipe.band_hz is not None
+
     def load(self, recording: str, rows: pd.DataFrame, out: np.ndarray | None = None
              ) -> np.ndarray:
         """The windows of `rows` (index rows of one recording), made in this process."""
@@ -124,21 +185,22 @@ class WindowSource:
                             out, index_sfreq)
 
     def stream(self, first_row: int, workers: int, kind: str = THREADS) -> WindowStream:
-        """Per-recording window arrays in index order from row `first_row` on; `workers`
-        readers (threads or processes) make them ahead of the model.
+        """Window arrays of each part (`parts`) in index order from row `first_row` on;
+        `workers` readers (threads or processes) make them ahead of the model.
 
-        Bounded by construction, whatever the model's speed: at most `workers` recordings are
-        in flight (being made, or made and waiting for the model), and a new one starts only
-        when the model takes one; the one being batched is the only other recording held.
-        Without workers the next recording is made when the model has finished the last one.
+        Bounded by construction, whatever the model's speed: at most `workers` parts are in
+        flight (being made, or made and waiting for the model), and a new one starts only
+        when the model takes one; the one being batched is the only other part held.
+        Without workers the next part is made when the model has finished the last one.
         With processes an array lives in a shared slot: it is valid until the next one is
-        asked for (`batches` copies a recording's tail before it asks).
+        asked for (`batches` copies a part's tail before it asks).
         """
         return WindowStream(self, first_row, workers, kind)
 
-    def largest_recording(self) -> int:
-        """Windows of the recording with the most rows in the table."""
-        return int(self.table.groupby("recording").size().max()) if len(self.table) else 0
+    def largest_part(self) -> int:
+        """Windows of the largest part the readers hand over (window_source.parts)."""
+        return max((len(rows) for _, rows in parts(self.table, self.whole_recordings)),
+                   default=0)
 
 
 class WindowStream:
@@ -148,8 +210,7 @@ class WindowStream:
 
     def __init__(self, source: WindowSource, first_row: int, workers: int, kind: str):
         self.source, self.workers, self.kind = source, workers, kind
-        self.groups = iter([(rec, rows) for rec, rows in
-                            source.table.iloc[first_row:].groupby("recording", sort=False)])
+        self.groups = parts(source.table.iloc[first_row:], source.whole_recordings)
         self.readers: ThreadReaders | ProcessReaders | None = None
         self.in_flight: deque = deque()
         self._arrays: Iterator[np.ndarray] | None = None
@@ -322,7 +383,7 @@ class ProcessReaders:
 
         self.source = source
         recipe = source.recipe
-        self.slot_bytes = max(1, source.largest_recording() * recipe.window_bytes())
+        self.slot_bytes = max(1, source.largest_part() * recipe.window_bytes())
         _require_shared_memory(self.slot_bytes * (workers + 1), workers)
         self.slots = []
         try:
@@ -430,7 +491,7 @@ def _require_shared_memory(needed: int, workers: int) -> None:
     if free < needed:
         raise EmbedprobeError(
             f"the reader processes need {needed / 2**20:,.0f} MB of shared memory "
-            f"({workers + 1} slots of the longest recording's windows), /dev/shm has "
+            f"({workers + 1} slots of the largest part's windows), /dev/shm has "
             f"{free / 2**20:,.0f} MB free",
             fix="give the job a larger /dev/shm (docker run --shm-size=...), or fewer reader "
                 "workers (embed.reader_threads)")

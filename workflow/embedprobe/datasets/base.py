@@ -11,7 +11,10 @@ Every reader module provides:
     find_recordings(root) -> list[RecordingLike]  sorted by recording id; a layout error is a
                                                   DataError naming the file, with a fix
     read_header(rec) -> RecordingHeader             channels, rate, length; headers only (fast)
-    read_signals(rec, channels) -> Signals        the named channels, float32 volts
+    read_signals(rec, channels, span=None) -> Signals
+                                                  the named channels, float32 volts; with a
+                                                  span (first, stop) only those samples, as
+                                                  far as the recording goes (span_within)
     read_events(rec) -> list[Event]               the recording's annotations, in seconds from
                                                   the start of its signal file
 
@@ -94,6 +97,19 @@ class DatasetReader(Protocol):
 
     def read_header(self, rec: RecordingLike) -> RecordingHeader: ...
 
-    def read_signals(self, rec: RecordingLike, channels: Sequence[str]) -> Signals: ...
+    def read_signals(self, rec: RecordingLike, channels: Sequence[str],
+                     span: tuple[int, int] | None = None) -> Signals: ...
 
     def read_events(self, rec: RecordingLike) -> list[Event]: ...
+
+
+def span_within(span: tuple[int, int] | None, n_samples: int) -> tuple[int, int]:
+    """A reader's `span` argument as (first, stop) samples of a recording of `n_samples`: the
+    whole recording without one; a stop past the end is the end (the data then starts at
+    `first` and is shorter than asked)."""
+    if span is None:
+        return 0, n_samples
+    first, stop = (int(v) for v in span)
+    if first < 0 or stop < first:
+        raise ValueError(f"span {span}: expected 0 <= first <= stop")
+    return min(first, n_samples), max(min(first, n_samples), min(stop, n_samples))

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, UsageError
-from .base import Event, RecordingHeader, Signals
+from .base import Event, RecordingHeader, Signals, span_within
 
 FORMAT = "bnci2014_001"
 READER_SETTINGS = ("sessions",)  # dataset entry keys passed to find_recordings
@@ -244,8 +244,9 @@ def read_header(rec: Recording) -> RecordingHeader:
     return RecordingHeader(CHANNELS, run.fs, run.X.shape[0])
 
 
-def read_signals(rec: Recording, channels: Sequence[str]) -> Signals:
-    """The named channels (of CHANNELS) as float32 volts."""
+def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
+    """The named channels (of CHANNELS) as float32 volts (a span cut from the run: a
+    run is a few minutes)."""
     missing = [c for c in channels if c not in CHANNELS]
     if missing:
         raise DataError(f"{rec.mat}: no channel {', '.join(missing)}; it has "
@@ -253,7 +254,8 @@ def read_signals(rec: Recording, channels: Sequence[str]) -> Signals:
                         fix="choose channels this file has (config/channel_maps/)")
     run = _run(rec)
     columns = [CHANNELS.index(c) for c in channels]
-    data = (run.X[:, columns].T * 1e-6).astype(np.float32)
+    first, stop = span_within(span, len(run.X))
+    data = (run.X[first:stop, columns].T * 1e-6).astype(np.float32)
     return Signals(run.fs, list(channels), data)
 
 

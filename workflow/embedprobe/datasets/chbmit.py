@@ -187,8 +187,8 @@ def read_header(rec: Recording) -> RecordingHeader:
     return RecordingHeader(channels, header.sfreq(eeg[0]), header.n_samples(eeg[0]))
 
 
-def read_signals(rec: Recording, channels: Sequence[str]) -> Signals:
-    return read_edf_signals(rec.edf, channels)
+def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
+    return read_edf_signals(rec.edf, channels, span=span)
 
 
 def read_events(rec: Recording) -> list[Event]:

@@ -9,6 +9,7 @@ running number ("T8-P8-0", "T8-P8-1", "--0", ...), so every channel has one name
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
-from .base import Signals
+from .base import Signals, span_within
 
 READ_CHUNK_SECONDS = 3600  # MNE reads float64: read an hour at a time into the float32 array
 
@@ -171,14 +172,20 @@ def require_channels(header: EdfHeader, channels: Sequence[str]) -> float:
     return rates.pop()
 
 
-def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | None = None
-                     ) -> Signals:
-    """The named channels of an EDF file as float32 volts, read an hour at a time."""
+_LAST_OPENED = threading.local()  # per reader thread: (file, channels, mtime, size), its Raw
+
+
+def _opened(path: Path, channels: list[str]):
+    """MNE's Raw of the file, not preloaded. Opening parses the header and reads every EDF+
+    annotation record (4-8 ms a night): a thread reading the parts of one recording opens it
+    once, and again only if the file changed in between."""
     import mne
 
-    channels = list(channels)
-    header = header or read_edf_header(path)
-    sfreq = require_channels(header, channels)
+    stat = path.stat()
+    key = (str(path), tuple(channels), stat.st_mtime_ns, stat.st_size)
+    last = getattr(_LAST_OPENED, "raw", None)
+    if last is not None and last[0] == key:
+        return last[1]
     try:
         # names made unique before `include` is matched, as the header's labels are
         raw = mne.io.read_raw_edf(path, include=channels, exclude_after_unique=True,
@@ -188,6 +195,18 @@ def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | No
             f"{path}: MNE cannot read it ({type(exc).__name__}: {exc})",
             fix="download the file again",
         ) from exc
+    _LAST_OPENED.raw = (key, raw)
+    return raw
+
+
+def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | None = None,
+                     span: tuple[int, int] | None = None) -> Signals:
+    """The named channels of an EDF file as float32 volts, read an hour at a time; with
+    `span` (first, stop) only samples first..stop of them, as far as the file goes."""
+    channels = list(channels)
+    header = header or read_edf_header(path)
+    sfreq = require_channels(header, channels)
+    raw = _opened(Path(path), channels)
     n_samples = header.n_samples(channels[0])
     if raw.info["sfreq"] != sfreq or raw.n_times != n_samples:
         raise DataError(
@@ -195,9 +214,12 @@ def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | No
             f"the header says {n_samples} at {sfreq} Hz",
             fix="download the file again",
         )
-    data = np.empty((len(channels), n_samples), np.float32)
+    begin, end = span_within(span, n_samples)
+    data = np.empty((len(channels), end - begin), np.float32)
     chunk = round(READ_CHUNK_SECONDS * sfreq)
-    for first in range(0, n_samples, chunk):
-        last = min(n_samples, first + chunk)
-        data[:, first:last] = raw.get_data(picks=channels, start=first, stop=last)
+    for first in range(begin, end, chunk):
+        last = min(end, first + chunk)
+        data[:, first - begin:last - begin] = raw.get_data(picks=channels, start=first,
+                                                           stop=last)
     return Signals(sfreq, channels, data)
+

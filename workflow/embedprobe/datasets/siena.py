@@ -211,10 +211,10 @@ def read_header(rec: Recording) -> RecordingHeader:
     return RecordingHeader(tuple(names), header.sfreq(eeg[0]), header.n_samples(eeg[0]))
 
 
-def read_signals(rec: Recording, channels: Sequence[str]) -> Signals:
+def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
     header = read_edf_header(rec.edf)
     labels = _labels_by_name(header)
-    signals = read_edf_signals(rec.edf, [labels.get(c, c) for c in channels], header)
+    signals = read_edf_signals(rec.edf, [labels.get(c, c) for c in channels], header, span)
     signals.ch_names = list(channels)
     return signals
 

@@ -299,8 +299,8 @@ def read_header(rec: Recording) -> RecordingHeader:
     return RecordingHeader(header.labels, sfreq, header.n_samples(EEG_CHANNELS[0]))
 
 
-def read_signals(rec: Recording, channels: Sequence[str]) -> Signals:
-    return read_edf_signals(rec.psg, channels)
+def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
+    return read_edf_signals(rec.psg, channels, span=span)
 
 
 def read_events(rec: Recording) -> list[Event]:
