@@ -225,17 +225,22 @@ def bench_model(config: dict, roots: dict, index: Path, model_id: str, args) -> 
 def bench_ceiling(config: dict, roots: dict, index: Path, model_id: str, args
                   ) -> list[CeilingRow]:
     """The null encoder's run at each worker count, fastest of `repeats` (a first run warms
-    the page cache and starts the readers' server)."""
+    the page cache and starts the readers' server). The worker counts take turns (1, 2, 1,
+    2, ...): a busy spell on a shared machine then falls on all of them alike, not on the
+    repeats of one."""
     readers = args.readers or ("processes" if args.device == "cuda" else "threads")
     readers = args.ceiling_readers or readers
     embed_once(config, roots, index, model_id, settings_for(args.ceiling_batch_size, 1, readers),
                NullEncoder)
+    runs: dict[int, list] = {workers: [] for workers in args.ceiling_workers}
+    for _ in range(args.repeats):
+        for workers in args.ceiling_workers:
+            settings = settings_for(args.ceiling_batch_size, workers, readers)
+            runs[workers].append(embed_once(config, roots, index, model_id, settings,
+                                            NullEncoder))
     rows = []
     for workers in args.ceiling_workers:
-        settings = settings_for(args.ceiling_batch_size, workers, readers)
-        runs = [embed_once(config, roots, index, model_id, settings, NullEncoder)
-                for _ in range(args.repeats)]
-        wall, report = min(runs, key=lambda run: run[0])
+        wall, report = min(runs[workers], key=lambda run: run[0])
         # an older checkout reports nothing: it only had reader threads
         rows.append(CeilingRow(model_id, report.get("readers", "threads"), workers,
                                len(read_index(index)), wall, report.get("reader_cpu_s", 0.0),

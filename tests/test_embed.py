@@ -307,6 +307,27 @@ def test_bench_tables_and_verdicts():
     assert not bench_embed.ceiling_verdict(rows)
 
 
+def test_the_ceilings_worker_counts_take_turns_and_each_keeps_its_fastest(monkeypatch):
+    """1, 2, 1, 2, ... after one warm-up: a busy spell on a shared machine slows every worker
+    count alike instead of all repeats of one; each count reports its fastest run."""
+    bench_embed = bench()
+    calls = []
+    walls = iter([9.0, 4.0, 2.5, 3.0, 2.0, 5.0, 2.2])  # warm-up, then 1, 2, 1, 2, 1, 2
+
+    def embed_once(config, roots, index, model_id, settings, encoder_class, profile=None):
+        calls.append(settings.reader_threads)
+        wall = next(walls)
+        return wall, {"readers": "processes", "reader_cpu_s": wall, "first_batch_s": 0.1,
+                      "main_cpu_s": wall / 10}
+
+    monkeypatch.setattr(bench_embed, "embed_once", embed_once)
+    monkeypatch.setattr(bench_embed, "read_index", lambda index: [None] * 6000)
+    args = bench_embed.parse_args(["--repeats", "3"])
+    rows = bench_embed.bench_ceiling({}, {}, "index.tsv", "biot_random", args)
+    assert calls == [1, 1, 2, 1, 2, 1, 2]
+    assert [(r.workers, r.seconds, r.main_cpu_s) for r in rows] == [(1, 3.0, 0.3), (2, 2.0, 0.2)]
+
+
 # ------------------------------------------------------------------ scripts/install.sh --cuda
 
 

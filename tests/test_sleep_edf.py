@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import shutil
 
 import numpy as np
@@ -114,6 +115,34 @@ def test_a_span_of_samples_reads_those_samples_as_the_whole_file_has_them(demo):
     assert span_within(None, 10) == (0, 10) and span_within((3, 99), 10) == (3, 10)
     with pytest.raises(ValueError, match="0 <= first <= stop"):
         span_within((5, 4), 10)
+
+
+def test_a_thread_opens_a_file_once_for_its_parts_and_again_when_it_changed(demo, tmp_path,
+                                                                           monkeypatch):
+    """MNE's open reads every annotation record of an EDF+ file: the parts of one recording
+    read by one thread share it; a rewritten file (new mtime or size) is opened afresh."""
+    import mne
+
+    root, _plans = demo
+    rec = sleep_edf.find_recordings(root)[0]
+    copy = dataclasses.replace(rec, psg=tmp_path / rec.psg.name)
+    shutil.copyfile(rec.psg, copy.psg)
+    opened = []
+    original = mne.io.read_raw_edf
+    monkeypatch.setattr(mne.io, "read_raw_edf",
+                        lambda path, **kw: opened.append(path) or original(path, **kw))
+    channels = ["EEG Fpz-Cz"]
+    first = sleep_edf.read_signals(copy, channels, span=(0, 3000)).data
+    sleep_edf.read_signals(copy, channels, span=(3000, 6000))
+    assert len(opened) == 1
+    sleep_edf.read_signals(copy, ["EEG Fpz-Cz", "EEG Pz-Oz"], span=(0, 10))  # other channels
+    assert len(opened) == 2
+    other = sleep_edf.find_recordings(root)[1]  # the same file name's content replaced
+    shutil.copyfile(other.psg, copy.psg)
+    os.utime(copy.psg, ns=(1, 1))
+    again = sleep_edf.read_signals(copy, channels, span=(0, 3000)).data
+    assert len(opened) == 3 and again.tobytes() != first.tobytes()
+    assert again.tobytes() == sleep_edf.read_signals(other, channels, span=(0, 3000)).data.tobytes()
 
 
 @pytest.mark.parametrize(
