@@ -51,7 +51,15 @@ def test_the_pair_s_preflight_sizes_embed_alone_whatever_the_benchmarks(pair, tm
     record = json.loads(with_all.read_text())
     assert list(record["jobs"]) == ["embed"] and record["verdict"] == "ok"
     assert record["dataset"] == DATASET and record["model"] == MODEL
-    assert record["jobs"]["embed"]["inputs"]["n_windows"] == len(pd.read_csv(index, sep="\t"))
+    table = pd.read_csv(index, sep="\t")
+    inputs = record["jobs"]["embed"]["inputs"]
+    assert inputs["n_windows"] == len(table)
+    # the readers' unit is a part of a night (at most 512 windows), read over only the stretch
+    # its windows span (and the resampling filter's reach): not the whole file
+    by_recording = table.groupby("recording")["start"]
+    assert inputs["night_windows"] == min(512, by_recording.size().max())
+    spanned = (by_recording.max() - by_recording.min()).max() + 3000  # 30-s windows at 100 Hz
+    assert 2 * 8 * spanned <= inputs["recording_bytes"] <= 2 * 8 * (spanned + 100)
     none = tmp_path / "none.json"
     assert preflight({**config, "benchmarks": {}}, check_path, index, none).returncode == 0
     assert json.loads(none.read_text())["jobs"] == record["jobs"]
