@@ -46,10 +46,15 @@ def benchmark_task(config: dict, benchmark: str) -> Task:
 def unit_seconds(config: dict, dataset: str) -> float:
     """How long each unit (window or trial) of the dataset is: its `epoch_seconds`, else its
     labelling task's default."""
-    entry = lookup(config, "datasets", dataset)
+    return entry_unit_seconds(lookup(config, "datasets", dataset))
+
+
+def entry_unit_seconds(entry: dict, task: str | None = None) -> float:
+    """unit_seconds of a dataset's config entry; `task` names its labelling task (a task's
+    own `units` passes its name), else the entry's `labels` or its format's."""
     if "epoch_seconds" in entry:
         return float(entry["epoch_seconds"])
-    return UNIT_SECONDS[entry.get("labels") or LABELS_BY_FORMAT[entry["format"]]]
+    return UNIT_SECONDS[task or entry.get("labels") or LABELS_BY_FORMAT[entry["format"]]]
 
 
 def labelling_task(config: dict, dataset: str) -> Task:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, UsageError
-from . import UNIT_SECONDS
+from . import entry_unit_seconds
 from .base import Units
 from .sleep_staging import SleepStaging
 
@@ -39,7 +39,7 @@ class MotorImagery(SleepStaging):
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         header = reader.read_header(rec)
         offset = float(entry.get("trial_offset_seconds", 0.5))
-        length = float(entry.get("epoch_seconds", UNIT_SECONDS[self.name]))
+        length = entry_unit_seconds(entry, self.name)
         starts, labels = [], []
         for event in reader.read_events(rec):
             if event.description not in CLASSES:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..probe import C_GRID
 from ..seizure_scoring import window_labels
-from . import UNIT_SECONDS, unit_seconds
+from . import entry_unit_seconds, unit_seconds
 from .base import FoldJob, Task, Units
 from .folds_inputs import fold_part_sizes, probe_runtime_minutes
 
@@ -43,7 +43,7 @@ class SeizureDetection(Task):
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         """Every whole non-overlapping window of the recording, from its first sample."""
         header = reader.read_header(rec)
-        length_s = float(entry.get("epoch_seconds", UNIT_SECONDS[self.name]))
+        length_s = entry_unit_seconds(entry, self.name)
         n = int(header.n_samples // round(length_s * header.sfreq))
         starts_s = np.arange(n) * length_s
         labels = window_labels(starts_s, length_s, seizure_intervals(reader, rec))
