@@ -106,6 +106,33 @@ def test_integer_upsampling_is_resample_poly_bit_for_bit(up):
         assert got.dtype == np.float32 and got.tobytes() == expected.tobytes(), (up, n)
 
 
+def test_a_2x_upsamplings_single_tap_phase_is_the_full_sum_bit_for_bit(monkeypatch):
+    """Every second output of a 2x upsampling is 1.0005 x one input sample plus terms of
+    ~1e-17: that product alone where it is provably the sum, the full sum where it may not be
+    (exact zeros of either sign, samples tiny against the peak), and no shortcut at all for a
+    signal that is not finite."""
+    from embedprobe import preprocess
+
+    shortcut = []
+    original = preprocess._single_tap_sums
+    monkeypatch.setattr(preprocess, "_single_tap_sums",
+                        lambda *args: shortcut.append(1) or original(*args))
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((2, 70_000)) * 3e-5).astype(np.float32)
+    x[0, rng.choice(70_000, 700)] = 0.0
+    x[1, rng.choice(70_000, 700)] = -0.0
+    x[1, rng.choice(70_000, 300)] = 1e-21  # below 2**27 * 4e-16 * the peak
+    x[0, 5] = 0.05  # the peak
+    got = preprocess.resample(x, 100, 200)
+    assert got.tobytes() == resample_poly(x, 2, 1, axis=-1).tobytes()
+    assert len(shortcut) == 3  # one phase of two, in blocks of UPSAMPLE_BLOCK, not the other
+    shortcut.clear()
+    x[1, 40_000] = np.inf
+    got = preprocess.resample(x, 100, 200)
+    np.testing.assert_array_equal(got, resample_poly(x, 2, 1, axis=-1))  # NaN where it is
+    assert np.isnan(got).any() and not shortcut
+
+
 def test_model_windows_write_into_a_given_array_and_refuse_windows_past_the_end():
     signals = np.random.default_rng(1).standard_normal((2, 3000)).astype(np.float32) * 1e-5
     out = np.full((3, 2, 600), np.nan, np.float32)
