@@ -70,7 +70,7 @@ def _upsample(signals: np.ndarray, up: int) -> np.ndarray | None:
     padded = np.zeros((n_channels, left + n_in + per_phase + 1), np.float32)
     padded[:, left:left + n_in] = signals
     out = np.empty((n_channels, n_out), np.float32)
-    peak = float(np.abs(padded).max(initial=0.0))
+    peak = max(float(padded.max(initial=0.0)), -float(padded.min(initial=0.0)))  # no |x| copy
     for phase_start in range(min(up, n_out)):
         # upfirdn's output sample y = pre_remove + n, n = phase_start + k * up: phase y % up,
         # newest input sample y // up (= its first one + k)
