@@ -47,7 +47,7 @@ THREADS, PROCESSES = "threads", "processes"
 # A recording reaches the model in parts of at most this many windows (4 h 16 min of 30-s
 # epochs), each read from its own stretch of the file: the first batch waits for one part, not
 # a whole night; many readers share out a few long recordings; the readers hold parts, not
-# nights. Each part costs a file open (~2.5 ms, against ~150 ms of reading and resampling).
+# nights. A reader thread opens a file once for the parts it makes of it (datasets/edf.py).
 PART_WINDOWS = 512
 
 
