@@ -81,15 +81,17 @@ class LargestPart:
 def largest_part(table: pd.DataFrame, whole: bool, to_sfreq: float, window_samples: int
                  ) -> LargestPart:
     """The most windows and recorded samples any part of `table` holds (window_samples at
-    the model rate `to_sfreq`; the index's `sfreq` column is the recorded rate)."""
+    the model rate `to_sfreq`; the index's `sfreq` column is the recorded rate: without it
+    make_windows reads whole files, and so samples is None here too)."""
+    spans = not whole and "sfreq" in table
     windows, samples = 0, 0
     for _recording, rows in parts(table, whole):
         windows = max(windows, len(rows))
-        if not whole:
+        if spans:
             first, stop = recorded_span(rows["start"].to_numpy(), float(rows["sfreq"].iloc[0]),
                                         to_sfreq, window_samples)
             samples = max(samples, stop - first)
-    return LargestPart(windows, None if whole else samples)
+    return LargestPart(windows, samples if spans else None)
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,8 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
                  index_sfreq: float | None = None) -> np.ndarray:
     """One recording's (len(starts), channels, samples) float32 model windows, into `out` if
     given. `index_sfreq` is the rate the index was built at: a file now at another rate means
-    the index is stale. Only the stretch of the file the windows need is read (a scored night
-    is often half its file), unless the dataset band-passes whole recordings."""
+    the index is stale. Only the stretch of the file the windows need is read (trimmed wake and
+    unscored time stay on disk), unless the dataset band-passes whole recordings."""
     starts = np.asarray(starts)
     reader = READERS[recipe.reader_format]
     span = None
@@ -198,9 +200,9 @@ class WindowSource:
         return WindowStream(self, first_row, workers, kind)
 
     def largest_part(self) -> int:
-        """Windows of the largest part the readers hand over (window_source.parts)."""
-        return max((len(rows) for _, rows in parts(self.table, self.whole_recordings)),
-                   default=0)
+        """Windows of the largest part the readers hand over (the slots' size)."""
+        return largest_part(self.table, self.whole_recordings, self.recipe.sfreq,
+                            self.window_samples).windows
 
 
 class WindowStream:

@@ -172,20 +172,33 @@ def require_channels(header: EdfHeader, channels: Sequence[str]) -> float:
     return rates.pop()
 
 
-_LAST_OPENED = threading.local()  # per reader thread: (file, channels, mtime, size), its Raw
+_LAST_OPENED = threading.local()  # per reader thread: its last file's key and _OpenEdf
 
 
-def _opened(path: Path, channels: list[str]):
-    """MNE's Raw of the file, not preloaded. Opening parses the header and reads every EDF+
-    annotation record (4-8 ms a night): a thread reading the parts of one recording opens it
-    once, and again only if the file changed in between."""
+@dataclass(frozen=True)
+class _OpenEdf:
+    """A file checked and opened for reading the named channels: its header, their rate, MNE's
+    Raw of them (not preloaded)."""
+
+    header: EdfHeader
+    sfreq: float
+    raw: object
+
+
+def _opened(path: Path, channels: list[str], header: EdfHeader | None) -> _OpenEdf:
+    """The file checked (size against its header, the channels there at one rate, MNE and
+    the header agreeing) and opened. MNE's open parses the header and the annotations (2.2 ms
+    timed on a 9.6-h demo night, 7.8 ms under cProfile): a thread reading the parts of one
+    recording checks and opens it once, and again only if the file changed in between."""
     import mne
 
     stat = path.stat()
     key = (str(path), tuple(channels), stat.st_mtime_ns, stat.st_size)
-    last = getattr(_LAST_OPENED, "raw", None)
+    last = getattr(_LAST_OPENED, "file", None)
     if last is not None and last[0] == key:
         return last[1]
+    header = header or read_edf_header(path)
+    sfreq = require_channels(header, channels)
     try:
         # names made unique before `include` is matched, as the header's labels are
         raw = mne.io.read_raw_edf(path, include=channels, exclude_after_unique=True,
@@ -195,18 +208,6 @@ def _opened(path: Path, channels: list[str]):
             f"{path}: MNE cannot read it ({type(exc).__name__}: {exc})",
             fix="download the file again",
         ) from exc
-    _LAST_OPENED.raw = (key, raw)
-    return raw
-
-
-def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | None = None,
-                     span: tuple[int, int] | None = None) -> Signals:
-    """The named channels of an EDF file as float32 volts, read an hour at a time; with
-    `span` (first, stop) only samples first..stop of them, as far as the file goes."""
-    channels = list(channels)
-    header = header or read_edf_header(path)
-    sfreq = require_channels(header, channels)
-    raw = _opened(Path(path), channels)
     n_samples = header.n_samples(channels[0])
     if raw.info["sfreq"] != sfreq or raw.n_times != n_samples:
         raise DataError(
@@ -214,12 +215,22 @@ def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | No
             f"the header says {n_samples} at {sfreq} Hz",
             fix="download the file again",
         )
-    begin, end = span_within(span, n_samples)
+    _LAST_OPENED.file = (key, _OpenEdf(header, sfreq, raw))
+    return _LAST_OPENED.file[1]
+
+
+def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | None = None,
+                     span: tuple[int, int] | None = None) -> Signals:
+    """The named channels of an EDF file as float32 volts, read an hour at a time; with
+    `span` (first, stop) only samples first..stop of them, as far as the file goes."""
+    channels = list(channels)
+    edf = _opened(Path(path), channels, header)
+    begin, end = span_within(span, edf.header.n_samples(channels[0]))
     data = np.empty((len(channels), end - begin), np.float32)
-    chunk = round(READ_CHUNK_SECONDS * sfreq)
+    chunk = round(READ_CHUNK_SECONDS * edf.sfreq)
     for first in range(begin, end, chunk):
         last = min(end, first + chunk)
-        data[:, first - begin:last - begin] = raw.get_data(picks=channels, start=first,
-                                                           stop=last)
-    return Signals(sfreq, channels, data)
+        data[:, first - begin:last - begin] = edf.raw.get_data(picks=channels, start=first,
+                                                               stop=last)
+    return Signals(edf.sfreq, channels, data)
 
