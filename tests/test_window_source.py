@@ -3,6 +3,7 @@
 processes, any window starts and lengths; reader processes bounded, cleaned up, and loud when
 one dies."""
 
+import json
 import os
 import signal
 import time
@@ -394,3 +395,51 @@ def test_a_gpu_jobs_estimate_counts_its_reader_processes():
     assert terms("embed_gpu", 2)[server] == terms("embed_gpu", 14)[server] == 70 * MiB
     assert terms("embed_gpu", 14)[each] == 14 * 25 * MiB
     assert server not in terms("embed_cpu", 2) and each not in terms("embed_cpu", 2)
+
+
+# A reader process: what its server preloaded, and what a forked pool worker runs on.
+READER_SCRIPT = """
+import json, pickle, sys
+import concurrent.futures.process, multiprocessing.forkserver, multiprocessing.shared_memory
+from embedprobe.window_source import READER_PRELOAD
+for module in READER_PRELOAD:
+    __import__(module)
+before = set(sys.modules)
+from embedprobe.window_source import make_windows
+with open(sys.argv[1], "rb") as jobs:
+    for recipe, rec, starts, index_sfreq in pickle.load(jobs):
+        assert make_windows(recipe, rec, starts, None, index_sfreq).shape[0] == len(starts)
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_a_reader_process_imports_nothing_its_server_did_not_preload(demo, tmp_path):
+    """A reader process forks from a server that imported READER_PRELOAD: whatever its first
+    part imports on top is paid again by every reader (mne.io alone left MNE's EDF reader to
+    each reader's first part: 49 modules, 0.2 s of CPU a reader). EDF through MNE, a
+    band-passed recording, and a BNCI run read from .mat."""
+    import pickle
+    import subprocess
+    import sys
+
+    from embedprobe.datasets import bnci2014_001 as bnci
+    from embedprobe.datasets import bnci2014_001_lookalike as lookalike
+    from embedprobe.window_source import WindowRecipe
+
+    source = source_for(demo, "biot_random")
+    recording, rows = next(iter(demo[2].groupby("recording", sort=False)))
+    rec, starts = source.recordings[recording], rows["start"].to_numpy()[:40]
+    band = WindowRecipe(**{**source.recipe.__dict__, "band_hz": (0.5, 40.0)})
+    lookalike.write_lookalike(tmp_path / "bnci", {"subjects": 1, "sessions": ["T"],
+                                                  "runs_per_session": 1, "trials_per_run": 4,
+                                                  "eog_runs": 1, "eog_run_seconds": [2], "seed": 1})
+    run = bnci.find_recordings(tmp_path / "bnci", sessions=["T"])[0]
+    trials = WindowRecipe("bnci2014_001", ("C3", "Cz", "C4"), 200.0, 4.0, "microvolts")
+    jobs = [(source.recipe, rec, starts, 100.0), (band, rec, starts, None),
+            (trials, run, np.array([0, 250 * 8]), None)]
+    (tmp_path / "jobs.pkl").write_bytes(pickle.dumps(jobs))
+    done = subprocess.run([sys.executable, "-c", READER_SCRIPT, str(tmp_path / "jobs.pkl")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout)
+    assert imported == [], " ".join(imported)
