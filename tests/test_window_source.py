@@ -305,9 +305,12 @@ def shm_exists(name: str) -> bool:
 
 
 def test_reader_processes_are_bounded_and_leave_no_shared_memory(demo, monkeypatch):
-    """However slow the model: at most `workers` recordings submitted and not yet taken, one
-    more held by the model, in workers + 1 slots; every slot is gone after the stream, also
+    """However slow the model: at most `workers + 1` parts submitted and not yet taken, one
+    more held by the model, in workers + 2 slots; every slot is gone after the stream, also
     when the consumer stops early."""
+    from embedprobe import window_source
+
+    monkeypatch.setattr(window_source, "PART_WINDOWS", 64)  # 3 nights of 146-148: 9 parts
     index = demo[2]
     seen: dict = {"outstanding": 0, "most": 0, "slots": set(), "names": []}
     original_submit, original_take = ProcessReaders.submit, ProcessReaders.take
@@ -331,11 +334,11 @@ def test_reader_processes_are_bounded_and_leave_no_shared_memory(demo, monkeypat
         source = source_for(demo, "cbramod_random", index)
         count = 0
         for windows in source.stream(0, workers, PROCESSES):
-            time.sleep(0.3)  # a slow model: readers would run ahead if they could
+            time.sleep(0.2)  # a slow model: readers would run ahead if they could
             count += len(windows)
         assert count == len(index)
-        assert seen["most"] == workers and len(seen["slots"]) == min(workers + 1, 3)
-        assert len(seen["names"]) == workers + 1
+        assert seen["most"] == workers + 1 and len(seen["slots"]) == workers + 2
+        assert len(seen["names"]) == workers + 2
         assert not any(shm_exists(name) for name in seen["names"])
     stream = source_for(demo, "cbramod_random").stream(0, 2, PROCESSES)
     next(stream)

@@ -75,12 +75,22 @@ def _worker_processes(i: Inputs) -> int:
 
 
 def _nights_in_flight(i: Inputs) -> int:
-    """Nights read ahead of the model: WindowSource.stream keeps at most one per reader (thread
-    or process) in flight (being read, or read and waiting), whatever the model's speed;
-    without readers the main thread reads one night at a time. Each is counted at its reading
-    cost, which covers the windows it holds once read (reader processes hand them over in
-    shared slots: one per reader, and the night being batched)."""
+    """Nights (parts of them) being read ahead of the model: one per reader (thread or
+    process), whatever the model's speed; without readers the main thread reads one at a time.
+    Each is counted at its reading cost, which covers the windows it holds once read."""
     return max(1, int(i["n_workers"]))
+
+
+def _parts_made_ahead(i: Inputs) -> int:
+    """Parts made and waiting beyond one per reader: WindowSource.stream keeps one more in
+    flight than it has readers (window_source.in_flight), so a reader done early goes on; it
+    waits as windows (reader processes: in a shared slot). None without readers."""
+    return 1 if int(i["n_workers"]) > 0 else 0
+
+
+def _part_windows_bytes(i: Inputs) -> float:
+    """The model windows of the largest part (night_windows: preflight's largest part)."""
+    return i["night_windows"] * i["n_channels"] * i["n_samples"] * FLOAT32
 
 
 def _reader_processes(i: Inputs) -> int:
@@ -209,9 +219,10 @@ _EMBED_HOST_TERMS: list[Term] = [
     ("nights in flight: resampled signal copies",
      lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
      * c["window_copies"]),
-    # its batches are views of it; the stream holds no other finished night
-    ("windows of the night being batched",
-     lambda i, c: i["night_windows"] * i["n_channels"] * i["n_samples"] * FLOAT32),
+    ("windows of a part made ahead, waiting for the model",
+     lambda i, c: _parts_made_ahead(i) * _part_windows_bytes(i)),
+    # its batches are views of it; the stream holds no other finished part
+    ("windows of the night being batched", lambda i, c: _part_windows_bytes(i)),
     ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
     ("HDF5 buffers", lambda i, c: c["hdf5_buffer_bytes"] + i["batch_size"] * i["feature_dim"]
      * FLOAT32),

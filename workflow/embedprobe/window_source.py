@@ -7,11 +7,14 @@ only the stretch of the file the windows need. Sleep epochs, seizure windows and
 trials all come through here.
 
 A recording is handed over in parts (PART_WINDOWS). Parts can be made ahead of the model by
-reader threads (this process) or reader processes. Either way at most `workers` parts are in
-flight (being made, or made and waiting for the model), and a new one starts only when the
-model takes one: memory stays bounded whatever the model's speed. Processes keep the model's
-own thread free of the readers' Python work (what a fast GPU needs); they hand the windows over
-in shared memory, in `workers + 1` slots, each the size of the largest part.
+reader threads (this process) or reader processes. Either way at most `workers + 1` parts are
+in flight (one being made by each reader, and one more queued or made and waiting for the
+model), and a new one is submitted only when the model takes one: memory stays bounded whatever
+the model's speed. The one more keeps a reader that finished early busy while the model waits
+for an older part (parts are taken in order). Processes keep the model's own thread free of the
+readers' Python work (what a fast GPU needs); they hand the windows over in shared memory, in
+`workers + 2` slots (those in flight and the part being batched), each the size of the largest
+part.
 """
 
 from __future__ import annotations
@@ -68,6 +71,12 @@ def parts(table: pd.DataFrame, whole: bool = False) -> Iterator[tuple[str, pd.Da
             yield recording, rows.iloc[first:stop]
             first = stop
         position += len(rows)
+
+
+def in_flight(workers: int) -> int:
+    """Parts submitted to `workers` readers and not yet taken by the model: one each, and one
+    more that a reader starts as soon as it is done with its own (0 without readers)."""
+    return workers + 1 if workers > 0 else 0
 
 
 @dataclass(frozen=True)
@@ -192,9 +201,10 @@ class WindowSource:
         """Window arrays of each part (`parts`) in index order from row `first_row` on;
         `workers` readers (threads or processes) make them ahead of the model.
 
-        Bounded by construction, whatever the model's speed: at most `workers` parts are in
-        flight (being made, or made and waiting for the model), and a new one starts only
-        when the model takes one; the one being batched is the only other part held.
+        Bounded by construction, whatever the model's speed: at most `in_flight(workers)`
+        parts are in flight (being made, or made and waiting for the model), and a new one
+        is submitted only when the model takes one; the one being batched is the only other
+        part held.
         Without workers the next part is made when the model has finished the last one.
         With processes an array lives in a shared slot: it is valid until the next one is
         asked for (`batches` copies a part's tail before it asks).
@@ -224,7 +234,7 @@ class WindowStream:
             self.readers = (ProcessReaders(self.source, self.workers) if self.kind == PROCESSES
                             else ThreadReaders(self.source, self.workers))
             try:
-                for group in islice(self.groups, self.workers):
+                for group in islice(self.groups, in_flight(self.workers)):
                     self.in_flight.append(self.readers.submit(*group))
             except BaseException:
                 self._stop_readers()
@@ -383,7 +393,8 @@ def start_reader_server() -> None:
 
 
 class ProcessReaders:
-    """A bounded pool of reader processes writing into `workers + 1` shared-memory slots."""
+    """A bounded pool of reader processes writing into shared-memory slots: one for each part
+    in flight and one for the part being batched."""
 
     def __init__(self, source: WindowSource, workers: int):
         from concurrent.futures import ProcessPoolExecutor
@@ -392,15 +403,16 @@ class ProcessReaders:
         self.source = source
         recipe = source.recipe
         self.slot_bytes = max(1, source.largest_part() * recipe.window_bytes())
-        _require_shared_memory(self.slot_bytes * (workers + 1), workers)
+        count = in_flight(workers) + 1
+        _require_shared_memory(self.slot_bytes, count)
         self.slots = []
         try:
-            for _ in range(workers + 1):
+            for _ in range(count):
                 self.slots.append(shared_memory.SharedMemory(create=True, size=self.slot_bytes))
         except BaseException:
             self._free_slots()
             raise
-        self.free = list(range(workers + 1))
+        self.free = list(range(count))
         self.handed_out: int | None = None  # the slot the model is batching
         self.processes: dict = {}  # pid -> multiprocessing.Process
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=reader_context(),
@@ -488,9 +500,10 @@ def _main_module_hidden():
         main.__dict__.update(saved)
 
 
-def _require_shared_memory(needed: int, workers: int) -> None:
+def _require_shared_memory(slot_bytes: int, slots: int) -> None:
     """Refuse to start when /dev/shm cannot hold the slots (containers often give it 64 MB):
     a full tmpfs would kill a reader with SIGBUS mid-recording."""
+    needed = slot_bytes * slots
     try:
         stats = os.statvfs("/dev/shm")
     except OSError:
@@ -499,7 +512,7 @@ def _require_shared_memory(needed: int, workers: int) -> None:
     if free < needed:
         raise EmbedprobeError(
             f"the reader processes need {needed / 2**20:,.0f} MB of shared memory "
-            f"({workers + 1} slots of the largest part's windows), /dev/shm has "
+            f"({slots} slots of the largest part's windows), /dev/shm has "
             f"{free / 2**20:,.0f} MB free",
             fix="give the job a larger /dev/shm (docker run --shm-size=...), or fewer reader "
                 "workers (embed.reader_threads)")
