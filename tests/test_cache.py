@@ -85,6 +85,28 @@ def test_window_table_checksum_tracks_content_only():
     assert window_table_sha256(table.iloc[:49]) != base
 
 
+@pytest.mark.parametrize("suffix", ["", "\u00e9"])
+def test_window_table_checksum_is_the_documented_bytes(suffix):
+    """sha256 of rows=N, then per column by name: its name, and int64 / float64 values or each
+    string's UTF-8 length (int64) and the strings in UTF-8: the checksum existing stores hold
+    (an ASCII table, and one with a two-byte character, whose lengths are not its length)."""
+    table = window_table(30)
+    table["recording"] = table["recording"] + suffix
+    frame = cache.normalize_window_table(table)
+    digest = hashlib.sha256(b"rows=30")
+    for name in sorted(frame.columns):
+        digest.update(f"\0column={name}\0".encode())
+        values = frame[name].to_numpy()
+        if values.dtype == object:
+            encoded = [str(v).encode("utf-8") for v in values]
+            digest.update(np.array([len(e) for e in encoded], "<i8").tobytes())
+            digest.update(b"".join(encoded))
+        else:
+            digest.update((b"f" + values.astype("<f8").tobytes()) if values.dtype.kind == "f"
+                          else (b"i" + values.astype("<i8").tobytes()))
+    assert window_table_sha256(table) == digest.hexdigest()
+
+
 def test_sha256_file(tmp_path):
     path = tmp_path / "weights.pt"
     path.write_bytes(bytes(range(256)) * 5000)

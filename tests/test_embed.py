@@ -260,7 +260,7 @@ def test_bench_defaults_follow_the_device():
     cpu = bench_embed.parse_args([])
     assert (cpu.subjects, cpu.nights, cpu.hours, cpu.batch_size) == (4, 2, 1.0, 32)
     assert cpu.reader_threads == 2 and cpu.ceiling_workers == [1, 2]
-    assert (cpu.ceiling_subjects, cpu.ceiling_hours, cpu.ceiling_batch_size) == (8, 8.0, 256)
+    assert (cpu.ceiling_subjects, cpu.ceiling_hours, cpu.ceiling_batch_size) == (16, 8.0, 256)
     assert cpu.ceiling_readers == "processes" and cpu.readers is None
     cuda = bench_embed.parse_args(["--device", "cuda"])
     assert (cuda.subjects, cuda.nights, cuda.hours, cuda.batch_size) == (16, 2, 8.0, 256)
@@ -291,14 +291,15 @@ def test_bench_on_cuda_without_a_gpu_says_so_and_what_to_do(capsys):
 
 def test_bench_tables_and_verdicts():
     bench_embed = bench()
-    rows = [bench_embed.CeilingRow("biot_random", "processes", 1, 6000, 1.5, 1.6, 0.3, 0.4),
+    rows = [bench_embed.CeilingRow("biot_random", "processes", 1, 6000, 1.5, 1.6, 0.3, 0.4,
+                                   0.12),
             bench_embed.CeilingRow("biot_random", "processes", 2, 6000, 0.8, 1.7, 0.3, 0.3)]
     table = bench_embed.format_ceiling(rows).splitlines()
     assert table[0].split() == ["model", "readers", "workers", "windows", "seconds", "win/s",
                                 "win/s/worker", "x", "1", "worker", "main", "CPU-s",
-                                "win/CPU-s", "readers", "1st", "batch", "s"]
+                                "win/CPU-s", "readers", "1st", "batch", "s", "finish", "s"]
     assert table[2].split() == ["biot_random", "processes", "1", "6000", "1.50", "4000", "4000",
-                                "1.00", "0.40", "3000", "3750", "0.30"]
+                                "1.00", "0.40", "3000", "3750", "0.30", "0.12"]
     assert table[3].split()[5:8] == ["7500", "3750", "1.88"]
     threads = bench_embed.CeilingRow("biot_random", "threads", 1, 6000, 2.0, 1.5, 0.3, 2.0)
     assert threads.per_cpu_second_all == 3000  # the readers' CPU is the embed process's

@@ -148,14 +148,26 @@ def window_table_sha256(table) -> str:
         values = frame[name].to_numpy()
         digest.update(f"\0column={name}\0".encode())
         if values.dtype == object:
-            encoded = [v.encode() for v in values]
-            digest.update(np.array([len(e) for e in encoded], "<i8").tobytes())
-            digest.update(b"".join(encoded))
+            digest.update(_utf8_lengths_and_bytes(values))
         elif values.dtype.kind == "f":
             digest.update(b"f" + values.astype("<f8").tobytes())
         else:
             digest.update(b"i" + values.astype("<i8").tobytes())
     return digest.hexdigest()
+
+
+def _utf8_lengths_and_bytes(values: np.ndarray) -> bytes:
+    """Each string's UTF-8 length (<i8), then all of them in UTF-8, as one bytes object. ASCII
+    strings (every index's ids) in one encode: their lengths are their characters' (~5x
+    faster than one encode each; a store's finish computes this three times)."""
+    joined = "".join(values)
+    data = joined.encode()
+    if len(data) == len(joined):
+        lengths = np.fromiter(map(len, values), "<i8", len(values))
+    else:
+        encoded = [v.encode() for v in values]
+        lengths, data = np.array([len(e) for e in encoded], "<i8"), b"".join(encoded)
+    return lengths.tobytes() + data
 
 
 def _write_window_table(group: h5py.Group, frame: pd.DataFrame) -> None:
