@@ -146,20 +146,21 @@ CHANGED = {  # case -> (request MB, sha256[:16] of the outcome)
 # wherever the readers are counted (its total; its fitted total where the fit kept readers).
 # Knobs and verdicts stay; every case's outcome names the new term.
 PART_AHEAD = 960 * 2 * 6000 * 4
-EMBED_CHANGED = {  # case -> (request MB, sha256[:16] of the outcome, parts in total, in fitted)
-    "embed_cpu/biot 8 h/defaults": (1407, "ed296b97e369f315", 1, 0),
-    "embed_cpu/biot 8 h/table": (993, "c49dbf06884c2b66", 1, 1),
-    "embed_cpu/defaults filled/defaults": (1373, "31a196575deab879", 0, 0),
-    "embed_cpu/defaults filled/table": (823, "5bd1eb5965784712", 0, 0),
-    "embed_cpu/no readers, measured, cluster/defaults": (1530, "0d4a1a6509478909", 0, 0),
-    "embed_cpu/no readers, measured, cluster/table": (1152, "41d3600d917afa84", 0, 0),
-    "embed_gpu/below the smallest measured/defaults": (3974, "a091e284282d5db9", 1, 1),
-    "embed_gpu/below the smallest measured/table": (5740, "6a4fec83a8b562ac", 1, 1),
-    "embed_gpu/reserved peaks, context/defaults": (4001, "2b02877cd43c0472", 1, 1),
-    "embed_gpu/reserved peaks, context/table": (5767, "6be6adf66c0938e6", 1, 1),
-    "embed_gpu/small gpu/defaults": (3980, "388f30075b83dffa", 1, 1),
-    "embed_gpu/small gpu/table": (5747, "76f91bf6fc602ef3", 1, 1),
+# case -> for each calibration (defaults, table): (request MB, sha256[:16] of the outcome,
+# parts in its total, in its fitted total)
+EMBED_CHANGED = {
+    "embed_cpu/biot 8 h": ((1407, "ed296b97e369f315", 1, 0), (993, "c49dbf06884c2b66", 1, 1)),
+    "embed_cpu/defaults filled": ((1373, "31a196575deab879", 0, 0),
+                                  (823, "5bd1eb5965784712", 0, 0)),
+    "embed_cpu/no readers, measured, cluster": ((1530, "0d4a1a6509478909", 0, 0),
+                                                (1152, "41d3600d917afa84", 0, 0)),
+    "embed_gpu/below the smallest measured": ((3974, "a091e284282d5db9", 1, 1),
+                                              (5740, "6a4fec83a8b562ac", 1, 1)),
+    "embed_gpu/reserved peaks, context": ((4001, "2b02877cd43c0472", 1, 1),
+                                          (5767, "6be6adf66c0938e6", 1, 1)),
+    "embed_gpu/small gpu": ((3980, "388f30075b83dffa", 1, 1), (5747, "76f91bf6fc602ef3", 1, 1)),
 }
+CALIBRATIONS = ("defaults", "table")
 
 
 def expected(key: str) -> tuple:
@@ -167,8 +168,10 @@ def expected(key: str) -> tuple:
     if key in CHANGED:
         request_mb, digest = CHANGED[key]
         total, fitted = total - CACHE_CHANGE, fitted - CACHE_CHANGE
-    if key in EMBED_CHANGED:
-        request_mb, digest, in_total, in_fitted = EMBED_CHANGED[key]
+    case, calibration = key.rsplit("/", 1)
+    if case in EMBED_CHANGED:
+        request_mb, digest, in_total, in_fitted = \
+            EMBED_CHANGED[case][CALIBRATIONS.index(calibration)]
         total, fitted = total + in_total * PART_AHEAD, fitted + in_fitted * PART_AHEAD
     return (total, fitted, request_mb, *rest, digest)
 
@@ -191,7 +194,8 @@ def test_the_change_covers_exactly_the_subject_mean_job_types():
 
 def test_the_part_made_ahead_covers_exactly_the_host_embed_job_types():
     moved = {key for key in RECORDED if key.split("/")[0] in ("embed_cpu", "embed_gpu")}
-    assert set(EMBED_CHANGED) == moved
+    assert {f"{case}/{calibration}" for case in EMBED_CHANGED
+            for calibration in CALIBRATIONS} == moved
 
 
 def test_every_job_type_before_the_refactor_is_covered():
