@@ -221,7 +221,7 @@ _EMBED_HOST_TERMS: list[Term] = [
      * c["window_copies"]),
     ("windows of a part made ahead, waiting for the model",
      lambda i, c: _parts_made_ahead(i) * _part_windows_bytes(i)),
-    # its batches are views of it; the stream holds no other finished part
+    # its batches are views of it; no finished part is held beyond those in flight
     ("windows of the night being batched", lambda i, c: _part_windows_bytes(i)),
     ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
     ("HDF5 buffers", lambda i, c: c["hdf5_buffer_bytes"] + i["batch_size"] * i["feature_dim"]
