@@ -76,7 +76,7 @@ NULL_WIDTH = 256
 # What a GPU node's run uses unless told otherwise (the measurement).
 CUDA_DEFAULTS = {"subjects": 16, "nights": 2, "hours": 8.0, "batch_size": 256,
                  "ceiling_subjects": 16, "ceiling_hours": 8.0, "ceiling_batch_size": 256}
-# The ceiling's own demo is the GPU node's (16 subjects x 2 nights x 8 h, 34,242 windows):
+# The ceiling's own demo is the GPU node's size (16 subjects x 2 nights x 8 h, 34,253 windows):
 # many parts keep two workers busy to the end, and the job's fixed costs (start-up, the
 # store's verified finish: ~0.3 s) weigh on a run of seconds as little as on the node's (with
 # 8 subjects they were a tenth of the two-worker run). Its batch is the one a GPU is fed

@@ -158,8 +158,8 @@ def window_table_sha256(table) -> str:
 
 def _utf8_lengths_and_bytes(values: np.ndarray) -> bytes:
     """Each string's UTF-8 length (<i8), then all of them in UTF-8, as one bytes object. ASCII
-    strings (every index's ids) in one encode: their lengths are their characters' (~5x
-    faster than one encode each; a store's finish computes this three times)."""
+    strings (every index's ids) in one encode: their lengths are their characters' (the
+    checksum of 17,135 rows: 10-13 -> 5-6 ms; an embed run takes it three times)."""
     joined = "".join(values)
     data = joined.encode()
     if len(data) == len(joined):

@@ -365,7 +365,7 @@ def _worker_fill(slot: str, rec, starts: np.ndarray, index_sfreq: float | None
     return len(starts), time.process_time() - began
 
 
-# What the reader processes' server imports once, before it forks them (~1.3 s, ~100 MB,
+# What the reader processes' server imports once, before it forks them (~2.3 s here, ~100 MB,
 # shared by the forked readers): this module, MNE's EDF reader and the band-pass's check of
 # its input (mne.epochs), the resampling's scipy.signal and the .mat reader's scipy.io.
 # `mne.io` alone loads its readers lazily: every reader process then imported 49 modules for
