@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Throughput of the embed step: the pipeline's ceiling, and embed against the model's forward.
 
-On a generated Sleep-EDF demo (2 EEG channels at 100 Hz, resampled to each model's rate), two
+On a generated Sleep-EDF demo (2 EEG channels at 100 Hz, resampled to each model's rate), three
 tables from one run:
 
 ceiling  `run_embed` with a null encoder (it returns zeros: no model cost) for 1, 2, ... reader
@@ -12,14 +12,20 @@ ceiling  `run_embed` with a null encoder (it returns zeros: no model cost) for 1
          other jobs on a shared machine take. Targets: >= 3,000 windows/s per worker with one,
          >= 1.7x from one worker to two (the embed process needs CPU too: on two cores two
          workers reach it only on an otherwise idle machine).
+feed     `run_embed` with a device-like encoder: a stand-in for a GPU of `--feed-rates`
+         windows/s whose work runs off the host's CPU (launching a batch returns at once, the
+         host waits only for its vectors, as with CUDA). `busy` is the share of the run the
+         device computes: what the CPU side between batches (taking parts, batching, HDF5
+         appends) and the fixed costs leave of a fast GPU's time, measurable without one. The
+         readers run as in the ceiling (its largest worker count); the first model's windows.
 forward  For each model, `run_embed` end to end (index read, model build, reading,
          preprocessing, forward, HDF5 append, finish) against the encoder alone
          (`Encoder.__call__`) on random float32 windows of the same shape, count and batch.
          They alternate (forward, embed, forward, ... forward) and each side keeps its fastest
          run: on a shared machine the least disturbed run is the best estimate of what the code
          costs. `in-embed fwd` is the time embed spent inside the encoder, so `fwd share` is the
-         pipeline's efficiency within one run. Target: embed / forward >= 0.95 on the CPU,
-         >= 0.9 on a GPU.
+         pipeline's efficiency within one run (on a GPU: the time spent queueing its work).
+         Target: embed / forward >= 0.95 on the CPU, >= 0.9 on a GPU.
 
 Every run of either table keeps its fastest of `--repeats`. Readers are processes beside a GPU
 encoder and threads beside a CPU one, as in the workflow (--readers forces one kind).
@@ -28,7 +34,7 @@ Usage: python scripts/bench_embed.py [--models biot_random cbramod_random] [--su
            [--nights 2] [--hours 1] [--batch-size 32] [--threads N] [--reader-threads 2]
            [--readers threads|processes] [--ceiling-workers 1 2] [--ceiling-subjects 16]
            [--ceiling-hours 8] [--ceiling-batch-size 256] [--ceiling-readers threads|processes]
-           [--repeats 2]
+           [--feed-rates 3000 5000] [--repeats 2]
            [--skip-ceiling | --skip-forward] [--device cpu|cuda] [--workdir DIR]
            [--profile OUT.prof]
   The ceiling runs on its own, larger demo (default 16 subjects x 2 nights x 8 h, batch 256).
@@ -64,7 +70,7 @@ from embedprobe.config import load_config
 from embedprobe.demo_data import generate
 from embedprobe.embed import EmbedSettings, run_embed
 from embedprobe.errors import DeviceError, EmbedprobeError
-from embedprobe.models.encoder import Encoder
+from embedprobe.models.encoder import Encoder, Ready
 from embedprobe.models.registry import model_spec
 from embedprobe.windows import build_index, read_index, write_index
 
@@ -72,6 +78,9 @@ DATASET = "sleep_edf_demo"
 TARGETS = {"cpu": 0.95, "cuda": 0.9}  # embed / forward
 CEILING_PER_WORKER = 3000  # windows/s
 CEILING_SCALING = 1.7  # from one worker to two
+# The device-like encoder's speeds: below two workers' ceiling on a 2-core machine; on a GPU
+# node, up to the H200's BIOT forward (~29,000 windows/s at batch 256).
+FEED_RATES = {"cpu": [3000.0, 5000.0], "cuda": [10000.0, 20000.0, 30000.0]}
 NULL_WIDTH = 256
 # What a GPU node's run uses unless told otherwise (the issue's measurement).
 CUDA_DEFAULTS = {"subjects": 16, "nights": 2, "hours": 8.0, "batch_size": 256,
@@ -140,10 +149,10 @@ class TimedEncoder(Encoder):
 
     seconds = 0.0
 
-    def __call__(self, windows: np.ndarray) -> np.ndarray:
+    def launch(self, windows: np.ndarray):
         began = time.perf_counter()
         try:
-            return super().__call__(windows)
+            return super().launch(windows)
         finally:
             TimedEncoder.seconds += time.perf_counter() - began
 
@@ -156,8 +165,37 @@ class NullEncoder(Encoder):
         self.device = torch.device("cpu")
         self.weights_sha256 = "null-encoder"
 
-    def __call__(self, windows: np.ndarray) -> np.ndarray:
-        return np.zeros((len(windows), NULL_WIDTH), np.float32)
+    def launch(self, windows: np.ndarray) -> Ready:
+        return Ready(np.zeros((len(windows), NULL_WIDTH), np.float32))
+
+
+class Later:
+    """A device-like batch's vectors: ready at `done` (perf_counter seconds)."""
+
+    def __init__(self, done: float, count: int):
+        self.done, self.count = done, count
+
+    def result(self) -> np.ndarray:
+        time.sleep(max(0.0, self.done - time.perf_counter()))  # as .cpu() waits on a GPU
+        return np.zeros((self.count, NULL_WIDTH), np.float32)
+
+
+class DeviceLikeEncoder(NullEncoder):
+    """A stand-in for a fast GPU, measurable on any machine: each batch takes len / `rate`
+    seconds of a device that works off the host's CPU, after the batches queued before it;
+    launching returns at once and the host waits only for a result, as with CUDA. The share
+    of the run the device is busy is how well embed feeds a GPU of that speed."""
+
+    rate = 3000.0
+    busy_until = 0.0
+
+    def launch(self, windows: np.ndarray) -> Later:
+        cls = DeviceLikeEncoder
+        cls.busy_until = max(time.perf_counter(), cls.busy_until) + len(windows) / cls.rate
+        return Later(cls.busy_until, len(windows))
+
+    def __call__(self, windows: np.ndarray) -> np.ndarray:  # an older checkout calls this
+        return self.launch(windows).result()
 
 
 def settings_for(batch_size: int, workers: int, readers: str | None) -> EmbedSettings:
@@ -250,6 +288,51 @@ def bench_ceiling(config: dict, roots: dict, index: Path, model_id: str, args
     return rows
 
 
+@dataclass
+class FeedRow:
+    rate: float  # the device's windows/s
+    workers: int
+    windows: int
+    seconds: float
+    setup_s: float
+    finish_s: float
+
+    @property
+    def device_s(self) -> float:
+        return self.windows / self.rate
+
+    @property
+    def busy(self) -> float:
+        """The share of the run the device computes: 1.0 when the CPU side never holds it up."""
+        return self.device_s / self.seconds
+
+
+def bench_feed(config: dict, roots: dict, index: Path, model_id: str, args) -> list[FeedRow]:
+    """The device-like encoder at each rate, fastest of `repeats` after a warm-up run."""
+    workers = max(args.ceiling_workers)
+    settings = settings_for(args.ceiling_batch_size, workers, args.ceiling_readers)
+    n_windows = len(read_index(index))
+    rows = []
+    for position, rate in enumerate(args.feed_rates):
+        DeviceLikeEncoder.rate = rate
+        runs = [embed_once(config, roots, index, model_id, settings, DeviceLikeEncoder)
+                for _ in range(args.repeats + (position == 0))]
+        wall, report = min(runs, key=lambda run: run[0])
+        rows.append(FeedRow(rate, workers, n_windows, wall, report.get("setup_s", float("nan")),
+                            report.get("finish_s", float("nan"))))
+    return rows
+
+
+def format_feed(rows: list[FeedRow]) -> str:
+    head = (f"{'device win/s':>12} {'workers':>7} {'windows':>7} {'device s':>8} "
+            f"{'embed s':>7} {'busy':>5} {'setup s':>7} {'finish s':>8}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r.rate:>12.0f} {r.workers:>7} {r.windows:>7} {r.device_s:>8.2f} "
+                     f"{r.seconds:>7.2f} {r.busy:>5.2f} {r.setup_s:>7.2f} {r.finish_s:>8.2f}")
+    return "\n".join(lines)
+
+
 def format_table(rows: list[Row]) -> str:
     head = (f"{'model':<16} {'windows':>7} {'batch':>5} {'embed s':>8} {'embed win/s':>11} "
             f"{'forward s':>9} {'forward win/s':>13} {'ratio':>6} {'in-embed fwd':>12} "
@@ -327,6 +410,13 @@ def ceiling_rows(config: dict, workdir: Path, args) -> list[CeilingRow]:
             for row in bench_ceiling(config, roots, index, model_id, args)]
 
 
+def feed_rows(config: dict, workdir: Path, args) -> list[FeedRow]:
+    config = json.loads(json.dumps(config))
+    roots, index = indexed_demo(config, workdir, args.ceiling_subjects, args.nights,
+                                args.ceiling_hours)
+    return bench_feed(config, roots, index, args.models[0], args)
+
+
 def forward_rows(config: dict, workdir: Path, args) -> list[Row]:
     roots, index = indexed_demo(config, workdir, args.subjects, args.nights, args.hours)
     return [bench_model(config, roots, index, model_id, args) for model_id in args.models]
@@ -354,6 +444,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ceiling-batch-size", type=int, help="the ceiling's batch (default 256)")
     p.add_argument("--ceiling-readers", choices=("threads", "processes"),
                    help="reader kind of the ceiling table (default: processes, the GPU path)")
+    p.add_argument("--feed-rates", type=float, nargs="+",
+                   help="windows/s of the device-like encoder's table (default 3000 5000, "
+                        "below two workers' ceiling on 2 cores; cuda: 10000 20000 30000; "
+                        "--skip-ceiling leaves it out)")
     p.add_argument("--repeats", type=int, default=2,
                    help="runs per measurement, the fastest counts (forward runs: one more)")
     skip = p.add_mutually_exclusive_group()
@@ -378,6 +472,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         counts = [1, 2, 4, 8, max(1, cpus - 2)] if args.device == "cuda" else [1, 2]
         args.ceiling_workers = sorted({c for c in counts if c <= max(cpus, 2)})
     args.ceiling_readers = args.ceiling_readers or "processes"
+    if args.feed_rates is None:
+        args.feed_rates = FEED_RATES[args.device]
+    if args.skip_ceiling:
+        args.feed_rates = []
     return args
 
 
@@ -407,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             load_before = os.getloadavg()
             ceiling = [] if args.skip_ceiling else ceiling_rows(config, workdir, args)
+            feed = feed_rows(config, workdir, args) if args.feed_rates else []
             rows = [] if args.skip_forward else forward_rows(config, workdir, args)
             load_after = os.getloadavg()
         except EmbedprobeError as exc:
@@ -417,8 +516,12 @@ def main(argv: list[str] | None = None) -> int:
         print("pipeline ceiling (null encoder)")
         print(format_ceiling(ceiling))
         ok &= ceiling_verdict(ceiling)
+    if feed:
+        print(f"\nfeeding a device-like encoder ({args.models[0]} windows, batch "
+              f"{args.ceiling_batch_size}): the share of the run it is busy")
+        print(format_feed(feed))
     if rows:
-        print(("\n" if ceiling else "") + f"embed against forward ({args.device})")
+        print(("\n" if ceiling or feed else "") + f"embed against forward ({args.device})")
         print(format_table(rows))
         ok &= all(r.ratio >= TARGETS[args.device] for r in rows)
     print(f"device {args.device}, torch threads {args.threads}, reader workers "

@@ -393,6 +393,7 @@ def test_a_fresh_run_sets_its_readers_to_work_while_the_model_is_built(tiny, mon
 
     from embedprobe import embed as embed_step
     from embedprobe.config import resolve_roots
+    from embedprobe.models.encoder import Ready
     from embedprobe.window_source import WindowStream
 
     root, job, index = tiny
@@ -415,6 +416,9 @@ def test_a_fresh_run_sets_its_readers_to_work_while_the_model_is_built(tiny, mon
                 raise RuntimeError("stop here")
             return np.zeros((len(windows), 4), np.float32)
 
+        def launch(self, windows):
+            return Ready(self(windows))
+
     monkeypatch.setattr(embed_step, "Encoder", Zeros)
     settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=2)
     out = root / "cache" / "early.h5"
@@ -428,5 +432,101 @@ def test_a_fresh_run_sets_its_readers_to_work_while_the_model_is_built(tiny, mon
     report = {}
     embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random", index,
                          out, settings, report)
-    assert events == ["model", "readers"]  # resumed at row 3 * BATCH
+    # resumed at row 3 * BATCH: the third batch, computed before the fourth failed, was kept
+    assert events == ["model", "readers"]
     assert report["windows"] == len(read(out)[0]) - 3 * BATCH
+
+
+def test_each_batch_is_stored_while_the_next_one_is_computed(tiny, monkeypatch):
+    """A GPU computes batch k + 1 while batch k is appended: the encoder is asked to start a
+    batch before the one before is awaited and stored; the rows still land in order. (A
+    failure keeps the batch computed before it: test_a_fresh_run_sets_its_readers_...)"""
+    from embedprobe import cache
+    from embedprobe import embed as embed_step
+    from embedprobe.config import resolve_roots
+
+    root, job, index = tiny
+    config = json.loads(job)
+    events = []
+
+    class Queued:  # each batch's vectors: the batch's first sample, ready when asked for
+        def __init__(self, number, windows):
+            self.number, self.vectors = number, windows[:, 0, :3].copy()
+
+        def result(self):
+            events.append(("result", self.number))
+            return self.vectors
+
+    class Device:
+        launched = 0
+
+        def __init__(self, spec, ch_names, roots, device="cpu"):
+            self.device, self.weights_sha256 = __import__("torch").device("cpu"), "device"
+
+        def __call__(self, windows):
+            return windows[:, 0, :3].copy()  # the width probe
+
+        def launch(self, windows):
+            events.append(("launch", Device.launched))
+            Device.launched += 1
+            return Queued(Device.launched - 1, windows)
+
+    appended = []
+    append = cache.EmbeddingWriter.append
+    monkeypatch.setattr(cache.EmbeddingWriter, "append",
+                        lambda self, rows: (appended.append(len(rows)), append(self, rows)))
+    monkeypatch.setattr(embed_step, "Encoder", Device)
+    settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1)
+    out = root / "cache" / "ahead.h5"
+    embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random",
+                         index, out, settings)
+    n = Device.launched
+    assert n == len(appended) >= 10
+    assert events == [("launch", 0)] + [event for k in range(1, n)
+                                       for event in (("launch", k), ("result", k - 1))] + [
+        ("result", n - 1)]
+    embeddings, _ = read(out)
+    assert embeddings.shape == (sum(appended), 3)
+    windows = first_windows(config, index)  # the first recording, read on its own
+    assert np.array_equal(embeddings[:len(windows)], windows[:, 0, :3])
+
+
+def first_windows(config, index):
+    """The index's first recording's windows as the readers make them (no model)."""
+    from embedprobe import embed as embed_step
+    from embedprobe.channel_maps import channel_plan
+    from embedprobe.config import resolve_roots
+    from embedprobe.models.registry import model_spec
+    from embedprobe.windows import read_index
+
+    spec = model_spec(config, "biot_random", "sleep_edf_demo")
+    plan = channel_plan(config, "sleep_edf_demo", spec.family)
+    table = read_index(index)
+    source = embed_step.WindowSource(config, resolve_roots(config), "sleep_edf_demo", spec,
+                                     plan, table)
+    return next(iter(source.stream(0, 0)))
+
+
+def test_the_feed_table_counts_the_devices_busy_share():
+    bench_embed = bench()
+    row = bench_embed.FeedRow(rate=5000, workers=2, windows=34000, seconds=8.5, setup_s=0.3,
+                              finish_s=0.2)
+    assert row.device_s == pytest.approx(6.8) and row.busy == pytest.approx(0.8)
+    table = bench_embed.format_feed([row]).splitlines()
+    assert table[2].split() == ["5000", "2", "34000", "6.80", "8.50", "0.80", "0.30", "0.20"]
+    assert bench_embed.parse_args([]).feed_rates == [3000.0, 5000.0]
+    assert bench_embed.parse_args(["--skip-ceiling"]).feed_rates == []
+
+
+def test_the_device_like_encoder_queues_batches_and_waits_only_for_results():
+    bench_embed = bench()
+    device = bench_embed.DeviceLikeEncoder.__new__(bench_embed.DeviceLikeEncoder)
+    bench_embed.DeviceLikeEncoder.rate = 100.0  # 10 ms a window
+    windows = np.zeros((5, 2, 10), np.float32)
+    began = time.perf_counter()
+    first, second = device.launch(windows), device.launch(windows)
+    assert time.perf_counter() - began < 0.02  # queued, not run
+    assert second.done - first.done == pytest.approx(0.05)  # one after the other
+    assert first.done - began == pytest.approx(0.05, abs=0.02)
+    assert second.result().shape == (5, bench_embed.NULL_WIDTH)
+    assert time.perf_counter() - began >= 0.1

@@ -1,9 +1,9 @@
 """The embed step: every window of a dataset through one frozen encoder into the HDF5 store.
 
 Recordings are read and preprocessed by readers (window_source: threads beside a CPU encoder,
-processes beside a GPU one) while the model runs; batches are appended to the store one at a
-time, so a kill costs at most the batch in flight; a GPU out-of-memory batch is retried at half
-the size and the size that worked is remembered.
+processes beside a GPU one) while the model runs; each batch is appended to the store while a
+GPU computes the next one (Encoder.launch), so a kill costs at most the two batches in flight;
+a GPU out-of-memory batch is retried at half the size and the size that worked is remembered.
 """
 
 from __future__ import annotations
@@ -126,20 +126,21 @@ class BackoffEncoder:
         self.inject_oom_above = inject_oom_above
         self.slow_batch_seconds = slow_batch_seconds
 
-    def forward(self, windows: np.ndarray) -> np.ndarray:
+    def launch_one(self, windows: np.ndarray):
         if self.inject_oom_above is not None and len(windows) > self.inject_oom_above:
             raise torch.OutOfMemoryError(f"injected: batch of {len(windows)} > limit")
         if self.slow_batch_seconds:
             time.sleep(self.slow_batch_seconds)
-        return self.encoder(windows)
+        return self.encoder.launch(windows)
 
-    def __call__(self, windows: np.ndarray) -> list[np.ndarray]:
-        """Embed `windows`, splitting into smaller pieces while memory runs out."""
+    def launch(self, windows: np.ndarray) -> list:
+        """Start `windows` in pieces of the batch size (each `.result()` waits for its
+        vectors), splitting into smaller pieces while memory runs out. A device runs out when
+        a piece is started, not when its vectors are awaited."""
         while True:
             try:
-                parts = [self.forward(windows[i:i + self.batch_size])
-                         for i in range(0, len(windows), self.batch_size)]
-                return parts
+                return [self.launch_one(windows[i:i + self.batch_size])
+                        for i in range(0, len(windows), self.batch_size)]
             except torch.OutOfMemoryError as exc:
                 gc.collect()
                 if torch.cuda.is_available():
@@ -225,17 +226,23 @@ def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: 
         timings["setup_s"] = time.perf_counter() - began
         stream = early if early is not None and first == 0 else source.stream(
             first, settings.reader_threads, kind)
+        store = _Storer(writer, runner, progress, settings.kill_before_batch, appended,
+                        done_rows)
+        waiting = None  # launched, not yet stored
         try:
             for batch in batches(stream, lambda: runner.batch_size):
                 timings.setdefault("first_batch_s", time.perf_counter() - began)
-                for part in runner(batch):
-                    if appended == settings.kill_before_batch:
-                        os.kill(os.getpid(), signal.SIGKILL)
-                    writer.append(part)
-                    done_rows += len(part)
-                    appended += 1
-                writer.remember_batch_size(runner.batch_size)
-                progress.update(done_rows)
+                # One batch ahead: a GPU computes this batch while the one before is stored
+                # (a kill loses at most these two); the CPU computes it in the call.
+                launched = runner.launch(batch)
+                stored, waiting = waiting, launched
+                store(stored)
+            stored, waiting = waiting, None
+            store(stored)
+        except Exception:
+            if not store.broken:  # a batch computed before a failure elsewhere is kept
+                store(waiting)
+            raise
         finally:
             stream.close()  # its readers stop here, also on an error
         finishing = time.perf_counter()
@@ -249,3 +256,32 @@ def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: 
         print(f"{label}: GPU allocator peak {peak:,.0f} MB at batch size {runner.batch_size}",
               file=sys.stderr)
     return path
+
+
+class _Storer:
+    """Appends a launched batch's pieces to the store as their vectors arrive."""
+
+    def __init__(self, writer: EmbeddingWriter, runner: BackoffEncoder, progress: Progress,
+                 kill_before_batch: int | None, appended: int, done_rows: int):
+        self.writer, self.runner, self.progress = writer, runner, progress
+        self.kill_before_batch = kill_before_batch
+        self.appended, self.done_rows = appended, done_rows
+
+        self.broken = False  # a store failed: nothing more is appended
+
+    def __call__(self, pieces: list | None) -> None:
+        if pieces is None:
+            return
+        try:
+            for piece in pieces:
+                vectors = piece.result()
+                if self.appended == self.kill_before_batch:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                self.writer.append(vectors)
+                self.done_rows += len(vectors)
+                self.appended += 1
+            self.writer.remember_batch_size(self.runner.batch_size)
+        except BaseException:
+            self.broken = True
+            raise
+        self.progress.update(self.done_rows)

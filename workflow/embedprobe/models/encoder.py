@@ -10,6 +10,28 @@ from .architectures import ARCHITECTURES
 from .registry import ModelSpec, build_model
 
 
+class Ready:
+    """A batch's vectors, computed when it was launched (the CPU: torch runs it in the call)."""
+
+    def __init__(self, vectors: np.ndarray):
+        self.vectors = vectors
+
+    def result(self) -> np.ndarray:
+        return self.vectors
+
+
+class OnDevice:
+    """A batch's vectors on their way back from the GPU: launched, not waited for, so the host
+    can store the batch before while the device computes this one."""
+
+    def __init__(self, host: torch.Tensor, copied: torch.cuda.Event):
+        self.host, self.copied = host, copied
+
+    def result(self) -> np.ndarray:
+        self.copied.synchronize()
+        return self.host.numpy()
+
+
 class Encoder:
     def __init__(self, spec: ModelSpec, ch_names: tuple[str, ...], roots: dict, device="cpu"):
         self.spec = spec
@@ -19,11 +41,35 @@ class Encoder:
         self.model.to(self.device)
         self.arch = ARCHITECTURES[spec.architecture]
 
-    @torch.inference_mode()
     def __call__(self, windows: np.ndarray) -> np.ndarray:
         """(batch, channels, epoch samples) -> (batch, dim); sub-windows are averaged."""
+        return self.launch(windows).result()
+
+    @torch.inference_mode()
+    def launch(self, windows: np.ndarray) -> Ready | OnDevice:
+        """Start the batch; `.result()` waits for its vectors. On a GPU the call returns once
+        the work is queued (the windows are copied by then: their memory may be reused)."""
         sub, k = split_subwindows(windows, self.spec.n_times)
-        x = torch.from_numpy(sub).to(self.device)
+        x = self._to_device(torch.from_numpy(sub))
         features = self.arch.forward(self.model, x, self.ch_names)
-        features = features.reshape(windows.shape[0], k, -1).mean(dim=1)
-        return features.float().cpu().numpy()
+        features = features.reshape(windows.shape[0], k, -1).mean(dim=1).float()
+        if self.device.type != "cuda":
+            return Ready(features.cpu().numpy())
+        # Into page-locked memory without waiting: a copy to pageable memory would wait for
+        # the whole queue, the next batch's forward included.
+        host = torch.empty(features.shape, dtype=torch.float32, pin_memory=True)
+        host.copy_(features, non_blocking=True)
+        copied = torch.cuda.Event()
+        copied.record()
+        return OnDevice(host, copied)
+
+    def _to_device(self, x: torch.Tensor) -> torch.Tensor:
+        if self.device.type != "cuda":
+            return x.to(self.device)
+        # From pageable memory the copy first waits for the device's queue (the batch before
+        # would finish before this one is even sent); staged in page-locked memory it is
+        # queued behind it. torch's pinned-memory cache reuses a block only once the copies
+        # queued from it are done.
+        staged = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
+        staged.copy_(x)
+        return staged.to(self.device, non_blocking=True)
