@@ -70,7 +70,7 @@ from embedprobe.config import load_config
 from embedprobe.demo_data import generate
 from embedprobe.embed import EmbedSettings, run_embed
 from embedprobe.errors import DeviceError, EmbedprobeError
-from embedprobe.models.encoder import Encoder, Ready
+from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import model_spec
 from embedprobe.windows import build_index, read_index, write_index
 
@@ -157,18 +157,6 @@ class TimedEncoder(Encoder):
             TimedEncoder.seconds += time.perf_counter() - began
 
 
-class NullEncoder(Encoder):
-    """No model: zeros of a fixed width, so the run measures the pipeline alone."""
-
-    def __init__(self, spec, ch_names, roots, device="cpu"):
-        self.spec, self.ch_names = spec, tuple(ch_names)
-        self.device = torch.device("cpu")
-        self.weights_sha256 = "null-encoder"
-
-    def launch(self, windows: np.ndarray) -> Ready:
-        return Ready(np.zeros((len(windows), NULL_WIDTH), np.float32))
-
-
 class Later:
     """A device-like batch's vectors: ready at `done` (perf_counter seconds)."""
 
@@ -178,6 +166,21 @@ class Later:
     def result(self) -> np.ndarray:
         time.sleep(max(0.0, self.done - time.perf_counter()))  # as .cpu() waits on a GPU
         return np.zeros((self.count, NULL_WIDTH), np.float32)
+
+
+class NullEncoder(Encoder):
+    """No model: zeros of a fixed width, so the run measures the pipeline alone."""
+
+    def __init__(self, spec, ch_names, roots, device="cpu"):
+        self.spec, self.ch_names = spec, tuple(ch_names)
+        self.device = torch.device("cpu")
+        self.weights_sha256 = "null-encoder"
+
+    def launch(self, windows: np.ndarray) -> Later:
+        return Later(0.0, len(windows))
+
+    def __call__(self, windows: np.ndarray) -> np.ndarray:  # an older checkout calls this
+        return self.launch(windows).result()
 
 
 class DeviceLikeEncoder(NullEncoder):
@@ -193,9 +196,6 @@ class DeviceLikeEncoder(NullEncoder):
         cls = DeviceLikeEncoder
         cls.busy_until = max(time.perf_counter(), cls.busy_until) + len(windows) / cls.rate
         return Later(cls.busy_until, len(windows))
-
-    def __call__(self, windows: np.ndarray) -> np.ndarray:  # an older checkout calls this
-        return self.launch(windows).result()
 
 
 def settings_for(batch_size: int, workers: int, readers: str | None) -> EmbedSettings:

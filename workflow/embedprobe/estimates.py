@@ -127,6 +127,19 @@ def _batch_input_bytes(i: Inputs) -> float:
     return i["batch_size"] * i["n_channels"] * i["n_samples"] * FLOAT32
 
 
+def _power_of_two_ceil(n: float) -> int:
+    return 1 << max(0, math.ceil(n) - 1).bit_length()
+
+
+def _page_locked_copies(i: Inputs) -> float:
+    """A GPU job stages each batch in page-locked memory and takes its vectors back the same
+    way (Encoder.launch); two batches are under way at once (the one being stored, the one the
+    device computes). torch's pinned-memory cache rounds each block up to a power of two and
+    keeps it for reuse."""
+    vectors = i["batch_size"] * i["feature_dim"] * FLOAT32
+    return 2 * (_power_of_two_ceil(_batch_input_bytes(i)) + _power_of_two_ceil(vectors))
+
+
 def _batch_activations(i: Inputs, c: Constants) -> float:
     """Measured at the check job's batch size; activations grow linearly with the batch."""
     per_window = i["batch_activation_bytes"] / i["activation_batch_size"]
@@ -422,7 +435,10 @@ _TYPES = [
     # host memory (the device has its own job type below), the readers being processes
     JobType(
         "embed_gpu",
-        terms=(*_EMBED_HOST_TERMS[:-1], *_READER_PROCESS_TERMS, _EMBED_HOST_TERMS[-1]),
+        terms=(*_EMBED_HOST_TERMS[:-1], *_READER_PROCESS_TERMS,
+               ("page-locked copies of two batches, in and out of the device",
+                lambda i, c: _page_locked_copies(i)),
+               _EMBED_HOST_TERMS[-1]),
         required=_GPU_REQUIRED, defaults=_EMBED_DEFAULTS,
         constants=MappingProxyType({
             # measured on an H200 node: torch with CUDA initialised, mne, braindecode (FACTS.md)
