@@ -518,15 +518,44 @@ def test_the_feed_table_counts_the_devices_busy_share():
     assert bench_embed.parse_args(["--skip-ceiling"]).feed_rates == []
 
 
-def test_the_device_like_encoder_queues_batches_and_waits_only_for_results():
+def test_the_device_like_encoder_queues_batches_and_waits_only_for_results(monkeypatch):
     bench_embed = bench()
     device = bench_embed.DeviceLikeEncoder.__new__(bench_embed.DeviceLikeEncoder)
-    bench_embed.DeviceLikeEncoder.rate = 100.0  # 10 ms a window
+    monkeypatch.setattr(bench_embed.DeviceLikeEncoder, "rate", 10.0)  # 0.1 s a window
     windows = np.zeros((5, 2, 10), np.float32)
     began = time.perf_counter()
     first, second = device.launch(windows), device.launch(windows)
-    assert time.perf_counter() - began < 0.02  # queued, not run
-    assert second.done - first.done == pytest.approx(0.05)  # one after the other
-    assert first.done - began == pytest.approx(0.05, abs=0.02)
+    assert time.perf_counter() - began < 0.25  # queued, not run (0.5 s each)
+    assert second.done - first.done == pytest.approx(0.5)  # one after the other
+    assert first.done >= began + 0.5
     assert second.result().shape == (5, bench_embed.NULL_WIDTH)
-    assert time.perf_counter() - began >= 0.1
+    assert time.perf_counter() - began >= 1.0
+
+
+def test_a_failed_append_stops_the_store_and_is_the_error_reported(tiny, monkeypatch):
+    """An append that fails (a full disk) ends the run with its own error: the batch computed
+    after it is not appended behind a half-written one, and the durable rows are those before."""
+    from embedprobe import cache
+    from embedprobe import embed as embed_step
+    from embedprobe.config import resolve_roots
+
+    root, job, index = tiny
+    config = json.loads(job)
+    calls = []
+    append = cache.EmbeddingWriter.append
+
+    def failing_append(self, rows):
+        calls.append(len(rows))
+        if len(calls) == 3:
+            raise OSError("No space left on device")
+        append(self, rows)
+
+    monkeypatch.setattr(cache.EmbeddingWriter, "append", failing_append)
+    settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1)
+    out = root / "cache" / "full-disk.h5"
+    with pytest.raises(OSError, match="No space left"):
+        embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random",
+                             index, out, settings)
+    assert calls == [BATCH] * 3  # nothing after the failed one
+    with h5py.File(cache.partial_path(out), "r") as f:
+        assert int(f["state"][0]) == 2 * BATCH

@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +117,15 @@ def batches(arrays: Iterator[np.ndarray], size_of) -> Iterator[np.ndarray]:
         yield carry
 
 
+@dataclass
+class Launched:
+    """A batch's pieces under way (each `.result()` waits for its vectors) and the batch size
+    they were started at: the size that worked, once they are stored."""
+
+    pieces: list
+    batch_size: int
+
+
 class BackoffEncoder:
     """Runs batches through the encoder; on out-of-memory halves the batch and retries."""
 
@@ -133,14 +143,16 @@ class BackoffEncoder:
             time.sleep(self.slow_batch_seconds)
         return self.encoder.launch(windows)
 
-    def launch(self, windows: np.ndarray) -> list:
-        """Start `windows` in pieces of the batch size (each `.result()` waits for its
-        vectors), splitting into smaller pieces while memory runs out. A device runs out when
-        a piece is started, not when its vectors are awaited."""
+    def launch(self, windows: np.ndarray) -> Launched:
+        """Start `windows` in pieces of the batch size, splitting into smaller pieces while
+        memory runs out (a device runs out when a piece is started, not when its vectors are
+        awaited). The windows are read before this returns: their reader slot may be reused
+        for the next part as soon as the next batch is asked for."""
         while True:
             try:
-                return [self.launch_one(windows[i:i + self.batch_size])
-                        for i in range(0, len(windows), self.batch_size)]
+                return Launched([self.launch_one(windows[i:i + self.batch_size])
+                                 for i in range(0, len(windows), self.batch_size)],
+                                self.batch_size)
             except torch.OutOfMemoryError as exc:
                 gc.collect()
                 if torch.cuda.is_available():
@@ -226,8 +238,7 @@ def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: 
         timings["setup_s"] = time.perf_counter() - began
         stream = early if early is not None and first == 0 else source.stream(
             first, settings.reader_threads, kind)
-        store = _Storer(writer, runner, progress, settings.kill_before_batch, appended,
-                        done_rows)
+        store = _Storer(writer, progress, settings.kill_before_batch, appended, done_rows)
         waiting = None  # launched, not yet stored
         try:
             for batch in batches(stream, lambda: runner.batch_size):
@@ -237,11 +248,13 @@ def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: 
                 launched = runner.launch(batch)
                 stored, waiting = waiting, launched
                 store(stored)
+                del stored  # its page-locked vectors go back to the cache
             stored, waiting = waiting, None
             store(stored)
         except Exception:
             if not store.broken:  # a batch computed before a failure elsewhere is kept
-                store(waiting)
+                with suppress(Exception):  # the first failure is the one to report
+                    store(waiting)
             raise
         finally:
             stream.close()  # its readers stop here, also on an error
@@ -261,26 +274,25 @@ def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: 
 class _Storer:
     """Appends a launched batch's pieces to the store as their vectors arrive."""
 
-    def __init__(self, writer: EmbeddingWriter, runner: BackoffEncoder, progress: Progress,
+    def __init__(self, writer: EmbeddingWriter, progress: Progress,
                  kill_before_batch: int | None, appended: int, done_rows: int):
-        self.writer, self.runner, self.progress = writer, runner, progress
+        self.writer, self.progress = writer, progress
         self.kill_before_batch = kill_before_batch
         self.appended, self.done_rows = appended, done_rows
-
         self.broken = False  # a store failed: nothing more is appended
 
-    def __call__(self, pieces: list | None) -> None:
-        if pieces is None:
+    def __call__(self, launched: Launched | None) -> None:
+        if launched is None:
             return
         try:
-            for piece in pieces:
+            for piece in launched.pieces:
                 vectors = piece.result()
                 if self.appended == self.kill_before_batch:
                     os.kill(os.getpid(), signal.SIGKILL)
                 self.writer.append(vectors)
                 self.done_rows += len(vectors)
                 self.appended += 1
-            self.writer.remember_batch_size(self.runner.batch_size)
+            self.writer.remember_batch_size(launched.batch_size)
         except BaseException:
             self.broken = True
             raise

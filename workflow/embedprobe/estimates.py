@@ -135,9 +135,11 @@ def _page_locked_copies(i: Inputs) -> float:
     """A GPU job stages each batch in page-locked memory and takes its vectors back the same
     way (Encoder.launch); two batches are under way at once (the one being stored, the one the
     device computes). torch's pinned-memory cache rounds each block up to a power of two and
-    keeps it for reuse."""
+    keeps every block for reuse, so the last, smaller batch's blocks stay beside them: three
+    of each. (After an out-of-memory halving the cache also keeps the halved sizes' blocks,
+    up to two more of each; the rerun of such a job starts at the smaller batch.)"""
     vectors = i["batch_size"] * i["feature_dim"] * FLOAT32
-    return 2 * (_power_of_two_ceil(_batch_input_bytes(i)) + _power_of_two_ceil(vectors))
+    return 3 * (_power_of_two_ceil(_batch_input_bytes(i)) + _power_of_two_ceil(vectors))
 
 
 def _batch_activations(i: Inputs, c: Constants) -> float:
@@ -436,7 +438,7 @@ _TYPES = [
     JobType(
         "embed_gpu",
         terms=(*_EMBED_HOST_TERMS[:-1], *_READER_PROCESS_TERMS,
-               ("page-locked copies of two batches, in and out of the device",
+               ("page-locked copies of batches, in and out of the device",
                 lambda i, c: _page_locked_copies(i)),
                _EMBED_HOST_TERMS[-1]),
         required=_GPU_REQUIRED, defaults=_EMBED_DEFAULTS,

@@ -58,14 +58,17 @@ def _labram_names() -> dict[str, int]:
 
 
 @cache
-def _eegpt_chan_ids(ch_names: tuple[str, ...]) -> torch.Tensor:
+def _eegpt_chan_ids(ch_names: tuple[str, ...], device: torch.device) -> torch.Tensor:
+    """Made once per device: a copy to a GPU each batch would wait for the work queued
+    there (embed queues the next batch before it waits for one)."""
     from braindecode.models.eegpt import CHANNEL_DICT
 
     ids = _require_known(ch_names, CHANNEL_DICT, "EEGPT",
                          "braindecode.models.eegpt.EEGPT_CHANNELS")
     import torch
 
-    return torch.tensor(ids, dtype=torch.long)
+    with torch.inference_mode(False):  # kept: a normal tensor, usable outside inference too
+        return torch.tensor(ids, dtype=torch.long, device=device)
 
 
 def _labram_forward(model, x, ch_names):
@@ -78,7 +81,7 @@ def _labram_forward(model, x, ch_names):
 def _eegpt_forward(model, x, ch_names):
     # EEGPT.forward embeds channels by the ids fixed at build time (sequential without chs_info);
     # the encoder is called with the ids of the mapped names instead.
-    ids = _eegpt_chan_ids(tuple(ch_names)).to(x.device)
+    ids = _eegpt_chan_ids(tuple(ch_names), x.device)
     summary = model.target_encoder(model.chan_proj(x), ids)  # (batch, patches, 4, 512)
     return summary.flatten(2).mean(dim=1)
 

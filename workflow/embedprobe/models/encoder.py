@@ -60,7 +60,7 @@ class Encoder:
         host = torch.empty(features.shape, dtype=torch.float32, pin_memory=True)
         host.copy_(features, non_blocking=True)
         copied = torch.cuda.Event()
-        copied.record()
+        copied.record(torch.cuda.current_stream(self.device))
         return OnDevice(host, copied)
 
     def _to_device(self, x: torch.Tensor) -> torch.Tensor:
