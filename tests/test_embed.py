@@ -559,3 +559,43 @@ def test_a_failed_append_stops_the_store_and_is_the_error_reported(tiny, monkeyp
     assert calls == [BATCH] * 3  # nothing after the failed one
     with h5py.File(cache.partial_path(out), "r") as f:
         assert int(f["state"][0]) == 2 * BATCH
+
+
+def test_a_batch_stored_after_an_out_of_memory_failure_keeps_its_own_size(tiny, monkeypatch):
+    """The device runs out for good while the third batch is started (at every size down to
+    1): the second batch, computed at the full size, is still stored, and the size kept for
+    the rerun is the one it worked at, not the 1 that just failed."""
+    import torch
+
+    from embedprobe import cache
+    from embedprobe import embed as embed_step
+    from embedprobe.config import resolve_roots
+    from embedprobe.errors import OutOfMemory
+    from embedprobe.models.encoder import Ready
+
+    root, job, index = tiny
+    config = json.loads(job)
+
+    class RunsOut:
+        launched = 0
+
+        def __init__(self, spec, ch_names, roots, device="cpu"):
+            self.device, self.weights_sha256 = torch.device("cpu"), "runs-out"
+
+        def __call__(self, windows):
+            return np.zeros((len(windows), 4), np.float32)
+
+        def launch(self, windows):
+            RunsOut.launched += 1
+            if RunsOut.launched >= 3:
+                raise torch.OutOfMemoryError("CUDA out of memory (test)")
+            return Ready(self(windows))
+
+    monkeypatch.setattr(embed_step, "Encoder", RunsOut)
+    settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1)
+    out = root / "cache" / "runs-out.h5"
+    with pytest.raises(OutOfMemory, match="even at batch size 1"):
+        embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random",
+                             index, out, settings)
+    with h5py.File(cache.partial_path(out), "r") as f:
+        assert [int(v) for v in f["state"][:2]] == [2 * BATCH, BATCH]
