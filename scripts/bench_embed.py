@@ -402,18 +402,22 @@ def indexed_demo(config: dict, workdir: Path, subjects: int, nights: int, hours:
     return roots, index
 
 
-def ceiling_rows(config: dict, workdir: Path, args) -> list[CeilingRow]:
+def ceiling_demo(config: dict, workdir: Path, args) -> tuple[dict, dict, Path]:
+    """The ceiling's and the feed table's demo: (its own config, roots, index)."""
     config = json.loads(json.dumps(config))  # its own demo size
     roots, index = indexed_demo(config, workdir, args.ceiling_subjects, args.nights,
                                 args.ceiling_hours)
+    return config, roots, index
+
+
+def ceiling_rows(config: dict, workdir: Path, args) -> list[CeilingRow]:
+    config, roots, index = ceiling_demo(config, workdir, args)
     return [row for model_id in args.models
             for row in bench_ceiling(config, roots, index, model_id, args)]
 
 
 def feed_rows(config: dict, workdir: Path, args) -> list[FeedRow]:
-    config = json.loads(json.dumps(config))
-    roots, index = indexed_demo(config, workdir, args.ceiling_subjects, args.nights,
-                                args.ceiling_hours)
+    config, roots, index = ceiling_demo(config, workdir, args)
     return bench_feed(config, roots, index, args.models[0], args)
 
 

@@ -246,11 +246,9 @@ def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: 
                 # One batch ahead: a GPU computes this batch while the one before is stored
                 # (a kill loses at most these two); the CPU computes it in the call.
                 launched = runner.launch(batch)
-                stored, waiting = waiting, launched
-                store(stored)
-                del stored  # its page-locked vectors go back to the cache
-            stored, waiting = waiting, None
-            store(stored)
+                store(waiting)
+                waiting = launched  # the stored batch's page-locked vectors are let go
+            store(waiting)
         except Exception:
             if not store.broken:  # a batch computed before a failure elsewhere is kept
                 with suppress(Exception):  # the first failure is the one to report
