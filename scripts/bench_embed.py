@@ -64,15 +64,15 @@ except ImportError:  # run from a checkout without installing the package
 import numpy as np
 import torch
 
-import embedprobe.embed as embed_step
-from embedprobe.channel_maps import channel_plan
-from embedprobe.config import load_config
-from embedprobe.demo_data import generate
-from embedprobe.embed import EmbedSettings, run_embed
-from embedprobe.errors import DeviceError, EmbedprobeError
+import embedprobe.pipeline.embed as embed_step
+from embedprobe.core.config import load_config
+from embedprobe.core.errors import DeviceError, EmbedprobeError
+from embedprobe.datasets.sleep_edf.lookalike import generate
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import model_spec
-from embedprobe.windows import build_index, read_index, write_index
+from embedprobe.pipeline.channel_maps import channel_plan
+from embedprobe.pipeline.embed import EmbedSettings, run_embed
+from embedprobe.pipeline.index import build_index, read_index, write_index
 
 DATASET = "sleep_edf_demo"
 TARGETS = {"cpu": 0.95, "cuda": 0.9}  # embed / forward

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import calibrate_memory as jobs
 
-from embedprobe import memory
-from embedprobe.preflight import run_preflight
+from embedprobe.memory import measure as memory
+from embedprobe.memory.preflight import run_preflight
 
 MiB = 2**20
 MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"}}

@@ -55,8 +55,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from embedprobe import baselines, estimates, memory  # noqa: E402
-from embedprobe.calibration_fit import FITTED, fit_constants, rounded  # noqa: E402
+from embedprobe.memory import baselines  # noqa: E402
+from embedprobe.memory import estimate as estimates  # noqa: E402
+from embedprobe.memory import measure as memory  # noqa: E402
+from embedprobe.memory.refit import FITTED, fit_constants, rounded  # noqa: E402
 
 RESULT_TAG = "RESULT "
 MiB = estimates.MiB
@@ -136,7 +138,7 @@ class DemoSet:
 def job_config(folder: Path) -> dict:
     """The project's config with every root (data, cache, results, weights) under `folder`,
     so jobs write their runs tables and caches there, not into the working tree."""
-    from embedprobe.config import load_config
+    from embedprobe.core.config import load_config
 
     config = load_config()
     for key in ("data_root", "cache_root", "results_root", "weights_root"):
@@ -150,10 +152,10 @@ def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> 
     Four nights at least: embed holds reader_threads + 2 nights at once (two reading, one
     queued, one being batched), so a smaller dataset never reaches the peak a real one does.
     """
-    from embedprobe.config import resolve_roots
+    from embedprobe.core.config import resolve_roots
     from embedprobe.datasets.registry import dataset_root
-    from embedprobe.demo_data import generate
-    from embedprobe.windows import build_index, write_index
+    from embedprobe.datasets.sleep_edf.lookalike import generate
+    from embedprobe.pipeline.index import build_index, write_index
 
     folder.mkdir(parents=True, exist_ok=True)
     config = job_config(folder)
@@ -165,14 +167,14 @@ def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> 
     if not index.is_file():
         generate(dataset_root(config, roots, DEMO_DATASET), subjects, nights, hours)
         write_index(build_index(config, roots, DEMO_DATASET), index)
-    from embedprobe.windows import read_index
+    from embedprobe.pipeline.index import read_index
 
     return DemoSet(config, roots, index, len(read_index(index)), hours)
 
 
 def run_check(demo: DemoSet, model: str):
     """The workflow's check job for (demo, model) in its own process; its CheckResult."""
-    from embedprobe.check import OK, read_result
+    from embedprobe.pipeline.check import OK, read_result
 
     path = demo.folder / "check" / f"{model}.json"
     if not path.is_file():
@@ -190,8 +192,8 @@ def run_check(demo: DemoSet, model: str):
 
 def embed_inputs(demo: DemoSet, check) -> dict:
     """The embed job's estimate inputs exactly as preflight builds them."""
-    from embedprobe.preflight import embed_inputs as preflight_embed_inputs
-    from embedprobe.windows import read_index
+    from embedprobe.memory.preflight import embed_inputs as preflight_embed_inputs
+    from embedprobe.pipeline.index import read_index
 
     return preflight_embed_inputs(demo.config, demo.roots, DEMO_DATASET, check,
                                   read_index(demo.index))
@@ -200,7 +202,7 @@ def embed_inputs(demo: DemoSet, check) -> dict:
 def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> list[str]:
     """The workflow's embed job (knobs from the estimate JSON, torch threads from the config),
     from scratch: an earlier run's store or partial file is removed first."""
-    from embedprobe.cache import partial_path
+    from embedprobe.pipeline.store import partial_path
 
     out.unlink(missing_ok=True)
     partial_path(out).unlink(missing_ok=True)
@@ -230,7 +232,8 @@ def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
                 dataset: str = DEMO_DATASET) -> list[str]:
     """A finished embedding cache of X (as embed writes it) over `table` (default: a
     Sleep-EDF-like one for `labels`); returns its subject column."""
-    from embedprobe import __version__, cache
+    from embedprobe import __version__
+    from embedprobe.pipeline import store as cache
 
     table = window_table(labels) if table is None else table
     if not path.is_file():
@@ -247,8 +250,8 @@ def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
 
 
 def hard_rows(n_rows: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The hard synthetic embeddings (embedprobe.synthetic): what a probe has to work at."""
-    from embedprobe.synthetic import hard_embeddings
+    """The hard synthetic embeddings (embedprobe.probing.synthetic): what a probe has to work at."""
+    from embedprobe.probing.synthetic import hard_embeddings
 
     return hard_embeddings(n_rows, dim, seed=seed)
 
@@ -264,7 +267,7 @@ def probe_inputs(config: dict, benchmark: str, subjects: list[str], dim: int,
     """A probe job's estimate inputs exactly as preflight builds them (the benchmark's task)."""
     import pandas as pd
 
-    from embedprobe.tasks import benchmark_task
+    from embedprobe.tasks.registry import benchmark_task
 
     bench = config["benchmarks"][benchmark]
     table = pd.DataFrame({"subject": subjects})
@@ -284,9 +287,9 @@ def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: 
 def seizure_set(folder: Path):
     """A CHB-MIT look-alike (EDF files and summaries as PhysioNet lays them out) and its window
     index; returns (the job config that finds it, the index)."""
-    from embedprobe.config import resolve_roots
+    from embedprobe.core.config import resolve_roots
     from embedprobe.datasets.registry import dataset_root, generator_for
-    from embedprobe.windows import build_index, read_index, write_index
+    from embedprobe.pipeline.index import build_index, read_index, write_index
 
     config = job_config(folder)
     config["datasets"][SEIZURE_DATASET].update(
@@ -346,8 +349,9 @@ def brain_age_set(folder: Path, n_subjects: int, dim: int):
 
     import pandas as pd
 
-    from embedprobe import __version__, cache
-    from embedprobe.demo_data import write_subjects_table
+    from embedprobe import __version__
+    from embedprobe.datasets.sleep_edf.lookalike import write_subjects_table
+    from embedprobe.pipeline import store as cache
 
     config = job_config(folder)
     data = Path(config["data_root"]) / config["datasets"][DEMO_DATASET]["path"]
@@ -388,7 +392,7 @@ def brain_age_inputs(config: dict, subjects: list[str], dim: int) -> dict:
     """The brain-age job's estimate inputs exactly as preflight builds them (fold 0)."""
     import pandas as pd
 
-    from embedprobe.tasks import benchmark_task
+    from embedprobe.tasks.registry import benchmark_task
 
     bench = config["benchmarks"][AGE_BENCHMARK]
     table = pd.DataFrame({"subject": subjects})
@@ -416,7 +420,7 @@ def _report(**values) -> None:
 def child_ridge(p: dict) -> None:
     """The brain-age ridge path: fit_age_fold on the training subjects' mean embeddings."""
     _step_imports("ridge")
-    from embedprobe.probe import fit_age_fold
+    from embedprobe.probing.probe import fit_age_fold
 
     means, ages = np.load(p["x"]), np.load(p["ages"])
     train = np.arange(len(ages)) < p["n_train"]  # boolean masks copy, as in probe_fold
@@ -427,7 +431,7 @@ def child_ridge(p: dict) -> None:
 def child_subject_means(p: dict) -> None:
     """The brain-age job's first part: one mean embedding per subject, streamed from the store."""
     _step_imports("probe")
-    from embedprobe.cache import open_embeddings
+    from embedprobe.pipeline.store import open_embeddings
 
     with open_embeddings(p["store"]) as store:
         subjects, means = store.mean_by("subject")
@@ -442,10 +446,10 @@ def child_gpu(p: dict) -> None:
     if not torch.cuda.is_available():
         _report(cuda=False)
         return
-    from embedprobe.channel_maps import channel_plan
-    from embedprobe.config import load_config
+    from embedprobe.core.config import load_config
     from embedprobe.models.encoder import Encoder
     from embedprobe.models.registry import model_spec
+    from embedprobe.pipeline.channel_maps import channel_plan
 
     config = load_config()
     spec = model_spec(config, p["model"])
@@ -516,7 +520,7 @@ PLANS = {
 }
 
 # What each job's fit sets (FITTED) and the envelope fit itself (fit_constants, rounded) live
-# in embedprobe.calibration_fit, shared with `embedprobe calibrate --from-runs`.
+# in embedprobe.memory.refit, shared with `embedprobe calibrate --from-runs`.
 STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
               "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies"}
 BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",

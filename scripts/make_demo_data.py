@@ -16,8 +16,8 @@ try:
 except ImportError:  # run from a checkout without installing the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from embedprobe.demo_data import generate
-from embedprobe.errors import EmbedprobeError
+from embedprobe.core.errors import EmbedprobeError
+from embedprobe.datasets.sleep_edf.lookalike import generate
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,10 +21,10 @@ try:
 except ImportError:  # run from a checkout without installing the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from embedprobe.cache import sha256_file
-from embedprobe.config import load_config
-from embedprobe.errors import EmbedprobeError, UsageError
+from embedprobe.core.config import load_config
+from embedprobe.core.errors import EmbedprobeError, UsageError
 from embedprobe.models.registry import RANDOM, build_model, model_spec
+from embedprobe.pipeline.store import sha256_file
 
 
 def write_weights(model_id: str, out_path: Path, fmt: str | None = None, n_chans: int = 2,

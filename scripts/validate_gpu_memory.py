@@ -23,7 +23,7 @@ from pathlib import Path
 
 import calibrate_memory as jobs
 
-from embedprobe import memory
+from embedprobe.memory import measure as memory
 
 MiB = 1 << 20
 MODELS = ("biot_random", "labram_random", "cbramod_random", "eegpt_random")
@@ -98,7 +98,7 @@ def error(predicted: float, measured: float) -> str:
 
 def gpu_grid(workdir: Path | None = None) -> int:
     require_gpu()
-    from embedprobe.preflight import run_preflight
+    from embedprobe.memory.preflight import run_preflight
 
     started = time.monotonic()
     print("| model | batch | windows | device predicted MB | device request MB | device measured "

@@ -20,7 +20,7 @@ ru_maxrss from wait4, memory.run_measured), each predicted the way the workflow 
                   processes, 2x the cores) and once with a slow model
                   (EMBEDPROBE_FAULT_SLOW_BATCH_S: readers would run ahead if the stream let them)
 
-Probe estimates use the baselines preflight measures on this node (embedprobe.baselines), the
+Probe estimates use the baselines preflight measures on this node (embedprobe.memory.baselines), the
 embed estimate the one the check job measures, as the workflow does.
 
 error = (predicted - measured) / measured. Targets: median |error| <= 5%, no error below -10%,
@@ -57,9 +57,10 @@ from pathlib import Path
 
 import calibrate_memory as jobs  # the real-job workloads, shared with the calibration
 
-from embedprobe import estimates, memory
-from embedprobe.baselines import probe_baseline_inputs
-from embedprobe.config import load_config
+from embedprobe.core.config import load_config
+from embedprobe.memory import estimate as estimates
+from embedprobe.memory import measure as memory
+from embedprobe.memory.baselines import probe_baseline_inputs
 
 MiB = estimates.MiB
 MEDIAN_TARGET = 0.05
@@ -159,7 +160,7 @@ def measure_embed(demo, model: str, preflight_path: Path, contention: str | None
 def embed_rows(grid: dict, workdir: Path, contended: bool = False) -> Iterator[Row]:
     """The embed job of each model on each night length, predicted by run_preflight; with
     `contended`, at one night length beside a CPU load and with a slow model."""
-    from embedprobe.preflight import run_preflight
+    from embedprobe.memory.preflight import run_preflight
 
     checks: dict[str, Path] = {}
     plan = ([(grid["contended_hours"], c) for c in CONTENTIONS if c] if contended
@@ -208,8 +209,8 @@ def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
     """The brain-age probe job (fold 0) as the workflow runs it, predicted as preflight does."""
     import pandas as pd
 
-    from embedprobe.preflight import probe_estimate
-    from embedprobe.tasks import benchmark_task
+    from embedprobe.memory.preflight import probe_estimate
+    from embedprobe.tasks.registry import benchmark_task
 
     key = f"probe/{jobs.AGE_BENCHMARK}/fold0"
     for dim in grid["ridge_widths"]:
@@ -233,8 +234,8 @@ def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
     """The seizure probe job (fold 0) as the workflow runs it, predicted as preflight does."""
     import pandas as pd
 
-    from embedprobe.preflight import probe_estimate
-    from embedprobe.tasks import benchmark_task
+    from embedprobe.memory.preflight import probe_estimate
+    from embedprobe.tasks.registry import benchmark_task
 
     key = f"probe/{jobs.SEIZURE_BENCHMARK}/fold0"
     config, index = jobs.seizure_set(workdir)

@@ -33,7 +33,7 @@ def project():
 @pytest.fixture(scope="session")
 def demo_root(tmp_path_factory) -> Path:
     """A small generated Sleep-EDF demo (5 subjects x 2 nights x 1 h), written once per session."""
-    from embedprobe.demo_data import generate
+    from embedprobe.datasets.sleep_edf.lookalike import generate
 
     root = tmp_path_factory.mktemp("demo") / "sleep-edf"
     generate(root, n_subjects=5, nights=2, hours=1.0, seed=0)

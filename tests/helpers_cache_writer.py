@@ -24,7 +24,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from embedprobe import cache  # noqa: E402
+from embedprobe.pipeline import store as cache  # noqa: E402
 
 
 def window_table(n: int) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import numpy as np
 import scipy.signal
 import yaml
 
-from embedprobe.channel_maps import CHANNEL_MAP_DIR, channel_plan
+from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_plan
 
 WINDOW_S = 10
 BANDS = ((1, 2.5), (2.5, 6), (6, 9), (9, 13), (13, 20), (20, 30), (30, 45))

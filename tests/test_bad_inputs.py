@@ -26,18 +26,19 @@ import pandas as pd
 import pytest
 import yaml
 
-from embedprobe import cli, demo_data, overrides, report
-from embedprobe.datasets import (
-    bnci2014_001,
-    bnci2014_001_lookalike,
-    chbmit_lookalike,
-    physionet_mi_lookalike,
-    quality,
-    siena_lookalike,
-    sleep_edf,
-)
-from embedprobe.errors import DataError
-from embedprobe.tasks import task_for
+from embedprobe import cli
+from embedprobe.core import overrides
+from embedprobe.core.errors import DataError
+from embedprobe.datasets import quality
+from embedprobe.datasets.bnci2014_001 import lookalike as bnci2014_001_lookalike
+from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
+from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
+from embedprobe.datasets.physionet_mi import lookalike as physionet_mi_lookalike
+from embedprobe.datasets.siena import lookalike as siena_lookalike
+from embedprobe.datasets.sleep_edf import lookalike as demo_data
+from embedprobe.datasets.sleep_edf import reader as sleep_edf
+from embedprobe.reporting import summary as report
+from embedprobe.tasks.registry import task_for
 
 DATASET = "bad_edf"
 VENV_BIN = Path(sys.executable).parent
@@ -520,9 +521,9 @@ def test_fix_commands_of_the_other_formats_work_as_printed(case, setting, flagge
 def test_the_fetch_fix_of_a_skipped_pair_is_a_command(tmp_path, capsys, monkeypatch):
     """A hub checkpoint not fetched: the plan's and the table's fix runs as printed (its
     `# then run again` is the shell's); here the download itself is replaced."""
-    from embedprobe.config import load_config
+    from embedprobe.core.config import load_config
     from embedprobe.models import hub
-    from embedprobe.rules_support import known_skips
+    from embedprobe.smk.rules_support import known_skips
 
     config = load_config()
     config["weights_root"] = str(tmp_path / "weights")

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from embedprobe.channel_maps import ChannelPlan
-from embedprobe.embed import preprocessing_key
 from embedprobe.models.registry import ModelSpec
-from embedprobe.window_source import band_pass
+from embedprobe.pipeline.channel_maps import ChannelPlan
+from embedprobe.pipeline.embed import preprocessing_key
+from embedprobe.pipeline.window_source import band_pass
 
 
 def test_band_pass_keeps_the_band_and_drops_the_rest():

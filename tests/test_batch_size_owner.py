@@ -7,8 +7,8 @@ import json
 from argparse import Namespace
 
 from embedprobe.cli import embed_knobs
-from embedprobe.config import load_config
-from embedprobe.estimates import MiB, fit_knobs
+from embedprobe.core.config import load_config
+from embedprobe.memory.estimate import MiB, fit_knobs
 
 
 def preflight_json(tmp_path, knobs: dict):

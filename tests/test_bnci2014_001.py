@@ -10,10 +10,10 @@ import pytest
 import scipy.io
 from helpers_motor_imagery import band_power_accuracy
 
-from embedprobe.datasets import bnci2014_001 as bnci
-from embedprobe.datasets import bnci2014_001_lookalike as lookalike
+from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry
-from embedprobe.errors import DataError, UsageError
+from embedprobe.datasets.bnci2014_001 import lookalike
+from embedprobe.datasets.bnci2014_001 import reader as bnci
 
 SETTINGS = {"subjects": 2, "sessions": ["T", "E"], "runs_per_session": 2, "trials_per_run": 8,
             "eog_runs": 3, "eog_run_seconds": [4, 2, 2], "seed": 5}
@@ -188,7 +188,7 @@ def test_layout_and_setting_errors(tmp_path):
     with pytest.raises(UsageError, match="eog_run_seconds"):
         lookalike.plan({"eog_runs": 1})
     assert registry.READERS["bnci2014_001"] is bnci
-    assert registry.GENERATORS["bnci2014_001"] == "embedprobe.datasets.bnci2014_001_lookalike"
+    assert registry.GENERATORS["bnci2014_001"] == "embedprobe.datasets.bnci2014_001.lookalike"
 
 
 def test_the_class_signature_survives_amplitude_scaling(tmp_path):

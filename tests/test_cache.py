@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from embedprobe import cache
-from embedprobe.cache import (
+from embedprobe.core.errors import CacheError
+from embedprobe.pipeline import store as cache
+from embedprobe.pipeline.store import (
     CacheIdentity,
     EmbeddingWriter,
     inspect,
@@ -24,7 +25,6 @@ from embedprobe.cache import (
     partial_path,
     window_table_sha256,
 )
-from embedprobe.errors import CacheError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_cache_writer import embeddings_for, identity_for, window_table  # noqa: E402

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 from helpers_seizure import band_power_auroc, check_channel_map
 
-from embedprobe.datasets import chbmit, chbmit_lookalike, registry
+from embedprobe.core.errors import DataError, UsageError
+from embedprobe.datasets import registry
 from embedprobe.datasets.base import Event
-from embedprobe.errors import DataError, UsageError
+from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
+from embedprobe.datasets.chbmit import reader as chbmit
 
 SETTINGS = {"patients": 5, "files_per_patient": 2, "minutes_per_file": 4, "seed": 0}
 SECONDS = 4 * 60

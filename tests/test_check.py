@@ -19,8 +19,10 @@ import yaml
 from conftest import with_local_weights
 
 from embedprobe import cli
-from embedprobe.channel_maps import CHANNEL_MAP_DIR
-from embedprobe.check import (
+from embedprobe.core.config import load_config
+from embedprobe.models.registry import RANDOM, build_model, model_spec
+from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR
+from embedprobe.pipeline.check import (
     FAILED,
     OK,
     RULED_OUT,
@@ -38,8 +40,6 @@ from embedprobe.check import (
     to_csv,
     write_result,
 )
-from embedprobe.config import load_config
-from embedprobe.models.registry import RANDOM, build_model, model_spec
 
 DATASET = "sleep_edf_expanded"
 N_RECORDINGS = 10  # conftest's demo: 5 subjects x 2 nights
@@ -161,9 +161,9 @@ def test_found_pair_gives_the_documented_row(passed):
 
 def test_first_batch_is_what_embed_reads(setup):
     """The checked windows are embed's: index rows from build_index, signals from WindowSource."""
-    from embedprobe.channel_maps import channel_plan
-    from embedprobe.embed import WindowSource
-    from embedprobe.windows import build_index
+    from embedprobe.pipeline.channel_maps import channel_plan
+    from embedprobe.pipeline.embed import WindowSource
+    from embedprobe.pipeline.index import build_index
 
     config, roots = setup
     spec = model_spec(config, "biot_random")

@@ -2,8 +2,8 @@ import copy
 
 import pytest
 
-from embedprobe.config import check_names, load_config, resolve_roots
-from embedprobe.errors import UsageError
+from embedprobe.core.config import check_names, load_config, resolve_roots
+from embedprobe.core.errors import UsageError
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from embedprobe.config import SCHEMA_PATH, check_names, fill_defaults, load_config
+from embedprobe.core.config import SCHEMA_PATH, check_names, fill_defaults, load_config
 
 PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "embedprobe"
 
@@ -67,9 +67,9 @@ def test_no_module_repeats_a_schema_default():
 
 
 def test_a_units_length_has_one_default_per_labelling_task():
-    from embedprobe.config import load_config
+    from embedprobe.core.config import load_config
     from embedprobe.models.registry import model_spec
-    from embedprobe.tasks import unit_seconds
+    from embedprobe.tasks.registry import unit_seconds
 
     config = load_config()
     config["datasets"]["chbmit_demo"].pop("epoch_seconds", None)

@@ -17,9 +17,9 @@ from sklearn.metrics import cohen_kappa_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from embedprobe import demo_data
-from embedprobe.datasets import sleep_edf
-from embedprobe.errors import UsageError
+from embedprobe.core.errors import UsageError
+from embedprobe.datasets.sleep_edf import lookalike as demo_data
+from embedprobe.datasets.sleep_edf import reader as sleep_edf
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"n_subjects": 2, "nights": 1, "hours": 0.25, "seed": 3}

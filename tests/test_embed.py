@@ -12,8 +12,8 @@ import h5py
 import numpy as np
 import pytest
 
-from embedprobe.config import load_config
-from embedprobe.demo_data import generate
+from embedprobe.core.config import load_config
+from embedprobe.datasets.sleep_edf.lookalike import generate
 
 BATCH = 8
 
@@ -148,7 +148,7 @@ def test_oom_at_batch_one_fails_with_a_record(tiny):
 def test_batches_regroup_recordings_into_full_batches_in_order():
     """Any recording lengths (empty ones too) and batch size: every window once, in order,
     every batch full but the last."""
-    from embedprobe.embed import batches
+    from embedprobe.pipeline.embed import batches
 
     rng = np.random.default_rng(0)
     for _ in range(300):
@@ -183,7 +183,7 @@ def test_reading_ahead_is_bounded_whatever_the_model_speed():
 
     import pandas as pd
 
-    from embedprobe.embed import WindowSource
+    from embedprobe.pipeline.embed import WindowSource
 
     class CountingSource(WindowSource):
         whole_recordings = False  # parts of PART_WINDOWS: these recordings are one part each
@@ -391,10 +391,10 @@ def test_a_fresh_run_sets_its_readers_to_work_while_the_model_is_built(tiny, mon
     run learns its first row from the store, so its readers start after the model."""
     import torch
 
-    from embedprobe import embed as embed_step
-    from embedprobe.config import resolve_roots
+    from embedprobe.core.config import resolve_roots
     from embedprobe.models.encoder import Ready
-    from embedprobe.window_source import WindowStream
+    from embedprobe.pipeline import embed as embed_step
+    from embedprobe.pipeline.window_source import WindowStream
 
     root, job, index = tiny
     config = json.loads(job)
@@ -441,9 +441,9 @@ def test_each_batch_is_stored_while_the_next_one_is_computed(tiny, monkeypatch):
     """A GPU computes batch k + 1 while batch k is appended: the encoder is asked to start a
     batch before the one before is awaited and stored; the rows still land in order. (A
     failure keeps the batch computed before it: test_a_fresh_run_sets_its_readers_...)"""
-    from embedprobe import cache
-    from embedprobe import embed as embed_step
-    from embedprobe.config import resolve_roots
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.pipeline import embed as embed_step
+    from embedprobe.pipeline import store as cache
 
     root, job, index = tiny
     config = json.loads(job)
@@ -493,11 +493,11 @@ def test_each_batch_is_stored_while_the_next_one_is_computed(tiny, monkeypatch):
 
 def first_windows(config, index):
     """The index's first recording's windows as the readers make them (no model)."""
-    from embedprobe import embed as embed_step
-    from embedprobe.channel_maps import channel_plan
-    from embedprobe.config import resolve_roots
+    from embedprobe.core.config import resolve_roots
     from embedprobe.models.registry import model_spec
-    from embedprobe.windows import read_index
+    from embedprobe.pipeline import embed as embed_step
+    from embedprobe.pipeline.channel_maps import channel_plan
+    from embedprobe.pipeline.index import read_index
 
     spec = model_spec(config, "biot_random", "sleep_edf_demo")
     plan = channel_plan(config, "sleep_edf_demo", spec.family)
@@ -535,9 +535,9 @@ def test_the_device_like_encoder_queues_batches_and_waits_only_for_results(monke
 def test_a_failed_append_stops_the_store_and_is_the_error_reported(tiny, monkeypatch):
     """An append that fails (a full disk) ends the run with its own error: the batch computed
     after it is not appended behind a half-written one, and the durable rows are those before."""
-    from embedprobe import cache
-    from embedprobe import embed as embed_step
-    from embedprobe.config import resolve_roots
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.pipeline import embed as embed_step
+    from embedprobe.pipeline import store as cache
 
     root, job, index = tiny
     config = json.loads(job)
@@ -567,11 +567,11 @@ def test_a_batch_stored_after_an_out_of_memory_failure_keeps_its_own_size(tiny, 
     the rerun is the one it worked at, not the 1 that just failed."""
     import torch
 
-    from embedprobe import cache
-    from embedprobe import embed as embed_step
-    from embedprobe.config import resolve_roots
-    from embedprobe.errors import OutOfMemory
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.core.errors import OutOfMemory
     from embedprobe.models.encoder import Ready
+    from embedprobe.pipeline import embed as embed_step
+    from embedprobe.pipeline import store as cache
 
     root, job, index = tiny
     config = json.loads(job)

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from embedprobe import estimates
-from embedprobe.errors import OutOfMemory, UsageError
-from embedprobe.estimates import MiB, estimate, fit_knobs
+from embedprobe.core.errors import OutOfMemory, UsageError
+from embedprobe.memory import estimate as estimates
+from embedprobe.memory.estimate import MiB, estimate, fit_knobs
 
 CALIBRATION = {"jobs": estimates.DEFAULT_CONSTANTS}
 GiB = 1024 * MiB

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from estimates_identity_cases import CASES, all_outcomes, summary
 
-from embedprobe import estimates
+from embedprobe.memory import estimate as estimates
 
 # Recorded from commit 8412dae (before JobType): (estimate total, total after fit_knobs, its
 # request MB, verdict, device total, knobs, sha256[:16] of the whole outcome as JSON).

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from embedprobe.errors import UsageError
-from embedprobe.folds import fold_split, subject_groups
+from embedprobe.core.errors import UsageError
+from embedprobe.probing.folds import fold_split, subject_groups
 
 
 def test_groups_are_deterministic_balanced_and_per_subject():

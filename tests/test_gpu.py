@@ -17,8 +17,8 @@ import torch
 from conftest import PROJECT, snakemake
 from test_check import DATASET, make_config
 
-from embedprobe import estimates
-from embedprobe.check import (
+from embedprobe.memory import estimate as estimates
+from embedprobe.pipeline.check import (
     FAILED,
     OK,
     check_pair,
@@ -27,8 +27,8 @@ from embedprobe.check import (
     to_csv,
     write_result,
 )
-from embedprobe.rules_support import gpu_resources
-from embedprobe.windows import build_index, write_index
+from embedprobe.pipeline.index import build_index, write_index
+from embedprobe.smk.rules_support import gpu_resources
 
 MiB = 2**20
 MODEL = "biot_random"
@@ -216,7 +216,7 @@ def test_preflight_takes_the_measured_context_reserve_and_host_baseline(pair, tm
 
 
 def test_gpu_memory_readers_parse_and_say_why_they_cannot(monkeypatch):
-    from embedprobe import memory
+    from embedprobe.memory import measure as memory
 
     apps = "4242, 1349\n4242, 10\n77, [N/A]\nno, thing\n"
     assert memory.parse_compute_apps(apps) == {4242: 1359 * MiB}

@@ -23,16 +23,17 @@ import numpy as np
 import pytest
 import torch
 
-from embedprobe import cli, rules_support
-from embedprobe.check import FAILED, OK, RULED_OUT, SKIPPED, check_pair
-from embedprobe.config import load_config
-from embedprobe.demo_data import generate
-from embedprobe.errors import WeightsError
+from embedprobe import cli
+from embedprobe.core.config import load_config
+from embedprobe.core.errors import WeightsError
+from embedprobe.datasets.sleep_edf.lookalike import generate
 from embedprobe.models import hub
 from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import RANDOM, build_model, model_spec
-from embedprobe.rules_support import known_skips, runnable_models
+from embedprobe.pipeline.check import FAILED, OK, RULED_OUT, SKIPPED, check_pair
+from embedprobe.smk import rules_support
+from embedprobe.smk.rules_support import known_skips, runnable_models
 
 DATASET = "sleep_edf_demo"
 BIOT_REPO = "braindecode/biot-pretrained-six-datasets-18chs"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT
 
-from embedprobe import memory
+from embedprobe.memory import measure as memory
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -168,7 +168,7 @@ def test_runs_table_follows_its_header(tmp_path):
 
 ARENA_PROBE = """
 import ctypes, sys, threading
-from embedprobe.allocator import use_one_malloc_arena
+from embedprobe.memory.allocator import use_one_malloc_arena
 print(use_one_malloc_arena())
 def work():
     blocks = [bytearray(200_000) for _ in range(50)]  # past glibc's first-malloc lazy paths

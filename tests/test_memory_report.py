@@ -24,14 +24,16 @@ import pytest
 import yaml
 from conftest import PROJECT
 
-from embedprobe import cli, estimates, memory_report
-from embedprobe.calibration_fit import FROM_RUNS, PROVENANCE_FROM_RUNS
-from embedprobe.config import load_config, resolve_roots
-from embedprobe.estimates import MiB
-from embedprobe.memory import append_runs_row
-from embedprobe.preflight_record import estimate_path
-from embedprobe.rules_support import benchmark_targets
-from embedprobe.tasks import benchmark_task
+from embedprobe import cli
+from embedprobe.core.config import load_config, resolve_roots
+from embedprobe.memory import estimate as estimates
+from embedprobe.memory import report as memory_report
+from embedprobe.memory.estimate import MiB
+from embedprobe.memory.measure import append_runs_row
+from embedprobe.memory.records import estimate_path
+from embedprobe.memory.refit import FROM_RUNS, PROVENANCE_FROM_RUNS
+from embedprobe.smk.rules_support import benchmark_targets
+from embedprobe.tasks.registry import benchmark_task
 
 BIAS = 1.35  # every refitted constant of the table in use is 35% too high
 NOISE = 0.02  # measured peaks vary by +-2% around the true formula
@@ -644,7 +646,8 @@ REAL_KEY = "probe/demo/fold0"
 def real_store(path: Path, rows: int, dim: int) -> pd.DataFrame:
     """A finished embedding store as embed writes it: ten subjects, five stages that follow
     the first features (something to learn, quickly). Returns its window table."""
-    from embedprobe import __version__, cache
+    from embedprobe import __version__
+    from embedprobe.pipeline import store as cache
 
     rng = np.random.default_rng([rows, dim])
     X = rng.standard_normal((rows, dim), dtype=np.float32)
@@ -668,7 +671,7 @@ class RealProbes:
     benchmark preflight JSON from a calibration) and runs every job as the workflow does."""
 
     def __init__(self, folder: Path):
-        from embedprobe.baselines import probe_baseline_inputs
+        from embedprobe.memory.baselines import probe_baseline_inputs
 
         self.config = load_config()
         for key in ("data_root", "cache_root", "results_root", "weights_root"):

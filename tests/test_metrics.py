@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from embedprobe.metrics import (
+from embedprobe.probing.metrics import (
     accuracy,
     balanced_accuracy,
     classification_scores,

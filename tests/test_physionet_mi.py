@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from helpers_motor_imagery import band_power_accuracy
 
-from embedprobe.datasets import physionet_mi as pm
-from embedprobe.datasets import physionet_mi_lookalike as lookalike
+from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry
-from embedprobe.errors import DataError, UsageError
+from embedprobe.datasets.physionet_mi import lookalike
+from embedprobe.datasets.physionet_mi import reader as pm
 
 # Runs of every kind: baseline, executed and imagined left/right fist, imagined and executed
 # both fists/feet.
@@ -110,7 +110,7 @@ def test_registry_knows_the_format_and_refuses_a_partial_download(demo):
                                   "expected_recordings": 12}}}
     roots = {"data_root": str(root.parent)}
     assert registry.READERS["physionet_mi"] is pm
-    assert registry.GENERATORS["physionet_mi"] == "embedprobe.datasets.physionet_mi_lookalike"
+    assert registry.GENERATORS["physionet_mi"] == "embedprobe.datasets.physionet_mi.lookalike"
     with pytest.raises(DataError) as info:
         registry.require_data(config, roots, "mi")
     assert "S001R08.edf (run 8 of S001) is missing" in info.value.message

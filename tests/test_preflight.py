@@ -11,10 +11,10 @@ import pytest
 from conftest import PROJECT
 from test_check import DATASET, make_config
 
-from embedprobe.check import OK, check_pair, write_result
-from embedprobe.preflight_record import estimate_path, job_estimate
-from embedprobe.rules_support import preflight_job_config_json
-from embedprobe.windows import build_index, write_index
+from embedprobe.memory.records import estimate_path, job_estimate
+from embedprobe.pipeline.check import OK, check_pair, write_result
+from embedprobe.pipeline.index import build_index, write_index
+from embedprobe.smk.rules_support import preflight_job_config_json
 
 MODEL = "biot_random"
 

@@ -3,9 +3,9 @@ import io
 import numpy as np
 import pytest
 
-from embedprobe.errors import UsageError
-from embedprobe.preprocess import cut_windows, resample, scale, split_subwindows
-from embedprobe.progress import Progress
+from embedprobe.core.errors import UsageError
+from embedprobe.core.progress import Progress
+from embedprobe.pipeline.preprocess import cut_windows, resample, scale, split_subwindows
 
 
 def test_cut_windows_copies_the_right_samples():

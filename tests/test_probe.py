@@ -7,9 +7,9 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from embedprobe.errors import DataError, UsageError
-from embedprobe.metrics import cohen_kappa
-from embedprobe.probe import (
+from embedprobe.core.errors import DataError, UsageError
+from embedprobe.probing.metrics import cohen_kappa
+from embedprobe.probing.probe import (
     AGE_BINS,
     ALPHA_GRID,
     C_GRID,
@@ -23,7 +23,7 @@ from embedprobe.probe import (
     fit_logistic_probe,
     stratified_folds,
 )
-from embedprobe.synthetic import hard_probe_splits
+from embedprobe.probing.synthetic import hard_probe_splits
 
 SPLIT_KEYS = ("X_train", "y_train", "X_val", "y_val", "X_test", "y_test")
 

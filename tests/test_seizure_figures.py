@@ -3,8 +3,13 @@
 import matplotlib.image
 import numpy as np
 
-from embedprobe.seizure_figures import plot_roc_pr, plot_sensitivity_vs_fa
-from embedprobe.seizure_scoring import RecordingTruth, WindowTimeline, score_fold, window_labels
+from embedprobe.tasks.seizure.figures import plot_roc_pr, plot_sensitivity_vs_fa
+from embedprobe.tasks.seizure.scoring import (
+    RecordingTruth,
+    WindowTimeline,
+    score_fold,
+    window_labels,
+)
 
 
 def fold_curves(seed: int, seizures=((100.0, 160.0), (2000.0, 2100.0))) -> dict:

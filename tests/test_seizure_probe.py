@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from embedprobe.errors import DataError
-from embedprobe.seizure_probe import fit_seizure_probe
-from embedprobe.seizure_scoring import (
+from embedprobe.core.errors import DataError
+from embedprobe.tasks.seizure.probe import fit_seizure_probe
+from embedprobe.tasks.seizure.scoring import (
     METRICS,
     RecordingTruth,
     WindowTimeline,

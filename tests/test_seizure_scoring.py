@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from embedprobe.errors import DataError
-from embedprobe.seizure_scoring import (
+from embedprobe.core.errors import DataError
+from embedprobe.tasks.seizure.scoring import (
     METRICS,
     RecordingTruth,
     WindowTimeline,

@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 from helpers_seizure import band_power_auroc, check_channel_map
 
-from embedprobe.datasets import registry, siena, siena_lookalike
+from embedprobe.core.errors import DataError, UsageError
+from embedprobe.datasets import registry
 from embedprobe.datasets.base import Event
-from embedprobe.errors import DataError, UsageError
+from embedprobe.datasets.siena import lookalike as siena_lookalike
+from embedprobe.datasets.siena import reader as siena
 
 SETTINGS = {"patients": 5, "files_per_patient": 2, "minutes_per_file": 3, "seed": 0}
 SECONDS = 3 * 60

@@ -10,9 +10,9 @@ import shutil
 import numpy as np
 import pytest
 
-from embedprobe import demo_data
-from embedprobe.datasets import sleep_edf
-from embedprobe.datasets.sleep_edf import DataError
+from embedprobe.datasets.sleep_edf import lookalike as demo_data
+from embedprobe.datasets.sleep_edf import reader as sleep_edf
+from embedprobe.datasets.sleep_edf.reader import DataError
 
 DEMO = {"n_subjects": 3, "nights": 1, "hours": 1.0, "seed": 7}
 EPOCH = 3000  # samples per 30 s epoch at 100 Hz

@@ -121,10 +121,10 @@ def test_motor_imagery_trials_start_half_a_second_after_each_cue(mi_run):
 
 def test_motor_imagery_probe_on_shuffled_labels_is_near_chance(mi_run):
     """The same embeddings with the trial labels shuffled: the LOSO probe finds nothing."""
-    from embedprobe.probe import fit_logistic_probe
+    from embedprobe.probing.probe import fit_logistic_probe
 
     workdir, _ = mi_run
-    from embedprobe.cache import open_embeddings
+    from embedprobe.pipeline.store import open_embeddings
 
     with open_embeddings(workdir / "cache/embeddings/physionet_mi_demo/biot_random.h5") as store:
         X = np.asarray(store.embeddings[:], dtype=np.float32)
@@ -150,8 +150,8 @@ def test_memory_panel_and_refit_read_the_task_probes(run_name, benchmark, probe_
     """The newer tasks' probe jobs are in their benchmark's memory panel, and a refit from the
     runs table finds every run's inputs in the split preflight files (the pair's JSON for
     embed, the benchmark's for its folds)."""
-    from embedprobe.calibration_fit import join_runs
-    from embedprobe.memory_report import read_runs
+    from embedprobe.memory.refit import join_runs
+    from embedprobe.memory.report import read_runs
 
     workdir, _ = request.getfixturevalue(run_name)
     bench = yaml.safe_load((PROJECT / "config/benchmarks.yaml").read_text())[

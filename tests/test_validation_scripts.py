@@ -15,7 +15,7 @@ sys.path.insert(0, str(PROJECT / "scripts"))
 from validate_fresh_clone import run_line  # noqa: E402
 from validate_memory import cpu_load  # noqa: E402
 
-from embedprobe.embed import EmbedSettings  # noqa: E402
+from embedprobe.pipeline.embed import EmbedSettings  # noqa: E402
 
 
 def runs(peaks, requests, statuses=None) -> pd.DataFrame:

@@ -15,14 +15,15 @@ import pandas as pd
 import pytest
 from scipy.signal import resample_poly
 
-from embedprobe.channel_maps import channel_plan
-from embedprobe.config import load_config
-from embedprobe.datasets import sleep_edf
-from embedprobe.demo_data import generate
-from embedprobe.errors import DataError, EmbedprobeError, OutOfMemory, UsageError
+from embedprobe.core.config import load_config
+from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory, UsageError
+from embedprobe.datasets.sleep_edf import reader as sleep_edf
+from embedprobe.datasets.sleep_edf.lookalike import generate
 from embedprobe.models.registry import model_spec
-from embedprobe.preprocess import abs_quantile, model_windows, recorded_span
-from embedprobe.window_source import (
+from embedprobe.pipeline.channel_maps import channel_plan
+from embedprobe.pipeline.index import build_index
+from embedprobe.pipeline.preprocess import abs_quantile, model_windows, recorded_span
+from embedprobe.pipeline.window_source import (
     PART_WINDOWS,
     PROCESSES,
     THREADS,
@@ -30,7 +31,6 @@ from embedprobe.window_source import (
     WindowSource,
     largest_part,
 )
-from embedprobe.windows import build_index
 
 DATASET = "sleep_edf_demo"
 FACTORS = {"microvolts": 1e6, "millivolts": 1e3, "0.1mV": 1e4, "none": 1.0}
@@ -96,7 +96,7 @@ def test_model_windows_equal_the_whole_night_pipeline_bit_for_bit(scaling):
 @pytest.mark.parametrize("up", [2, 3, 4, 5])
 def test_integer_upsampling_is_resample_poly_bit_for_bit(up):
     """preprocess.resample's own loop for whole-number rate ratios (100 -> 200 Hz, ...)."""
-    from embedprobe.preprocess import resample
+    from embedprobe.pipeline.preprocess import resample
 
     rng = np.random.default_rng(up)
     for n in (1, 2, 7, 50, 999, 20_001, 40_000):
@@ -112,7 +112,7 @@ def test_a_2x_upsamplings_single_tap_phase_is_the_full_sum_bit_for_bit(monkeypat
     ~1e-17: that product alone where it is provably the sum, the full sum where it may not be
     (exact zeros of either sign, samples tiny against the peak), and no shortcut at all for a
     signal that is not finite."""
-    from embedprobe import preprocess
+    from embedprobe.pipeline import preprocess
 
     shortcut = []
     original = preprocess._single_tap_sums
@@ -210,7 +210,7 @@ def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(dem
     """Parts of 7 windows (100 -> 200 Hz and 100 -> 256 Hz, 30-s and 10-s windows): each read
     covers its windows and the filter's reach, far less than the file; the bytes are those of
     whole recordings, from every reader kind and from a resume mid-part."""
-    import embedprobe.window_source as window_source
+    import embedprobe.pipeline.window_source as window_source
 
     config, roots, index = demo
     if model == "eegpt_random":  # 10-s windows: three per 30-s epoch row, every 10 s
@@ -308,7 +308,7 @@ def test_reader_processes_are_bounded_and_leave_no_shared_memory(demo, monkeypat
     """However slow the model: at most `workers + 1` parts submitted and not yet taken, one
     more held by the model, in workers + 2 slots; every slot is gone after the stream, also
     when the consumer stops early."""
-    from embedprobe import window_source
+    from embedprobe.pipeline import window_source
 
     monkeypatch.setattr(window_source, "PART_WINDOWS", 64)  # 3 nights of 146-148: 9 parts
     index = demo[2]
@@ -371,7 +371,7 @@ def test_too_little_shared_memory_is_refused_before_any_reader_starts(demo, monk
     class Tiny:
         f_bavail, f_frsize = 10, 4096
 
-    monkeypatch.setattr("embedprobe.window_source.os.statvfs", lambda path: Tiny())
+    monkeypatch.setattr("embedprobe.pipeline.window_source.os.statvfs", lambda path: Tiny())
     with pytest.raises(EmbedprobeError, match="/dev/shm has 0 MB free") as caught:
         next(source_for(demo, "biot_random").stream(0, 2, PROCESSES))
     assert "--shm-size" in caught.value.fix
@@ -380,7 +380,7 @@ def test_too_little_shared_memory_is_refused_before_any_reader_starts(demo, monk
 def test_a_gpu_jobs_estimate_counts_its_reader_processes():
     """embed_gpu's readers are processes: a server once, and each reader's own memory, on top
     of the nights in flight every reader kind holds; embed_cpu's threads add no process."""
-    from embedprobe.estimates import MiB, estimate, load_calibration
+    from embedprobe.memory.estimate import MiB, estimate, load_calibration
 
     calibration = load_calibration()
     inputs = {"batch_size": 256, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
@@ -404,11 +404,11 @@ def test_a_gpu_jobs_estimate_counts_its_reader_processes():
 READER_SCRIPT = """
 import json, pickle, sys
 import concurrent.futures.process, multiprocessing.forkserver, multiprocessing.shared_memory
-from embedprobe.window_source import READER_PRELOAD
+from embedprobe.pipeline.window_source import READER_PRELOAD
 for module in READER_PRELOAD:
     __import__(module)
 before = set(sys.modules)
-from embedprobe.window_source import make_windows
+from embedprobe.pipeline.window_source import make_windows
 with open(sys.argv[1], "rb") as jobs:
     for recipe, rec, starts, index_sfreq in pickle.load(jobs):
         assert make_windows(recipe, rec, starts, None, index_sfreq).shape[0] == len(starts)
@@ -425,9 +425,9 @@ def test_a_reader_process_imports_nothing_its_server_did_not_preload(demo, tmp_p
     import subprocess
     import sys
 
-    from embedprobe.datasets import bnci2014_001 as bnci
-    from embedprobe.datasets import bnci2014_001_lookalike as lookalike
-    from embedprobe.window_source import WindowRecipe
+    from embedprobe.datasets.bnci2014_001 import lookalike
+    from embedprobe.datasets.bnci2014_001 import reader as bnci
+    from embedprobe.pipeline.window_source import WindowRecipe
 
     source = source_for(demo, "biot_random")
     recording, rows = next(iter(demo[2].groupby("recording", sort=False)))

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import PROJECT, snakemake
 
-from embedprobe.preflight_record import estimate_path, job_estimate
+from embedprobe.memory.records import estimate_path, job_estimate
 
 pytestmark = pytest.mark.workflow
 

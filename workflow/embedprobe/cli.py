@@ -11,11 +11,16 @@ import json
 import sys
 from pathlib import Path
 
-from . import overrides
-from .allocator import use_one_malloc_arena
-from .config import check_names, fill_defaults, load_config, lookup, resolve_roots
-from .errors import EmbedprobeError, UsageError, remove_failure_record, write_failure_record
-from .overrides import apply_overrides, split_overrides
+from embedprobe.core import overrides
+from embedprobe.core.config import check_names, fill_defaults, load_config, lookup, resolve_roots
+from embedprobe.core.errors import (
+    EmbedprobeError,
+    UsageError,
+    remove_failure_record,
+    write_failure_record,
+)
+from embedprobe.core.overrides import apply_overrides, split_overrides
+from embedprobe.memory.allocator import use_one_malloc_arena
 
 
 def job_config(args) -> tuple[dict, dict]:
@@ -33,7 +38,7 @@ def job_config(args) -> tuple[dict, dict]:
 
 
 def cmd_demo_data(args, config, roots):
-    from .datasets.registry import dataset_root, generator_for
+    from embedprobe.datasets.registry import dataset_root, generator_for
 
     entry = lookup(config, "datasets", args.dataset)
     generator_for(config, args.dataset).write_lookalike(
@@ -41,8 +46,8 @@ def cmd_demo_data(args, config, roots):
 
 
 def cmd_index(args, config, roots):
-    from .datasets.registry import require_data
-    from .windows import build_index, write_index, write_quality
+    from embedprobe.datasets.registry import require_data
+    from embedprobe.pipeline.index import build_index, write_index, write_quality
 
     require_data(config, roots, args.dataset)
     quality: list = []
@@ -58,14 +63,14 @@ def cmd_index(args, config, roots):
 
 def estimate_for(args, job_key: str) -> dict:
     """This job's entry of the preflight JSON, or {} when run without one."""
-    from .preflight_record import job_estimate
+    from embedprobe.memory.records import job_estimate
 
     return job_estimate(args.estimate, job_key) if getattr(args, "estimate", None) else {}
 
 
 def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
     """The runs-table record of this attempt (measured peak beside the estimate)."""
-    from .runs import JobRecord
+    from embedprobe.memory.runs import JobRecord
 
     estimate = estimate_for(args, job_key)
     total = estimate.get("total")
@@ -75,7 +80,7 @@ def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
 
 
 def cmd_preflight(args, config, roots):
-    from .preflight import run_preflight, run_probe_preflight
+    from embedprobe.memory.preflight import run_preflight, run_probe_preflight
 
     paths = Path(args.check), Path(args.index), Path(args.out)
     if args.benchmark:
@@ -107,7 +112,7 @@ def embed_knobs(args, config) -> dict:
 def cmd_embed(args, config, roots):
     # The record starts before torch is imported: a job killed while importing still has one.
     with recorded(args, roots, "embed", "embed", args.dataset, args.model):
-        from .embed import EmbedSettings, run_embed
+        from embedprobe.pipeline.embed import EmbedSettings, run_embed
 
         knobs = embed_knobs(args, config)
         settings = EmbedSettings.from_environment(
@@ -125,11 +130,11 @@ def cmd_embed(args, config, roots):
 
 
 def cmd_probe(args, config, roots):
-    from .preflight_record import job_key as key_of
+    from embedprobe.memory.records import job_key as key_of
 
     job_key = key_of(args.benchmark, args.fold)
     with recorded(args, roots, "probe", job_key, args.dataset, args.model):
-        from .probe_fold import run_probe_fold
+        from embedprobe.pipeline.fold_job import run_probe_fold
 
         n_jobs = estimate_for(args, job_key).get("knobs", {}).get("n_jobs")
         if n_jobs:
@@ -139,8 +144,8 @@ def cmd_probe(args, config, roots):
 
 
 def cmd_aggregate(args, config, roots):
-    from .aggregate import aggregate_folds, format_table, write_results
-    from .tasks import benchmark_task
+    from embedprobe.reporting.aggregate import aggregate_folds, format_table, write_results
+    from embedprobe.tasks.registry import benchmark_task
 
     task = benchmark_task(config, args.benchmark)
     bench = lookup(config, "benchmarks", args.benchmark)
@@ -161,7 +166,7 @@ def cmd_check(args, config, roots):
     """
     import time
 
-    from .check import (
+    from embedprobe.pipeline.check import (
         check_pair,
         closing_notes,
         exit_code,
@@ -210,8 +215,8 @@ def cmd_check(args, config, roots):
 def cmd_summary(args, config, roots):
     import pandas as pd
 
-    from .report import plot_scores, read_quality, summary_markdown
-    from .tasks import benchmark_task
+    from embedprobe.reporting.summary import plot_scores, read_quality, summary_markdown
+    from embedprobe.tasks.registry import benchmark_task
 
     task = benchmark_task(config, args.benchmark)
     tables = {}
@@ -221,7 +226,7 @@ def cmd_summary(args, config, roots):
     quality = read_quality(args.quality or ())  # the datasets' index *.quality.tsv
     markdown = summary_markdown(tables, task, args.benchmark, quality)
     if args.memory:  # the benchmark's memory table (memory_panel's summary.md)
-        from .memory_report import as_section
+        from embedprobe.memory.report import as_section
 
         markdown += as_section(Path(args.memory).read_text())
     Path(args.out).write_text(markdown)
@@ -230,7 +235,7 @@ def cmd_summary(args, config, roots):
 
 
 def cmd_leaderboard(args, config, roots):
-    from .leaderboard import leaderboard_markdown
+    from embedprobe.reporting.leaderboard import leaderboard_markdown
 
     markdown = leaderboard_markdown(config, args.target, [Path(p) for p in args.tables])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -239,7 +244,7 @@ def cmd_leaderboard(args, config, roots):
 
 
 def cmd_pair_figure(args, config, roots):
-    from .tasks import benchmark_task
+    from embedprobe.tasks.registry import benchmark_task
 
     benchmark_task(config, args.benchmark).plot_pair(
         args.figure, [Path(p) for p in args.predictions], args.title, Path(args.out))
@@ -247,7 +252,7 @@ def cmd_pair_figure(args, config, roots):
 
 def cmd_memory(args, config, roots):
     """Estimate, request and measured peak per rule and model, from the runs table."""
-    from .memory_report import memory_report
+    from embedprobe.memory.report import memory_report
 
     bench = lookup(config, "benchmarks", args.benchmark) if args.benchmark else None
     text = memory_report(args.results_root or roots["results_root"], args.benchmark, bench,
@@ -258,8 +263,8 @@ def cmd_memory(args, config, roots):
 
 def cmd_calibrate(args, config, roots):
     """Refit the memory calibration from the runs table; the drift to stdout, notes to stderr."""
-    from .calibration_fit import calibrate_from_runs, drift_lines
-    from .estimates import JOB_TYPES, calibration_path, load_calibration
+    from embedprobe.memory.estimate import JOB_TYPES, calibration_path, load_calibration
+    from embedprobe.memory.refit import calibrate_from_runs, drift_lines
 
     unknown = sorted(set(args.job or ()) - set(JOB_TYPES))
     if unknown:
@@ -292,7 +297,7 @@ def cmd_fetch_weights(args, config, roots):
     <weights_root>/hub; a checkpoint already fetched and intact is not downloaded again."""
     import os
 
-    from .models.hub import fetch_models
+    from embedprobe.models.hub import fetch_models
 
     os.environ.pop("HF_HUB_OFFLINE", None)  # the one step that may reach the hub
     for model in args.models:
@@ -457,7 +462,7 @@ def main(argv=None) -> int:
         overrides.INVOCATION = ["embedprobe", *(sys.argv[1:] if original is None else original)]
     output = getattr(args, "out", None)
     if args.command != "fetch-weights":  # every other step loads checkpoints offline only
-        from .models.hub import go_offline
+        from embedprobe.models.hub import go_offline
 
         go_offline()
     try:

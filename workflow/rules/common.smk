@@ -3,7 +3,7 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 CONDA_ENV = "../../envs/embedprobe.yaml"
 
-from embedprobe.rules_support import (
+from embedprobe.smk.rules_support import (
     benchmark_fold_results,
     benchmark_tables,
     benchmark_targets,

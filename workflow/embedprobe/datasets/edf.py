@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError
-from .base import Signals, span_within
+from embedprobe.core.errors import DataError
+from embedprobe.datasets.base import Signals, span_within
 
 READ_CHUNK_SECONDS = 3600  # MNE reads float64: read an hour at a time into the float32 array
 

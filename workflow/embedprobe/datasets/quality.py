@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Signals
-from .edf import SignalHeader, read_edf_header
+from embedprobe.datasets.base import Signals
+from embedprobe.datasets.edf import SignalHeader, read_edf_header
 
 FLAT_SHARE = 0.5  # a channel flat (one digital value) in at least half of its windows
 CLIP_SHARE = 0.05  # at least 5% of its samples at the digital minimum or maximum

@@ -5,19 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import lookup
-from ..errors import DataError
-from ..overrides import rerun_with
-from . import bnci2014_001, chbmit, physionet_mi, siena, sleep_edf
+from embedprobe.core.config import lookup
+from embedprobe.core.errors import DataError
+from embedprobe.core.overrides import rerun_with
+from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
+from embedprobe.datasets.chbmit import reader as chbmit
+from embedprobe.datasets.physionet_mi import reader as physionet_mi
+from embedprobe.datasets.siena import reader as siena
+from embedprobe.datasets.sleep_edf import reader as sleep_edf
 
 READERS = {"sleep_edf": sleep_edf, "chbmit": chbmit, "siena": siena,
            "physionet_mi": physionet_mi, "bnci2014_001": bnci2014_001}
 # Format -> the module whose write_lookalike(root, generator settings) writes a look-alike.
-GENERATORS = {"sleep_edf": "embedprobe.demo_data",
-              "chbmit": "embedprobe.datasets.chbmit_lookalike",
-              "siena": "embedprobe.datasets.siena_lookalike",
-              "physionet_mi": "embedprobe.datasets.physionet_mi_lookalike",
-              "bnci2014_001": "embedprobe.datasets.bnci2014_001_lookalike"}
+GENERATORS = {"sleep_edf": "embedprobe.datasets.sleep_edf.lookalike",
+              "chbmit": "embedprobe.datasets.chbmit.lookalike",
+              "siena": "embedprobe.datasets.siena.lookalike",
+              "physionet_mi": "embedprobe.datasets.physionet_mi.lookalike",
+              "bnci2014_001": "embedprobe.datasets.bnci2014_001.lookalike"}
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from ..errors import ModelError
+from embedprobe.core.errors import ModelError
 
 if TYPE_CHECKING:  # the Snakefile reads this table at parse time: no torch there (~220 MB)
     import torch

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..preprocess import split_subwindows
-from .architectures import ARCHITECTURES
-from .registry import ModelSpec, build_model
+from embedprobe.models.architectures import ARCHITECTURES
+from embedprobe.models.registry import ModelSpec, build_model
+from embedprobe.pipeline.preprocess import split_subwindows
 
 
 class Ready:

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import WeightsError
+from embedprobe.core.errors import WeightsError
 
 HUB_PREFIX = "hf:"
 ALLOW_PATTERNS = ["config.json", "*.safetensors"]
@@ -159,7 +159,7 @@ def locate(repo: str, revision: str, roots: dict) -> HubState:
 
 def verified_weights(checkpoint: HubCheckpoint, model_id: str) -> str:
     """The weights file's sha256, which must be the one recorded at fetch time."""
-    from ..cache import sha256_file
+    from embedprobe.pipeline.store import sha256_file
 
     digest = sha256_file(checkpoint.weights)
     if digest != checkpoint.sha256:
@@ -175,7 +175,7 @@ def verified_weights(checkpoint: HubCheckpoint, model_id: str) -> str:
 
 def _files_ok(folder: Path, files: dict) -> list[str]:
     """The recorded files that are absent or whose sha256 differs."""
-    from ..cache import sha256_file
+    from embedprobe.pipeline.store import sha256_file
 
     return [name for name, digest in files.items()
             if not (folder / name).is_file() or sha256_file(folder / name) != digest]
@@ -208,7 +208,7 @@ def fetch(repo: str, revision: str, roots: dict) -> tuple[str, dict]:
             f"{' '.join(str(exc).split())[:300]}",
             fix="check the repo and revision in config/models.yaml, and run this on a node "
                 "that reaches huggingface.co") from exc
-    from ..cache import sha256_file
+    from embedprobe.pipeline.store import sha256_file
 
     files = {p.relative_to(folder).as_posix(): sha256_file(p)
              for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -226,7 +226,7 @@ def fetch(repo: str, revision: str, roots: dict) -> tuple[str, dict]:
 
 def fetch_models(config: dict, roots: dict, models: list[str] | None = None) -> list[str]:
     """Fetch every hub checkpoint named (default: all in config); one line per model."""
-    from .registry import model_spec
+    from embedprobe.models.registry import model_spec
 
     names = models or [m for m, e in config["models"].items() if hub_repo(e["weights"])]
     lines = []
@@ -272,7 +272,7 @@ def built_kwargs(spec, n_chans: int) -> dict:
     """What the model entry builds: the class defaults, the architecture's kwargs, `params:`."""
     import braindecode.models
 
-    from .architectures import ARCHITECTURES
+    from embedprobe.models.architectures import ARCHITECTURES
 
     arch = ARCHITECTURES[spec.architecture]
     cls = getattr(braindecode.models, arch.class_name)

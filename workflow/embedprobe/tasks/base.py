@@ -62,7 +62,7 @@ class Task:
     # --- folds ------------------------------------------------------------------------------
     def fold_groups(self, subjects, bench: dict) -> dict[str, int]:
         """Subject -> fold group: fold k tests group k and validates on group k+1."""
-        from ..folds import subject_groups
+        from embedprobe.probing.folds import subject_groups
 
         return subject_groups(subjects, bench["folds"], bench["fold_seed"])
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..datasets.registry import dataset_root, reader_for
-from ..errors import DataError
-from ..folds import fold_split, subject_groups
-from ..metrics import regression_scores
-from ..probe import AGE_BINS, ALPHA_GRID, fit_age_fold
-from .base import FoldJob, Task
+from embedprobe.core.errors import DataError
+from embedprobe.datasets.registry import dataset_root, reader_for
+from embedprobe.probing.folds import fold_split, subject_groups
+from embedprobe.probing.metrics import regression_scores
+from embedprobe.probing.probe import AGE_BINS, ALPHA_GRID, fit_age_fold
+from embedprobe.tasks.base import FoldJob, Task
 
 
 class BrainAge(Task):
@@ -84,7 +84,7 @@ class BrainAge(Task):
         return "probe_brain_age", inputs, 15
 
     def summary_notes(self, tables: dict[str, pd.DataFrame]) -> list[str]:
-        from ..aggregate import pair_status
+        from embedprobe.reporting.aggregate import pair_status
 
         return ["", "Baseline (predicting each fold's training mean age), MAE: "
                 + ", ".join(f"{d}/{r.model} {r.baseline_mae_mean:.2f}"

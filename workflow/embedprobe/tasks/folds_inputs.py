@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..folds import fold_split
+from embedprobe.probing.folds import fold_split
 
 
 def fold_part_sizes(task, bench: dict, table: pd.DataFrame, fold: int) -> dict[str, int]:

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, UsageError
-from . import entry_unit_seconds
-from .base import Units
-from .sleep_staging import SleepStaging
+from embedprobe.core.errors import DataError, UsageError
+from embedprobe.tasks.base import Units
+from embedprobe.tasks.registry import entry_unit_seconds
+from embedprobe.tasks.sleep_staging import SleepStaging
 
 # Label index = position; the readers name classes as MOABB does.
 CLASSES = ("left_hand", "right_hand", "feet", "tongue", "hands")
@@ -74,7 +74,7 @@ class MotorImagery(SleepStaging):
 
     def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
                   out: Path) -> None:
-        from ..report import plot_confusion
+        from embedprobe.reporting.summary import plot_confusion
 
         plot_confusion(prediction_files, self.classes, title, out)
 

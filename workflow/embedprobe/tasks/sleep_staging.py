@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..folds import fold_split
-from ..probe import C_GRID, fit_logistic_probe
-from .base import FoldJob, Task, Units
-from .folds_inputs import fold_part_sizes, probe_runtime_minutes
+from embedprobe.probing.folds import fold_split
+from embedprobe.probing.probe import C_GRID, fit_logistic_probe
+from embedprobe.tasks.base import FoldJob, Task, Units
+from embedprobe.tasks.folds_inputs import fold_part_sizes, probe_runtime_minutes
 
 STAGE_NAMES = ("W", "N1", "N2", "N3", "REM")
 
@@ -73,7 +73,7 @@ class SleepStaging(Task):
 
     def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
                   out: Path) -> None:
-        from ..report import plot_confusion
+        from embedprobe.reporting.summary import plot_confusion
 
         plot_confusion(prediction_files, self.classes, title, out)
 

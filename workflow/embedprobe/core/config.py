@@ -1,0 +1,146 @@
+"""Load the merged configuration, check names against the schema, resolve the roots."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+from pathlib import Path
+
+import yaml
+
+from embedprobe.core.errors import UsageError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+SCHEMA_PATH = PROJECT_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+CONFIG_FILES = ("config.yaml", "benchmarks.yaml", "datasets.yaml", "models.yaml")
+ROOT_DEFAULTS = {
+    "data_root": "data",
+    "cache_root": "cache",
+    "results_root": "results",
+    "weights_root": "weights",
+}
+
+
+def load_config(config_dir: Path = PROJECT_ROOT / "config") -> dict:
+    """The merged config files, as Snakemake's `configfile:` directives merge them, with the
+    schema's defaults filled in."""
+    merged: dict = {}
+    for name in CONFIG_FILES:
+        merged.update(yaml.safe_load((config_dir / name).read_text()) or {})
+    return fill_defaults(merged)
+
+
+def fill_defaults(config: dict) -> dict:
+    """Every absent key the schema gives a `default`, filled in place, in nested objects and in
+    every entry of a named-entries object (each benchmark, ...): the schema is the one owner
+    of defaults, and the code reads config[key]. Returns the config."""
+    _fill(config, _schema())
+    return config
+
+
+def _fill(value, schema: dict) -> None:
+    if not isinstance(value, dict) or schema.get("type") != "object":
+        return
+    known = schema.get("properties", {})
+    for key, item in known.items():
+        if key not in value and "default" in item:
+            value[key] = copy.deepcopy(item["default"])
+        if key in value:
+            _fill(value[key], item)
+    if isinstance(schema.get("additionalProperties"), dict):
+        for key, item in value.items():
+            if key not in known:
+                _fill(item, schema["additionalProperties"])
+
+
+def closest(name: str, choices) -> str:
+    """' (did you mean X?)' when a close valid name exists, else ''."""
+    match = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.5)
+    return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+def _schema() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def _check_keys(value, schema: dict, where: str) -> None:
+    """Unknown keys anywhere in the config, with the closest valid key, before type checks."""
+    if not isinstance(value, dict) or schema.get("type") != "object":
+        return
+    known = schema.get("properties", {})
+    for key, item in value.items():
+        if key in known:
+            _check_keys(item, known[key], f"{where}{key}.")
+        elif isinstance(schema.get("additionalProperties"), dict):
+            _check_keys(item, schema["additionalProperties"], f"{where}{key}.")
+        elif schema.get("additionalProperties") is False:
+            raise UsageError(
+                f"unknown config key '{where}{key}'{closest(key, known)}",
+                fix=f"valid keys here: {', '.join(sorted(known))}",
+            )
+
+
+def coerce_flags(config: dict) -> None:
+    """`--config allow_partial=true` arrives as the string 'true': make top-level flags bools."""
+    for key, spec in _schema()["properties"].items():
+        value = config.get(key)
+        if spec.get("type") == "boolean" and isinstance(value, str):
+            if value.lower() in ("true", "false", "yes", "no", "1", "0"):
+                config[key] = value.lower() in ("true", "yes", "1")
+
+
+def _check_values(config: dict, schema: dict) -> None:
+    """Values against the schema (types, ranges, choices), the most relevant error named by its
+    place in the config, with the choices or the place to fix it."""
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is None:
+        return
+    where = ".".join(str(part) for part in error.absolute_path) or "the config"
+    choices = error.schema.get("enum") if isinstance(error.schema, dict) else None
+    fix = (f"set {where} to one of: {', '.join(map(str, choices))}" if choices else
+           f"correct {where} in config/*.yaml, or in the --config / --configfile that sets it")
+    raise UsageError(f"config {where}: {error.message}", fix=fix)
+
+
+def check_names(config: dict) -> None:
+    """Every key is known, every value fits the schema, and every benchmark names datasets and
+    models the config defines; then the schema's defaults are filled in (fill_defaults)."""
+    coerce_flags(config)
+    schema = _schema()
+    _check_keys(config, schema, "")
+    _check_values(config, schema)
+    _fill(config, schema)
+    for bench_id, bench in config.get("benchmarks", {}).items():
+        for kind in ("datasets", "models"):
+            defined = config.get(kind, {})
+            for name in bench.get(kind, []):
+                if name not in defined:
+                    raise UsageError(
+                        f"benchmark '{bench_id}' names unknown {kind[:-1]} '{name}'"
+                        f"{closest(name, defined)}",
+                        fix=f"use one of: {', '.join(sorted(defined))} (config/{kind}.yaml)",
+                    )
+
+
+def resolve_roots(config: dict, environ=os.environ) -> dict:
+    """Roots from --config, else EMBEDPROBE_<ROOT> from the environment, else the default."""
+    roots = {}
+    for key, default in ROOT_DEFAULTS.items():
+        value = config.get(key) or environ.get(f"EMBEDPROBE_{key.upper()}") or default
+        roots[key] = str(value).rstrip("/")
+    return roots
+
+
+def lookup(config: dict, kind: str, name: str) -> dict:
+    """One dataset, model or benchmark entry; an unknown name is a usage error."""
+    entries = config.get(kind, {})
+    if name not in entries:
+        raise UsageError(
+            f"unknown {kind[:-1]} '{name}'{closest(name, entries)}",
+            fix=f"use one of: {', '.join(sorted(entries))} (config/{kind}.yaml)",
+        )
+    return entries[name]

@@ -1,0 +1,27 @@
+"""What every look-alike generator does before it writes files under an existing folder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from embedprobe.core.errors import UsageError
+from embedprobe.datasets.sleep_edf.lookalike import MANIFEST
+
+
+def start_rewrite(root: Path, ours: Iterable[str], pattern: str, kind: str,
+                  key: Callable[[Path], str] | None = None) -> None:
+    """Drop root's MANIFEST.tsv (an interrupted rewrite must not look complete), then refuse
+    files matching `pattern` that this look-alike would not write: the reader takes every such
+    file under root, so a smaller look-alike over a bigger one would mix. `ours` holds the
+    written files' keys: key(file) (default: the path relative to root, '/'-separated)."""
+    root = Path(root)
+    (root / MANIFEST).unlink(missing_ok=True)
+    key = key or (lambda f: f.relative_to(root).as_posix())
+    ours = set(ours)
+    others = sorted(key(f) for f in root.rglob(pattern) if key(f) not in ours) \
+        if root.is_dir() else []
+    if others:
+        raise UsageError(f"{root} holds {len(others)} {kind} files this look-alike would not "
+                         f"write ({others[0]}, ...)",
+                         fix=f"delete {root} or write the look-alike into an empty folder")

@@ -1,0 +1,51 @@
+"""Each step's interpreter-and-libraries baseline, measured on the node that runs the jobs.
+
+A baseline measured on one machine misses on another (other library versions, another
+allocator, CUDA): the brain-age probe's was 170 MB where the table was fitted and 179 MB on
+a fresh machine. So preflight measures the probes' baselines here, in children that import
+what each job imports, and the check job measures embed's (the model built, see check.py).
+scripts/calibrate_memory.py uses the same lists for the shipped table.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from functools import cache
+
+from embedprobe.memory.measure import run_measured
+
+# What each step's job imports before its data: its interpreter-and-libraries baseline.
+STEP_IMPORTS = {
+    "embed": "import torch, mne, braindecode.models, embedprobe.cli, embedprobe.pipeline.embed, "
+             "embedprobe.memory.runs; torch.ones(8) @ torch.ones(8)",
+    # the sleep-staging probe job (probe.py's own L-BFGS: no scikit-learn)
+    "probe": "import embedprobe.cli, embedprobe.pipeline.fold_job, embedprobe.tasks.sleep_staging, "
+             "embedprobe.memory.runs",
+    # the brain-age job also imports scikit-learn's Ridge and reads the subjects table (.xls)
+    "ridge": "import sklearn.linear_model, sklearn.preprocessing, xlrd, embedprobe.cli, "
+             "embedprobe.pipeline.fold_job, embedprobe.memory.runs, embedprobe.tasks.brain_age",
+    # the seizure probe fits scikit-learn's LogisticRegression and scores events (timescoring)
+    "seizure": "import sklearn.linear_model, timescoring.scoring, embedprobe.cli, "
+               "embedprobe.pipeline.fold_job, embedprobe.memory.runs, "
+               "embedprobe.tasks.seizure.task, embedprobe.tasks.seizure.probe",
+}
+# The baseline each probe job type takes.
+JOB_STEP = {"probe_logistic": "probe", "probe_ridge": "ridge", "probe_brain_age": "ridge",
+            "aggregate_subject_mean": "probe"}
+
+
+@cache
+def measured_step_baseline(step: str) -> int | None:
+    """Peak bytes of a child that imports what `step`'s job imports (its ru_maxrss, so the
+    parent's size does not leak in); None when the child fails (the table's value counts)."""
+    run = run_measured([sys.executable, "-c", STEP_IMPORTS[step]], timeout=300,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return run.peak_bytes if run.ok else None
+
+
+def probe_baseline_inputs(job_type: str, step: str | None = None) -> dict:
+    """{"measured_baseline_bytes": ...} for a probe job type (or a task's own `step`, when its
+    job imports more than the type's usual job), measured here; {} if it fails."""
+    measured = measured_step_baseline(step or JOB_STEP[job_type])
+    return {"measured_baseline_bytes": measured} if measured else {}

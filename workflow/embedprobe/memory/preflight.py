@@ -1,0 +1,222 @@
+"""preflight: predict the peak memory of a (dataset, model) pair's downstream jobs.
+
+Two records per pair, so that a job's estimate depends on what the job depends on:
+results/preflight/{dataset}/{model}.json holds the embed job (no benchmark enters it), and
+results/preflight/{dataset}/{model}/{benchmark}.json one benchmark's probe folds. Adding a
+benchmark then writes one new record and leaves the embeddings and the other probes alone.
+
+Inputs are cheap and real: the feature width, parameter count, batch activations and batch
+time measured by the check job; row counts from the window index; shapes from the config.
+Each job gets named terms, a total, the request (with margin), the limit and a verdict; the
+cheaper knobs (smaller batch, fewer parallel fits) are used before asking for more memory.
+
+Preflight is where the embed batch size is decided, once: it starts from the config's
+embed.batch_size (on a GPU no larger than the batch the check could run), lowers it while the
+job does not fit, and writes it as the embed job's `knobs` (batch_size, n_workers) in the
+pair's JSON; the embed job reads them there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from embedprobe.core.config import lookup
+from embedprobe.core.errors import OutOfMemory, UsageError
+from embedprobe.datasets.registry import find_dataset_recordings, reader_for
+from embedprobe.memory.baselines import probe_baseline_inputs
+from embedprobe.memory.estimate import calibration_path, fit_knobs, load_calibration
+from embedprobe.memory.measure import (
+    cluster_memory_limit_mb,
+    job_memory_limit,
+    running_under_scheduler,
+)
+from embedprobe.memory.records import job_key
+from embedprobe.pipeline.check import OK, read_result
+from embedprobe.pipeline.device import embed_device
+from embedprobe.pipeline.index import read_index
+from embedprobe.pipeline.window_source import largest_part
+from embedprobe.tasks.registry import task_for
+
+FLOAT64 = 8
+
+
+def recording_headers(config: dict, roots: dict, dataset: str) -> list:
+    """Every recording's header (channels, rate, length), read from the headers only."""
+    reader = reader_for(config, dataset)
+    return [reader.read_header(r) for r in find_dataset_recordings(config, roots, dataset)
+            if not r.problem]
+
+
+def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
+    """The embed job's estimate inputs: the check's measurements, the window index's counts
+    and what the readers' largest part reads (window_source.parts: the stretch of a night its
+    windows span, or the longest recording from the headers where whole ones are read)."""
+    spec = lookup(config, "models", check.model)
+    headers = recording_headers(config, roots, dataset)
+    recorded_sfreq = headers[0].sfreq
+    part = largest_part(table, bool(lookup(config, "datasets", dataset).get("band_hz")),
+                        spec["sfreq"], check.n_times_epoch)
+    samples = part.samples if part.samples is not None else max(h.n_samples for h in headers)
+    batch_size = config["embed"]["batch_size"]  # the request; fit_knobs may lower it
+    return {
+        "batch_size": batch_size,
+        "n_channels": check.n_chans,
+        "n_samples": check.n_times_epoch,
+        "feature_dim": check.feature_dim,
+        "weights_bytes": check.n_params * 4,
+        "recording_bytes": check.n_chans * samples * FLOAT64,
+        "resample_ratio": spec["sfreq"] / recorded_sfreq,
+        "n_workers": config["embed"]["reader_threads"],
+        "n_windows": len(table),
+        "night_windows": part.windows,
+        "batch_activation_bytes": check.batch_activation_bytes,
+        "activation_batch_size": check.batch_size,
+        "on_cluster": bool(config.get("memory_on_cluster")),
+    } | measured_baseline(check) | gpu_inputs(check, batch_size)
+
+
+def measured_baseline(check) -> dict:
+    """This node's embed baseline, measured by check (absent from checks made before it was)."""
+    return {"measured_baseline_bytes": check.baseline_bytes} if check.baseline_bytes else {}
+
+
+def gpu_inputs(check, batch_size: int) -> dict:
+    """The GPU allocator's measured peaks and the GPU's memory, when check ran on a GPU; the
+    batch starts no larger than check's (check halves a batch the GPU cannot hold)."""
+    if not check.gpu_peaks:
+        return {}
+    measured = {"gpu_reserved_peaks": check.gpu_reserved_peaks,
+                "gpu_context_bytes": check.gpu_context_bytes}
+    return {"gpu_peaks": check.gpu_peaks, "gpu_total_bytes": check.gpu_total_bytes,
+            "batch_size": min(batch_size, check.batch_size)} | {
+                k: v for k, v in measured.items() if v}
+
+
+def embed_job_type(config: dict, check) -> str:
+    """embed_gpu for embed.device cuda, else embed_cpu; the check must have run on the same."""
+    device = embed_device(config)
+    if (device == "cuda") != bool(check.gpu_peaks):
+        raise UsageError(
+            f"embed.device is {device}, but the check of {check.dataset}/{check.model} ran on "
+            f"{check.device}", fix="run the check again with the same config (Snakemake does "
+                                   "when the config changes; by hand: embedprobe check ...)")
+    return "embed_gpu" if device == "cuda" else "embed_cpu"
+
+
+def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, margin,
+                   partitions):
+    """The probe job's estimate and runtime: its task names the job type and its inputs."""
+    job_type, inputs, runtime = task.probe_memory(config, bench, table, fold, dim)
+    baseline = probe_baseline_inputs(job_type, task.probe_step)
+    estimate = fit_knobs(job_type, inputs | baseline, calibration, limit,
+                         margin, partitions)
+    return estimate, runtime
+
+
+def embed_runtime_minutes(check, n_windows: int) -> int:
+    """Three times the checked batch rate (reading, writing, a slower node), plus 10 min."""
+    batches = math.ceil(n_windows / max(check.batch_size, 1))
+    return int(math.ceil(batches * check.seconds * 3 / 60)) + 10
+
+
+@dataclass
+class Sizing:
+    """What a pair's estimates are sized against: the passed check, the window index, the
+    calibration, the memory limit (and where it comes from), the margin and the partitions."""
+
+    check: object
+    table: object
+    calibration: dict
+    limit: int
+    limit_source: str
+    margin: float
+    partitions: list | None
+
+
+def sizing(config: dict, dataset: str, model: str, check_path: Path, index_path: Path) -> Sizing:
+    check = read_result(check_path)
+    if check.status != OK:
+        raise UsageError(f"check of {dataset}/{model} did not pass ({check.status}): "
+                         f"{check.reason}", fix=check.fix or "run the check step again")
+    if running_under_scheduler():  # the allocation also holds Snakemake's own processes
+        config["memory_on_cluster"] = True
+    cluster_mb = config.get("memory_limit_mb") or cluster_memory_limit_mb()
+    return Sizing(
+        check=check, table=read_index(index_path),
+        calibration=load_calibration(calibration_path(config)),
+        limit=job_memory_limit(cluster_mb),
+        limit_source=("config memory_limit_mb" if config.get("memory_limit_mb") else
+                      "largest SLURM node (sinfo)" if cluster_mb else
+                      "this machine (cgroup aware)"),
+        margin=config["memory_margin"],
+        partitions=config.get("memory_partitions") or None)
+
+
+def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_path: Path,
+                  index_path: Path, out: Path) -> dict:
+    """The pair's embed job: no benchmark enters it, so adding one does not re-embed."""
+    sized = sizing(config, dataset, model, check_path, index_path)
+    inputs = embed_inputs(config, roots, dataset, sized.check, sized.table)
+    estimate = fit_knobs(
+        embed_job_type(config, sized.check), inputs, sized.calibration, sized.limit,
+        max(sized.margin, config["memory_embed_margin"]), sized.partitions)
+    runtime = embed_runtime_minutes(sized.check, len(sized.table))
+    return write_record(sized, {"dataset": dataset, "model": model},
+                        {"embed": (estimate, runtime)}, out)
+
+
+def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str, model: str,
+                        check_path: Path, index_path: Path, out: Path) -> dict:
+    """One benchmark's probe folds on the pair: only that benchmark enters it, so adding
+    another benchmark refits nothing of this one. Folds it cannot size (e.g. too few subjects
+    for its folds) are listed in `not_sized` with a warning: its probe jobs then fail with that
+    message, and the pair's other benchmarks run."""
+    bench = lookup(config, "benchmarks", benchmark)
+    if dataset not in bench["datasets"] or model not in bench["models"]:
+        raise UsageError(f"benchmark {benchmark} does not run {dataset}/{model}",
+                         fix=f"name a dataset and model of benchmarks.{benchmark}")
+    sized = sizing(config, dataset, model, check_path, index_path)
+    jobs, not_sized = {}, {}
+    try:
+        for fold in range(bench["folds"]):
+            jobs[job_key(benchmark, fold)] = probe_estimate(
+                config, task_for(bench["task"]), bench, sized.table, fold,
+                sized.check.feature_dim, sized.calibration, sized.limit, sized.margin,
+                sized.partitions)
+    except UsageError as exc:
+        jobs, not_sized = {}, {benchmark: {"message": exc.message, "fix": exc.fix}}
+        print(f"warning: preflight {dataset}/{model}: benchmark {benchmark} not sized: "
+              f"{exc.message} (its probe jobs will fail; other benchmarks run)\n"
+              f"fix: {exc.fix}", file=sys.stderr)
+    return write_record(sized, {"benchmark": benchmark, "dataset": dataset, "model": model},
+                        jobs, out, not_sized=not_sized)
+
+
+def write_record(sized: Sizing, names: dict, sized_jobs: dict, out: Path, **extra) -> dict:
+    """The preflight JSON: each job's estimate with its runtime, the limit and the verdict;
+    a job that cannot fit the limit stops here with the breakdown and the fix."""
+    jobs = {key: est.as_dict() | {"runtime_min": runtime}
+            for key, (est, runtime) in sized_jobs.items()}
+    pair = f"{names['dataset']}/{names['model']}"
+    record = names | {
+        "limit_mb": int(sized.limit // 2**20),
+        "limit_source": sized.limit_source,
+        "margin": sized.margin,
+        "verdict": "ok" if all(j["verdict"] == "ok" for j in jobs.values()) else "too_big",
+        "jobs": jobs,
+    } | extra
+    for key, job in jobs.items():
+        print(f"preflight {pair} {key}: {job['verdict']}, request "
+              f"{job['request_mb']:,} MB of {record['limit_mb']:,} MB", file=sys.stderr)
+    too_big = [key for key, job in jobs.items() if job["verdict"] != "ok"]
+    if too_big:
+        worst = sized_jobs[too_big[0]][0]
+        raise OutOfMemory(f"{pair}: {', '.join(too_big)} cannot fit the memory "
+                          f"limit ({record['limit_mb']:,} MB)\n{worst}", fix=worst.fix)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    return record

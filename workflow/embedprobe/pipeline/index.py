@@ -1,0 +1,100 @@
+"""The window index: one row per labelled window of every recording."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from embedprobe.core.config import lookup
+from embedprobe.core.errors import DataError
+from embedprobe.core.overrides import rerun_with
+from embedprobe.datasets.registry import find_dataset_recordings, reader_for
+
+INDEX_COLUMNS = ["recording", "subject", "session", "start", "label", "sfreq"]
+
+
+def build_index(config: dict, roots: dict, dataset: str, quality: list | None = None
+                ) -> pd.DataFrame:
+    """Read every recording's labels (headers and annotations) and scan its EEG channels over
+    the kept windows (flat, clipped, NaN/inf scaling, unit, rate: `warning:` lines). With
+    `exclude_bad_recordings` a flagged recording is left out. `quality`, when given, receives
+    one row per problem (QUALITY_COLUMNS)."""
+    from embedprobe.datasets.quality import rate_problems, scan
+    from embedprobe.pipeline.channel_maps import mapped_channels
+    from embedprobe.tasks.registry import labelling_task, unit_seconds
+
+    entry = lookup(config, "datasets", dataset)
+    reader = reader_for(config, dataset)
+    task = labelling_task(config, dataset)
+    channels = mapped_channels(config, dataset)
+    epoch_seconds = unit_seconds(config, dataset)
+    exclude = bool(config.get("exclude_bad_recordings"))
+    counts: Counter = Counter()
+    tables, problems, rates = {}, [], {}
+    for rec in find_dataset_recordings(config, roots, dataset):
+        if rec.problem and config.get("allow_partial"):
+            print(f"warning: skipping {rec.signal_path} ({rec.problem})", file=sys.stderr)
+            continue
+        units = task.units(reader, rec, entry, counts)
+        rates[rec.recording] = units.sfreq
+        problems += scan(reader, rec, channels, units.starts,
+                         round(epoch_seconds * units.sfreq))
+        tables[rec.recording] = pd.DataFrame({
+            "recording": rec.recording, "subject": rec.subject, "session": rec.session,
+            "start": units.starts, "label": units.labels, "sfreq": units.sfreq})
+    problems += rate_problems(rates, ", ".join(channels))
+    flagged = sorted({p.recording for p in problems})
+    for problem in problems:
+        print(problem.warning(), file=sys.stderr)
+    if flagged:
+        action = ("excluded (exclude_bad_recordings is true)" if exclude else
+                  "kept: exclude_bad_recordings is false")
+        print(f"{'note' if exclude else 'warning'}: {len(flagged)} recording(s) of {dataset} "
+              f"flagged, {action}: {', '.join(flagged)}", file=sys.stderr)
+        if not exclude:
+            print("fix: " + rerun_with("exclude_bad_recordings=true",
+                                       "or replace the flagged files"), file=sys.stderr)
+    if quality is not None:
+        quality += [[p.recording, p.channel, p.problem, p.detail, exclude] for p in problems]
+    _note_left_out(dataset, counts)
+    kept = [t for rec, t in tables.items() if not (exclude and rec in flagged)]
+    if not kept or not sum(len(t) for t in kept):
+        raise DataError(f"dataset '{dataset}' has no labelled window"
+                        + (" left after excluding the flagged recordings" if flagged and exclude
+                           else ""),
+                        fix=f"check that the recordings' annotations hold {task.name} labels "
+                            "(and the signals are not flat)")
+    return pd.concat(kept, ignore_index=True)[INDEX_COLUMNS]
+
+
+def _note_left_out(dataset: str, counts: Counter) -> None:
+    """One `note:` per kind of annotation the index left out, with counts per text."""
+    by_kind: dict[str, list[str]] = {}
+    for (kind, text), n in sorted(counts.items()):
+        by_kind.setdefault(kind, []).append(f"{text!r} x{n}" if text else f"{n} epochs")
+    words = {"ignored": "non-stage annotations ignored", "unscored": "unscored annotations "
+             "dropped", "outside the recording": "scored epochs outside the recording dropped"}
+    for kind, items in by_kind.items():
+        print(f"note: {dataset}: {words.get(kind, kind)}: {', '.join(items)}", file=sys.stderr)
+
+
+def write_quality(rows: list, path: Path) -> None:
+    from embedprobe.datasets.quality import QUALITY_COLUMNS
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows, columns=QUALITY_COLUMNS).to_csv(path, sep="\t", index=False)
+
+
+def write_index(table: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    table.to_csv(tmp, sep="\t", index=False)
+    tmp.replace(path)
+
+
+def read_index(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, sep="\t", dtype={"recording": str, "subject": str,
+                                              "session": str})

@@ -1,0 +1,103 @@
+"""After a failed run: the results of the pairs that finished, and why the others did not.
+
+Snakemake cannot run `aggregate` while one of its inputs failed, so with `--keep-going` the
+other pairs finish but their table would never be written. The Snakefile's `onerror:` calls
+`partial_results`: for every (benchmark, dataset) that a failure of this run touched, it writes
+results.tsv from the fold JSONs that exist, one row per pair that did not finish (status
+`failed` with the failed step, its message and fix from the step's `<output>.failure.json`,
+or `skipped` for a skip known before running) and the benchmark's summary.md. Snakemake's exit
+status stays non-zero; the next run redoes only the failed jobs and rewrites both files
+through the rules (their inputs are then newer).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+STEPS = ("check", "preflight", "embed", "probe")
+
+
+def failure_records(roots: dict, benchmark: str, dataset: str, model: str,
+                    folds: int) -> list[tuple[str, Path]]:
+    """(step, record path) of every failure record the pair's jobs left, in step order."""
+    results, cache = Path(roots["results_root"]), Path(roots["cache_root"])
+    paths = [("check", results / "check" / dataset / f"{model}.json.failure.json"),
+             ("preflight", results / "preflight" / dataset / f"{model}.json.failure.json"),
+             ("probe preflight", results / "preflight" / dataset / model /
+              f"{benchmark}.json.failure.json"),
+             ("embed", cache / "embeddings" / dataset / f"{model}.h5.failure.json")]
+    paths += [(f"probe fold {k}", results / benchmark / dataset / model /
+               f"fold{k}.json.failure.json") for k in range(folds)]
+    return [(step, path) for step, path in paths if path.is_file()]
+
+
+def _pair_trouble(records: list[tuple[str, Path]]) -> dict:
+    step, path = records[0]
+    record = json.loads(path.read_text())
+    return {"status": "failed", "reason": f"{step} failed ({record.get('category')}): "
+                                          f"{_first_line(record.get('message', ''))}",
+            "fix": record.get("fix") or f"see {path}"}
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = (text.splitlines() or [""])[0]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def partial_results(config: dict, roots: dict, since: float) -> list[str]:
+    """Write results.tsv and summary.md for what a failure of this run touched; the lines to
+    print (what was written, and which pairs did not finish)."""
+    from embedprobe.reporting.aggregate import aggregate_folds, write_results
+    from embedprobe.reporting.summary import read_quality, summary_markdown
+    from embedprobe.smk.rules_support import known_skips, runnable_models
+    from embedprobe.tasks.registry import task_for
+
+    lines = []
+    results = Path(roots["results_root"])
+    for benchmark, bench in config["benchmarks"].items():
+        folds, written = bench["folds"], {}
+        for dataset in bench["datasets"]:
+            not_run, fold_paths, touched = {}, [], False
+            for model in runnable_models(config, benchmark, dataset):
+                records = failure_records(roots, benchmark, dataset, model, folds)
+                touched |= any(p.stat().st_mtime >= since for _, p in records)
+                done = [results / benchmark / dataset / model / f"fold{k}.json"
+                        for k in range(folds)]
+                fold_paths += [p for p in done if p.is_file()]
+                if records:
+                    not_run[(dataset, model)] = _pair_trouble(records)
+            if not touched:
+                continue
+            for model, skip in known_skips(config, benchmark).items():
+                not_run[(dataset, model)] = skip
+            table = aggregate_folds(fold_paths, task_for(bench["task"]), folds, not_run)
+            out = results / benchmark / dataset / "results.tsv"
+            write_results(table, out)
+            written[dataset] = out
+            for row in table.itertuples():
+                if row.status != "ok":
+                    lines.append(f"error: {benchmark}: {dataset}/{row.model} {row.status} "
+                                 f"({row.folds} folds): {row.reason}")
+        if not written:
+            continue
+        tables = {}
+        for dataset in bench["datasets"]:
+            path = results / benchmark / dataset / "results.tsv"
+            if path.is_file():
+                tables[dataset] = pd.read_csv(path, sep="\t")
+        summary = results / benchmark / "summary.md"
+        summary.write_text(summary_markdown(tables, task_for(bench["task"]), benchmark,
+                                            read_quality(quality_paths(results, bench))))
+        lines.append(f"note: {benchmark}: the pairs that finished are in "
+                     f"{', '.join(map(str, written.values()))} and {summary}; the run failed, "
+                     "so the next run redoes the failed jobs only")
+    return lines
+
+
+def quality_paths(results: Path, bench: dict) -> list[Path]:
+    """The benchmark's datasets' data-quality tables that index wrote."""
+    return [path for dataset in bench["datasets"]
+            if (path := results / "index" / f"{dataset}.quality.tsv").is_file()]

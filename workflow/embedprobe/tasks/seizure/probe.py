@@ -1,0 +1,199 @@
+"""The seizure-detection probe of one fold (the reference's epilepsy protocol).
+
+Standardise on the training windows (probe.Standardizer: StandardScaler's arithmetic in row
+chunks, float32), then one binary LogisticRegression(lbfgs, class_weight="balanced",
+max_iter=500, tol=1e-4) per C in C_GRID (the grid sleep staging uses), each fitted from zero on
+every training window. C is chosen on validation AUPRC (average precision; the smallest C among
+ties), the decision threshold on validation F1 of the seizure class over 0.01 ... 0.99
+(seizure_scoring.tune_threshold), and the chosen model scores the test windows
+(seizure_scoring.score_fold: window metrics, SzCORE event scoring, the event_auc headline).
+
+Balanced weights give each class half the total weight (n / (2 n_class) per window): seizure
+windows are ~1% of EEG, and unweighted a probe learns to say "no seizure". max_iter 500 is the
+reference's: a fit that stops there is reported as not converged, not refitted.
+
+Memory (beyond the caller's arrays): one standardised float32 copy of X_train, scikit-learn's
+lbfgs buffers (a few float64 vectors of n_train and of p; float32 input stays float32), and
+8,192-row blocks while standardising validation and test. n_jobs > 1 fits that many C values at
+once in threads (shared matrix, more buffers).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from embedprobe.core.errors import DataError, UsageError
+from embedprobe.probing.probe import (
+    C_GRID,
+    Progress,
+    Standardizer,
+    _best_C,
+    _check_split,
+    _decision,
+    _map,
+    by_C_json,
+)
+from embedprobe.tasks.seizure.scoring import (
+    FA_RANGE_PER_24H,
+    MAX_FP_PER_HOUR,
+    MAX_THRESHOLDS,
+    SZCORE_RULES,
+    THRESHOLD_GRID,
+    EventRules,
+    WindowTimeline,
+    score_fold,
+    tune_threshold,
+)
+
+MAX_ITER = 500  # the reference's epilepsy probe
+TOL = 1e-4
+
+
+@dataclass
+class SeizureProbeResult:
+    chosen_C: float
+    threshold: float  # tuned on validation F1
+    val_auprc_by_C: dict[float, float]
+    val_f1: float  # at the threshold, of the chosen C
+    test_proba: np.ndarray  # seizure probability per test window (float64)
+    test_pred: np.ndarray  # 1 where test_proba >= threshold
+    test_metrics: dict[str, float]  # seizure_scoring.METRICS
+    curves: dict[str, np.ndarray]  # for the figures; save beside the predictions
+    events: dict  # pooled event counts at the threshold
+    iterations_by_C: dict[float, int] = field(default_factory=dict)
+    converged_by_C: dict[float, bool] = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def summary(self) -> dict:
+        """JSON-ready (no per-window arrays)."""
+        return {
+            "chosen_C": self.chosen_C,
+            "threshold": self.threshold,
+            "val_f1": self.val_f1,
+            "test_metrics": self.test_metrics,
+            "events": self.events,
+            "val_auprc_by_C": by_C_json(self.val_auprc_by_C),
+            "iterations_by_C": by_C_json(self.iterations_by_C),
+            "converged_by_C": by_C_json(self.converged_by_C),
+            "settings": self.settings,
+            "seconds": self.seconds,
+        }
+
+
+def _both_classes(name: str, y: np.ndarray) -> None:
+    if not np.isin(y, (0, 1)).all():
+        raise DataError(
+            f"{name}: seizure labels must be 0 or 1, got {np.unique(y)[:5].tolist()}",
+            fix="label each window 1 when it overlaps a seizure, else 0",
+        )
+    if y.min() == y.max():
+        raise DataError(
+            f"{name}: every window is {'seizure' if y[0] else 'background'}; the probe needs "
+            "both classes here",
+            fix="check the dataset's seizure lists and the fold assignment (every training and "
+            "validation group needs a patient with a seizure)",
+        )
+
+
+def _sigmoid(raw: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * raw.astype(np.float64)))  # overflow-free logistic
+
+
+def fit_seizure_probe(
+    X_train,
+    y_train,
+    X_val,
+    y_val,
+    X_test,
+    y_test,
+    test_timeline: WindowTimeline,
+    *,
+    C_grid=C_GRID,
+    max_iter: int = MAX_ITER,
+    tol: float = TOL,
+    threshold_grid=THRESHOLD_GRID,
+    max_fp_per_hour: float = MAX_FP_PER_HOUR,
+    rules: EventRules = SZCORE_RULES,
+    fa_range=FA_RANGE_PER_24H,
+    max_thresholds: int = MAX_THRESHOLDS,
+    n_jobs: int = 1,
+    progress: Progress = None,
+) -> SeizureProbeResult:
+    """One fold: C on validation AUPRC, threshold on validation F1, test scored (module
+    docstring). Labels are 0/1 per window; `test_timeline` places each test window in its
+    recording for the event scoring."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import average_precision_score
+
+    started = time.perf_counter()
+    grid = tuple(sorted(float(c) for c in C_grid))
+    if not grid or min(grid) <= 0:
+        raise UsageError(f"the C grid must hold positive values, got {C_grid!r}",
+                         fix=f"use the reference grid {list(C_GRID)}")
+    X_train, y_train = _check_split("train", X_train, y_train, None)
+    X_val, y_val = _check_split("validation", X_val, y_val, X_train.shape[1])
+    X_test, y_test = _check_split("test", X_test, y_test, X_train.shape[1])
+    _both_classes("train", y_train)
+    _both_classes("validation", y_val)
+
+    scaler = Standardizer.fit(X_train)
+    Z_train = scaler.transform(X_train)
+    done = 0
+
+    def fit(C: float):
+        nonlocal done
+        model = LogisticRegression(C=C, class_weight="balanced", max_iter=max_iter, tol=tol)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(Z_train, y_train)
+        val_proba = _sigmoid(_decision(X_val, scaler, model.coef_, model.intercept_)[:, 0])
+        auprc = float(average_precision_score(y_val, val_proba))
+        done += 1
+        if progress is not None:
+            progress(done, len(grid), f"C={C:g}: val AUPRC {auprc:.4f} "
+                                      f"({int(model.n_iter_[0])} iterations)")  # fmt: skip
+        return model, val_proba, auprc
+
+    fitted = dict(zip(grid, _map(fit, grid, n_jobs), strict=True))
+    auprc_by_C = {C: a for C, (_, _, a) in fitted.items()}
+    chosen = _best_C(auprc_by_C)
+    model, val_proba, _ = fitted[chosen]
+    threshold, val_f1 = tune_threshold(y_val, val_proba, threshold_grid)
+    test_proba = _sigmoid(_decision(X_test, scaler, model.coef_, model.intercept_)[:, 0])
+    scores = score_fold(y_test, test_proba, threshold, test_timeline,
+                        max_fp_per_hour=max_fp_per_hour, rules=rules, fa_range=fa_range,
+                        max_thresholds=max_thresholds)  # fmt: skip
+    iterations = {C: int(m.n_iter_[0]) for C, (m, _, _) in fitted.items()}
+    return SeizureProbeResult(
+        chosen_C=chosen,
+        threshold=threshold,
+        val_auprc_by_C=auprc_by_C,
+        val_f1=val_f1,
+        test_proba=test_proba,
+        test_pred=(test_proba >= threshold).astype(np.int64),
+        test_metrics=scores.metrics,
+        curves=scores.curves,
+        events=scores.events.as_dict(),
+        iterations_by_C=iterations,
+        converged_by_C={C: i < max_iter for C, i in iterations.items()},
+        settings={
+            "class_weight": "balanced",
+            "max_iter": max_iter,
+            "tol": tol,
+            "C_grid": list(grid),
+            "selection": "validation AUPRC",
+            "threshold": "validation F1 over "
+            f"{len(threshold_grid)} thresholds {min(threshold_grid):g}-{max(threshold_grid):g}",
+            "max_fp_per_hour": max_fp_per_hour,
+            "event_rules": rules.as_dict(),
+            "fa_range_per_24h": [float(v) for v in fa_range],
+            "max_thresholds": max_thresholds,
+        },
+        seconds=time.perf_counter() - started,
+    )
