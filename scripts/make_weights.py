@@ -23,8 +23,8 @@ except ImportError:  # run from a checkout without installing the package
 
 from embedprobe.core.config import load_config
 from embedprobe.core.errors import EmbedprobeError, UsageError
+from embedprobe.core.hashing import sha256_file
 from embedprobe.models.registry import RANDOM, build_model, model_spec
-from embedprobe.pipeline.store import sha256_file
 
 
 def write_weights(model_id: str, out_path: Path, fmt: str | None = None, n_chans: int = 2,

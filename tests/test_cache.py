@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from embedprobe.core.errors import CacheError
+from embedprobe.core.hashing import sha256_file
 from embedprobe.pipeline import store as cache
 from embedprobe.pipeline.store import (
     CacheIdentity,
@@ -110,7 +111,7 @@ def test_window_table_checksum_is_the_documented_bytes(suffix):
 def test_sha256_file(tmp_path):
     path = tmp_path / "weights.pt"
     path.write_bytes(bytes(range(256)) * 5000)
-    assert cache.sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def run_helper(out: Path, log: Path, *args: str, kill_at: str | None = None, timeout=60):

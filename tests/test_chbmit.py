@@ -147,8 +147,8 @@ def test_the_channel_map_fits_both_layouts(lookalike):
 
 
 def test_registered_by_format():
-    assert registry.READERS["chbmit"] is chbmit
-    module = __import__(registry.GENERATORS["chbmit"], fromlist=["write_lookalike"])
+    assert registry.FORMATS["chbmit"].reader is chbmit
+    module = __import__(registry.FORMATS["chbmit"].lookalike, fromlist=["write_lookalike"])
     assert module.write_lookalike is chbmit_lookalike.write_lookalike
 
 

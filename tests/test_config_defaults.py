@@ -56,7 +56,7 @@ def test_the_shipped_config_files_agree_with_the_schema_defaults():
 def test_no_module_repeats_a_schema_default():
     keys = [k for k, v in schema_defaults().items() if not isinstance(v, dict)]
     keys += ["folds", "fold_seed", "batch_size", "reader_threads", "n_jobs", "device"]
-    keys += ["epoch_seconds"]  # tasks.entry_unit_seconds owns its default per labelling task
+    keys += ["epoch_seconds"]  # datasets/registry.entry_unit_seconds owns its default per task
     names = "|".join(keys)
     pattern = re.compile(rf"""\.get\(["']({names})["'],\s*[^)]""")
     offenders = [f"{path.relative_to(PACKAGE)}: {line.strip()}"
@@ -68,8 +68,8 @@ def test_no_module_repeats_a_schema_default():
 
 def test_a_units_length_has_one_default_per_labelling_task():
     from embedprobe.core.config import load_config
+    from embedprobe.datasets.registry import unit_seconds
     from embedprobe.models.registry import model_spec
-    from embedprobe.tasks.registry import unit_seconds
 
     config = load_config()
     config["datasets"]["chbmit_demo"].pop("epoch_seconds", None)

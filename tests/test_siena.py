@@ -156,8 +156,8 @@ def test_a_band_power_probe_finds_the_seizures(lookalike):
 
 
 def test_registered_by_format():
-    assert registry.READERS["siena"] is siena
-    module = __import__(registry.GENERATORS["siena"], fromlist=["write_lookalike"])
+    assert registry.FORMATS["siena"].reader is siena
+    module = __import__(registry.FORMATS["siena"].lookalike, fromlist=["write_lookalike"])
     assert module.write_lookalike is siena_lookalike.write_lookalike
 
 

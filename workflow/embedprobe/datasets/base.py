@@ -19,7 +19,7 @@ Every reader module provides:
                                                   the start of its signal file
 
 and optionally `subjects_table(root) -> dict[str, float]` (subject -> age) for brain age.
-A look-alike generator for tests and demos (registry.GENERATORS) exposes
+A look-alike generator for tests and demos (registry.FORMATS) exposes
 `write_lookalike(root, settings: dict) -> list[Path]`, settings being the dataset's
 `generator:` entry in config/datasets.yaml; MANIFEST.tsv is written last
 (demo_data.write_manifest): its presence marks a complete dataset.

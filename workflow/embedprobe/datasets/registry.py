@@ -4,24 +4,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError
 from embedprobe.core.overrides import rerun_with
+from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
 from embedprobe.datasets.chbmit import reader as chbmit
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 
-READERS = {"sleep_edf": sleep_edf, "chbmit": chbmit, "siena": siena,
-           "physionet_mi": physionet_mi, "bnci2014_001": bnci2014_001}
-# Format -> the module whose write_lookalike(root, generator settings) writes a look-alike.
-GENERATORS = {"sleep_edf": "embedprobe.datasets.sleep_edf.lookalike",
-              "chbmit": "embedprobe.datasets.chbmit.lookalike",
-              "siena": "embedprobe.datasets.siena.lookalike",
-              "physionet_mi": "embedprobe.datasets.physionet_mi.lookalike",
-              "bnci2014_001": "embedprobe.datasets.bnci2014_001.lookalike"}
+
+@dataclass(frozen=True)
+class Format:
+    """A dataset format: the module that reads it, the module whose write_lookalike(root,
+    generator settings) writes a look-alike (imported when asked for), and the task whose
+    units its index holds when a dataset names no `labels:`."""
+
+    reader: ModuleType
+    lookalike: str
+    task: str
+
+
+# The one table of formats: the config schema's `format` enum is checked against it (a test).
+FORMATS = {
+    "sleep_edf": Format(sleep_edf, "embedprobe.datasets.sleep_edf.lookalike", "sleep_staging"),
+    "chbmit": Format(chbmit, "embedprobe.datasets.chbmit.lookalike", "seizure_detection"),
+    "siena": Format(siena, "embedprobe.datasets.siena.lookalike", "seizure_detection"),
+    "physionet_mi": Format(physionet_mi, "embedprobe.datasets.physionet_mi.lookalike",
+                           "motor_imagery"),
+    "bnci2014_001": Format(bnci2014_001, "embedprobe.datasets.bnci2014_001.lookalike",
+                           "motor_imagery"),
+}
 
 
 @dataclass
@@ -47,7 +63,26 @@ def dataset_root(config: dict, roots: dict, dataset: str) -> Path:
 
 
 def reader_for(config: dict, dataset: str):
-    return READERS[lookup(config, "datasets", dataset)["format"]]
+    return FORMATS[lookup(config, "datasets", dataset)["format"]].reader
+
+
+def labelling_task_name(entry: dict) -> str:
+    """The task whose units a dataset's index holds: its entry's `labels`, else its format's."""
+    return entry.get("labels") or FORMATS[entry["format"]].task
+
+
+def unit_seconds(config: dict, dataset: str) -> float:
+    """How long each unit (window or trial) of the dataset is: its `epoch_seconds`, else its
+    labelling task's default."""
+    return entry_unit_seconds(lookup(config, "datasets", dataset))
+
+
+def entry_unit_seconds(entry: dict, task: str | None = None) -> float:
+    """unit_seconds of a dataset's config entry; `task` names its labelling task (a task's
+    own `units` passes its name), else the entry's `labels` or its format's."""
+    if "epoch_seconds" in entry:
+        return float(entry["epoch_seconds"])
+    return UNIT_SECONDS[task or labelling_task_name(entry)]
 
 
 def find_dataset_recordings(config: dict, roots: dict, dataset: str,
@@ -64,7 +99,7 @@ def generator_for(config: dict, dataset: str):
     """The look-alike writer module of the dataset's format (imported when asked for)."""
     import importlib
 
-    return importlib.import_module(GENERATORS[lookup(config, "datasets", dataset)["format"]])
+    return importlib.import_module(FORMATS[lookup(config, "datasets", dataset)["format"]].lookalike)
 
 
 def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:

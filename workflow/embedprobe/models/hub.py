@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedprobe.core.errors import WeightsError
+from embedprobe.core.hashing import sha256_file
 
 HUB_PREFIX = "hf:"
 ALLOW_PATTERNS = ["config.json", "*.safetensors"]
@@ -159,7 +160,6 @@ def locate(repo: str, revision: str, roots: dict) -> HubState:
 
 def verified_weights(checkpoint: HubCheckpoint, model_id: str) -> str:
     """The weights file's sha256, which must be the one recorded at fetch time."""
-    from embedprobe.pipeline.store import sha256_file
 
     digest = sha256_file(checkpoint.weights)
     if digest != checkpoint.sha256:
@@ -175,7 +175,6 @@ def verified_weights(checkpoint: HubCheckpoint, model_id: str) -> str:
 
 def _files_ok(folder: Path, files: dict) -> list[str]:
     """The recorded files that are absent or whose sha256 differs."""
-    from embedprobe.pipeline.store import sha256_file
 
     return [name for name, digest in files.items()
             if not (folder / name).is_file() or sha256_file(folder / name) != digest]
@@ -208,7 +207,6 @@ def fetch(repo: str, revision: str, roots: dict) -> tuple[str, dict]:
             f"{' '.join(str(exc).split())[:300]}",
             fix="check the repo and revision in config/models.yaml, and run this on a node "
                 "that reaches huggingface.co") from exc
-    from embedprobe.pipeline.store import sha256_file
 
     files = {p.relative_to(folder).as_posix(): sha256_file(p)
              for p in sorted(folder.rglob("*")) if p.is_file()}

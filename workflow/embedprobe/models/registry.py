@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 from embedprobe.core.config import closest, lookup
 from embedprobe.core.errors import UsageError, WeightsError
+from embedprobe.core.hashing import sha256_file
+from embedprobe.datasets.registry import unit_seconds
 from embedprobe.models import hub
 from embedprobe.models.architectures import ARCHITECTURES
-from embedprobe.tasks.registry import unit_seconds
 
 # The Snakefile asks model_spec and the weights' state at parse time: the snakemake process
 # in every cluster job must not load torch (~220 MB beyond what the job's request allows).
@@ -131,7 +132,6 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
     import braindecode.models
     import torch
 
-    from embedprobe.pipeline.store import sha256_file
 
     arch = ARCHITECTURES[spec.architecture]
     torch.manual_seed(spec.seed)

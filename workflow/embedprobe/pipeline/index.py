@@ -23,8 +23,9 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     `exclude_bad_recordings` a flagged recording is left out. `quality`, when given, receives
     one row per problem (QUALITY_COLUMNS)."""
     from embedprobe.datasets.quality import rate_problems, scan
+    from embedprobe.datasets.registry import unit_seconds
     from embedprobe.pipeline.channel_maps import mapped_channels
-    from embedprobe.tasks.registry import labelling_task, unit_seconds
+    from embedprobe.tasks.registry import labelling_task
 
     entry = lookup(config, "datasets", dataset)
     reader = reader_for(config, dataset)

@@ -97,14 +97,6 @@ def _short(value: str) -> str:
     return value if len(value) <= 40 else value[:12] + "..."
 
 
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 # -- the window table ------------------------------------------------------------------------
 
 def normalize_window_table(table) -> pd.DataFrame:

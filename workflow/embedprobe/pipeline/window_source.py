@@ -34,9 +34,8 @@ import numpy as np
 
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory
-from embedprobe.datasets.registry import READERS, find_dataset_recordings
+from embedprobe.datasets.registry import FORMATS, find_dataset_recordings, unit_seconds
 from embedprobe.pipeline.preprocess import model_windows, recorded_span
-from embedprobe.tasks.registry import unit_seconds
 
 # A reader process imports this module: it stays free of torch and pandas (start-up, memory).
 if TYPE_CHECKING:
@@ -107,7 +106,7 @@ def largest_part(table: pd.DataFrame, whole: bool, to_sfreq: float, window_sampl
 class WindowRecipe:
     """How a recording becomes model windows: all a reader process needs (it pickles)."""
 
-    reader_format: str  # datasets/registry.READERS key
+    reader_format: str  # datasets/registry.FORMATS key
     channels: tuple[str, ...]  # recorded names, in the model's channel order
     sfreq: float  # the model's rate
     epoch_seconds: float  # one window (the dataset's epoch_seconds)
@@ -129,7 +128,7 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
     the index is stale. Only the stretch of the file the windows need is read (trimmed wake and
     unscored time stay on disk), unless the dataset band-passes whole recordings."""
     starts = np.asarray(starts)
-    reader = READERS[recipe.reader_format]
+    reader = FORMATS[recipe.reader_format].reader
     span = None
     if recipe.band_hz is None and index_sfreq is not None and len(starts):
         span = recorded_span(starts, index_sfreq, recipe.sfreq, recipe.window_samples)
@@ -168,7 +167,7 @@ class WindowSource:
     def __init__(self, config, roots, dataset, spec: ModelSpec, plan: ChannelPlan,
                  table: pd.DataFrame):
         entry = lookup(config, "datasets", dataset)
-        self.reader = READERS[entry["format"]]
+        self.reader = FORMATS[entry["format"]].reader
         found = find_dataset_recordings(config, roots, dataset)
         self.recordings = {r.recording: r for r in found}
         self.epoch_seconds = unit_seconds(config, dataset)

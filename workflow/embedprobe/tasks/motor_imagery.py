@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.datasets.registry import entry_unit_seconds
 from embedprobe.tasks.base import Units
-from embedprobe.tasks.registry import entry_unit_seconds
 from embedprobe.tasks.sleep_staging import SleepStaging
 
 # Label index = position; the readers name classes as MOABB does.

@@ -18,18 +18,6 @@ TASKS = {
     "seizure_detection": "embedprobe.tasks.seizure.task",
     "motor_imagery": "embedprobe.tasks.motor_imagery",
 }
-# The task whose units a dataset's index holds, when its config entry names none (`labels:`).
-LABELS_BY_FORMAT = {
-    "sleep_edf": "sleep_staging",
-    "chbmit": "seizure_detection",
-    "siena": "seizure_detection",
-    "physionet_mi": "motor_imagery",
-    "bnci2014_001": "motor_imagery",
-}
-# A unit's length in seconds when the dataset's entry sets no `epoch_seconds`: the one owner of
-# that default (the index, the window reader and the model's window all read it here). Kept
-# by name so that parse-time code need not import the task modules.
-UNIT_SECONDS = {"sleep_staging": 30.0, "seizure_detection": 10.0, "motor_imagery": 4.0}
 
 
 def task_for(name: str) -> Task:
@@ -43,28 +31,13 @@ def benchmark_task(config: dict, benchmark: str) -> Task:
     return task_for(lookup(config, "benchmarks", benchmark)["task"])
 
 
-def unit_seconds(config: dict, dataset: str) -> float:
-    """How long each unit (window or trial) of the dataset is: its `epoch_seconds`, else its
-    labelling task's default."""
-    return entry_unit_seconds(lookup(config, "datasets", dataset))
-
-
-def entry_unit_seconds(entry: dict, task: str | None = None) -> float:
-    """unit_seconds of a dataset's config entry; `task` names its labelling task (a task's
-    own `units` passes its name), else the entry's `labels` or its format's."""
-    if "epoch_seconds" in entry:
-        return float(entry["epoch_seconds"])
-    return UNIT_SECONDS[task or entry.get("labels") or LABELS_BY_FORMAT[entry["format"]]]
-
-
 def labelling_task(config: dict, dataset: str) -> Task:
     """The task that cuts the dataset's recordings into labelled units for its index."""
+    # Imported here: the dataset readers stay out of a probe job (its measured baseline).
+    from embedprobe.datasets.registry import labelling_task_name
+
     entry = lookup(config, "datasets", dataset)
-    name = entry.get("labels") or LABELS_BY_FORMAT.get(entry["format"])
-    if name is None:
-        raise UsageError(f"dataset '{dataset}' names no `labels:` task",
-                         fix=f"add `labels: <task>` to its entry in config/datasets.yaml "
-                             f"(one of: {', '.join(TASKS)})")
+    name = labelling_task_name(entry)
     task = task_for(name)
     if not task.defines_units:
         raise UsageError(f"dataset '{dataset}': task '{name}' defines no units of its own",

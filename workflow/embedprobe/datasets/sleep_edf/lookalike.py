@@ -434,6 +434,6 @@ def generate(
 
 
 def write_lookalike(root: Path, settings: dict) -> list[Path]:
-    """The demo from a dataset's `generator:` settings (datasets/registry.GENERATORS)."""
+    """The demo from a dataset's `generator:` settings (datasets/registry.FORMATS)."""
     return generate(root, settings.get("subjects", 10), settings.get("nights", 2),
                     settings.get("hours", 1.0), settings.get("seed", 0))

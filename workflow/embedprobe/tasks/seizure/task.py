@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from embedprobe.datasets.registry import entry_unit_seconds, unit_seconds
 from embedprobe.probing.probe import C_GRID
 from embedprobe.tasks.base import FoldJob, Task, Units
 from embedprobe.tasks.folds_inputs import fold_part_sizes, probe_runtime_minutes
-from embedprobe.tasks.registry import entry_unit_seconds, unit_seconds
 from embedprobe.tasks.seizure.scoring import window_labels
 
 SEIZURE = "seizure"

@@ -1,0 +1,12 @@
+"""Units every subsystem shares: bytes per MiB, and each labelling task's default unit length."""
+
+from __future__ import annotations
+
+# The scheduler's MB are MiB; every byte count shown in MB divides by this.
+MIB = 1 << 20
+
+# A unit's length in seconds when the dataset's entry sets no `epoch_seconds`, by the name of
+# the task that labels the units: the one owner of that default (the index, the window reader,
+# the model's window and the tasks read it here). Kept by name, so that parse-time code and the
+# model registry need not import the task modules.
+UNIT_SECONDS = {"sleep_staging": 30.0, "seizure_detection": 10.0, "motor_imagery": 4.0}
