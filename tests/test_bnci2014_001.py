@@ -188,7 +188,8 @@ def test_layout_and_setting_errors(tmp_path):
     with pytest.raises(UsageError, match="eog_run_seconds"):
         lookalike.plan({"eog_runs": 1})
     assert registry.FORMATS["bnci2014_001"].reader is bnci
-    assert registry.FORMATS["bnci2014_001"].lookalike == "embedprobe.datasets.bnci2014_001.lookalike"
+    assert registry.FORMATS["bnci2014_001"].lookalike \
+        == "embedprobe.datasets.bnci2014_001.lookalike"
 
 
 def test_the_class_signature_survives_amplitude_scaling(tmp_path):

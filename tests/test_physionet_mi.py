@@ -110,7 +110,8 @@ def test_registry_knows_the_format_and_refuses_a_partial_download(demo):
                                   "expected_recordings": 12}}}
     roots = {"data_root": str(root.parent)}
     assert registry.FORMATS["physionet_mi"].reader is pm
-    assert registry.FORMATS["physionet_mi"].lookalike == "embedprobe.datasets.physionet_mi.lookalike"
+    assert registry.FORMATS["physionet_mi"].lookalike \
+        == "embedprobe.datasets.physionet_mi.lookalike"
     with pytest.raises(DataError) as info:
         registry.require_data(config, roots, "mi")
     assert "S001R08.edf (run 8 of S001) is missing" in info.value.message
