@@ -10,7 +10,7 @@ from embedprobe.core.config import closest, lookup
 from embedprobe.core.errors import UsageError, WeightsError
 from embedprobe.core.hashing import sha256_file
 from embedprobe.datasets.registry import unit_seconds
-from embedprobe.models import hub
+from embedprobe.models import checkpoints, hub
 from embedprobe.models.architectures import ARCHITECTURES
 
 # The Snakefile asks model_spec and the weights' state at parse time: the snakemake process
@@ -92,7 +92,7 @@ def checkpoint_against_pair(spec: ModelSpec, roots: dict,
     checkpoint = hub_state(spec, roots).checkpoint
     if checkpoint is None:
         return None, ""
-    return checkpoint, hub.checkpoint_mismatch(spec, checkpoint.config(), len(ch_names),
+    return checkpoint, checkpoints.checkpoint_mismatch(spec, checkpoint.config(), len(ch_names),
                                                ch_names)
 
 
@@ -124,7 +124,7 @@ def load_state_dict(path: Path) -> dict:
             f"cannot load weights {path}: {exc}",
             fix="provide a state_dict saved with torch.save(model.state_dict()) or safetensors",
         ) from exc
-    return hub.unwrap(state) if isinstance(state, dict) else state
+    return checkpoints.unwrap(state) if isinstance(state, dict) else state
 
 
 def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Module, str]:
@@ -149,10 +149,11 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
         )
     state = load_state_dict(path)
     own = set(model.state_dict())
-    mapped = set(hub.to_braindecode(state, spec.architecture, own))
+    mapped = set(checkpoints.to_braindecode(state, spec.architecture, own))
     if mapped != set(state) and mapped & own:
         # the original authors' names, which the family's key map knows
-        return hub.fit_state(model, state, spec.architecture, path).eval(), sha256_file(path)
+        model = checkpoints.fit_state(model, state, spec.architecture, path)
+        return model.eval(), sha256_file(path)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
@@ -176,15 +177,34 @@ def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.n
                            fix=hub.fetch_command(spec.model_id) + "   # on a node with internet")
     checkpoint = state.checkpoint
     ckpt = checkpoint.config()
-    mismatch = hub.checkpoint_mismatch(spec, ckpt, n_chans)
+    mismatch = checkpoints.checkpoint_mismatch(spec, ckpt, n_chans)
     if mismatch:
         raise WeightsError(f"checkpoint {checkpoint.repo}@{checkpoint.commit[:12]} cannot serve "
                            f"'{spec.model_id}': {mismatch}",
                            fix="use a checkpoint made for this montage and rate, or rule the "
                                "family out in the dataset's channel map")
     digest = hub.verified_weights(checkpoint, spec.model_id)
-    kwargs = arch.build_kwargs(hub.build_channels(spec, ckpt, n_chans), spec.sfreq,
+    kwargs = arch.build_kwargs(checkpoints.build_channels(spec, ckpt, n_chans), spec.sfreq,
                                spec.n_times) | spec.params
     model = getattr(braindecode.models, arch.class_name)(**kwargs)
     weights = load_state_dict(checkpoint.weights)
-    return hub.fit_state(model, weights, spec.architecture, checkpoint.weights).eval(), digest
+    model = checkpoints.fit_state(model, weights, spec.architecture, checkpoint.weights)
+    return model.eval(), digest
+
+
+def fetch_models(config: dict, roots: dict, models: list[str] | None = None) -> list[str]:
+    """Fetch every hub checkpoint named (default: all in config); one line per model."""
+    names = models or [m for m, e in config["models"].items() if hub.hub_repo(e["weights"])]
+    lines = []
+    for model in names:
+        spec = model_spec(config, model)
+        repo = hub.hub_repo(spec.weights)
+        if repo is None:
+            lines.append(f"{model}: not a hub checkpoint (weights: {spec.weights}), nothing "
+                         "to fetch")
+            continue
+        state, entry = hub.fetch(repo, spec.revision, roots)
+        lines.append(f"{model}: {state} {repo}@{spec.revision} (commit "
+                     f"{entry['commit'][:12]}, {hub.WEIGHTS_FILE} sha256 "
+                     f"{entry['files'][hub.WEIGHTS_FILE][:12]})")
+    return lines
