@@ -5,7 +5,8 @@ import pytest
 
 from embedprobe.core.errors import UsageError
 from embedprobe.core.progress import Progress
-from embedprobe.pipeline.preprocess import cut_windows, resample, scale, split_subwindows
+from embedprobe.models.encoder import split_subwindows
+from embedprobe.pipeline.preprocess import cut_windows, resample, scale
 
 
 def test_cut_windows_copies_the_right_samples():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from embedprobe.core.errors import UsageError
 from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.models.registry import ModelSpec, build_model
-from embedprobe.pipeline.preprocess import split_subwindows
 
 
 class Ready:
@@ -73,3 +73,18 @@ class Encoder:
         staged = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
         staged.copy_(x)
         return staged.to(self.device, non_blocking=True)
+
+
+def split_subwindows(windows: np.ndarray, n_times: int) -> tuple[np.ndarray, int]:
+    """Epochs longer than the model's window become k consecutive model windows each."""
+    epoch_len = windows.shape[-1]
+    if epoch_len % n_times:
+        raise UsageError(
+            f"an epoch of {epoch_len} samples is not a whole number of model windows of "
+            f"{n_times} samples",
+            fix="choose a model window_seconds that divides the dataset's epoch_seconds",
+        )
+    k = epoch_len // n_times
+    n, c, _ = windows.shape
+    sub = windows.reshape(n, c, k, n_times).transpose(0, 2, 1, 3).reshape(n * k, c, n_times)
+    return np.ascontiguousarray(sub), k

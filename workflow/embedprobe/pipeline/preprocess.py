@@ -325,18 +325,3 @@ def abs_quantile(x: np.ndarray, q: float) -> np.ndarray:
     if gamma >= 0.5:
         return upper - diff * (1 - gamma)
     return lower + diff * gamma
-
-
-def split_subwindows(windows: np.ndarray, n_times: int) -> tuple[np.ndarray, int]:
-    """Epochs longer than the model's window become k consecutive model windows each."""
-    epoch_len = windows.shape[-1]
-    if epoch_len % n_times:
-        raise UsageError(
-            f"an epoch of {epoch_len} samples is not a whole number of model windows of "
-            f"{n_times} samples",
-            fix="choose a model window_seconds that divides the dataset's epoch_seconds",
-        )
-    k = epoch_len // n_times
-    n, c, _ = windows.shape
-    sub = windows.reshape(n, c, k, n_times).transpose(0, 2, 1, 3).reshape(n * k, c, n_times)
-    return np.ascontiguousarray(sub), k

@@ -1,0 +1,162 @@
+"""The package's shape: folders by subsystem, empty __init__ files, imports that run downward and
+never in a circle, and one owner for the tables keyed by a name."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[1]
+PACKAGE = PROJECT / "workflow" / "embedprobe"
+
+# Each subsystem's rank: a module imports only modules of its own rank or below (docs/
+# development.md). The index labels units with the dataset's task, so tasks sit below pipeline;
+# the fold job reads the store, so it is pipeline's.
+RANKS = {"core": 0, "datasets": 1, "models": 1, "probing": 2, "reporting": 3, "tasks": 4,
+         "pipeline": 5, "memory": 6, "smk": 7, "cli": 8}
+# memory's measuring and modelling leaves import only core (and each other), so that check
+# (pipeline) may measure peaks and read the calibration table without a circle.
+MEMORY_LEAVES = {"cgroups", "limits", "peaks", "gpu", "allocator", "formulas", "estimate",
+                 "calibration"}
+LEAF_RANK = 0.5
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(path: Path, name: str) -> set[str]:
+    """Every embedprobe module `path` imports, at the top or inside a function."""
+    known = modules()
+    found = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            names = [f"{base}.{a.name}" for a in node.names]
+            # `from package import module` depends on the module (the __init__ is empty)
+            targets = names if any(n in known for n in names) else [base]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target.startswith("embedprobe.") and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {name: imported(path, name) for name, path in modules().items()}
+
+
+def rank(name: str) -> float:
+    parts = name.split(".")
+    if len(parts) < 2:
+        return -1  # embedprobe itself (__version__)
+    if parts[1] == "memory" and len(parts) > 2 and parts[2] in MEMORY_LEAVES:
+        return LEAF_RANK
+    return RANKS[parts[1]]
+
+
+def test_the_top_level_holds_only_cli_and_folders():
+    files = sorted(p.name for p in PACKAGE.iterdir() if p.is_file() and p.suffix == ".py")
+    assert files == ["__init__.py", "cli.py"]
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(RANKS) - {"cli"}
+
+
+def test_init_files_are_empty():
+    """Lazy imports are load-bearing (parse time, measured memory baselines): an __init__ that
+    imports would load its whole subsystem."""
+    inits = [p for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE]
+    assert inits and all(p.read_text() == "" for p in inits)
+    top = ast.parse((PACKAGE / "__init__.py").read_text())
+    assert not [n for n in ast.walk(top) if isinstance(n, ast.Import | ast.ImportFrom)]
+
+
+def test_no_module_imports_in_a_circle():
+    graph = import_graph()
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert cycles == []
+
+
+def test_the_walk_finds_a_circle_where_there_is_one(tmp_path, monkeypatch):
+    """The walk above is not blind: two modules that import each other inside functions."""
+    package = tmp_path / "embedprobe"
+    (package / "core").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "core" / "__init__.py").write_text("")
+    (package / "core" / "a.py").write_text("def f():\n    from embedprobe.core.b import g\n")
+    (package / "core" / "b.py").write_text("def g():\n    from embedprobe.core import a\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    graph = import_graph()
+    assert graph["embedprobe.core.a"] == {"embedprobe.core.b"}
+    assert graph["embedprobe.core.b"] == {"embedprobe.core.a"}
+
+
+def test_imports_run_downward():
+    upward = [f"{name} ({rank(name)}) imports {target} ({rank(target)})"
+              for name, targets in import_graph().items() for target in sorted(targets)
+              if rank(target) > rank(name)]
+    assert upward == []
+
+
+def test_every_module_imports_in_a_fresh_interpreter():
+    code = ("import importlib, json, sys\n"
+            f"sys.path.insert(0, {str(PACKAGE.parent)!r})\n"
+            f"names = {sorted(modules())!r}\n"
+            "bad = {}\n"
+            "for n in names:\n"
+            "    try:\n"
+            "        importlib.import_module(n)\n"
+            "    except Exception as e:\n"
+            "        bad[n] = repr(e)\n"
+            "print(json.dumps(bad))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=PROJECT)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {}
+
+
+def test_the_schema_names_exactly_the_formats_and_tasks_the_registries_own():
+    from embedprobe.datasets.registry import FORMATS
+    from embedprobe.tasks.registry import TASKS
+
+    schema = yaml.safe_load((PROJECT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    dataset = schema["properties"]["datasets"]["additionalProperties"]["properties"]
+    assert dataset["format"]["enum"] == list(FORMATS)
+    labelling = {f.task for f in FORMATS.values()}
+    assert labelling <= set(TASKS)
+    assert set(dataset["labels"]["enum"]) == {t for t in TASKS if t in labelling}
+    benchmark = schema["properties"]["benchmarks"]["additionalProperties"]["properties"]
+    assert set(benchmark["task"]["enum"]) == set(TASKS)
