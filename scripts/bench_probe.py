@@ -4,7 +4,7 @@
 Both run in this process on one hard synthetic embedding set (embedprobe.probing.synthetic: 5
 imbalanced classes, correlated power-law features, 8% label noise). The reference is
 StandardScaler + one independent scikit-learn lbfgs fit per C (max_iter 1000); the fast probe is
-embedprobe.probing.probe.fit_logistic_probe(method="fast").
+embedprobe.probing.logistic.fit_logistic_probe(method="fast").
 
 "Same answer" (exit 1 when it fails): the fast probe's test kappa within 0.005 of the reference's,
 and the reference's validation kappa at the fast probe's chosen C within 0.002 of the best
@@ -100,7 +100,7 @@ def per_C_lines(result) -> list[str]:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from embedprobe.probing.probe import C_GRID, fit_logistic_probe
+    from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
     from embedprobe.probing.synthetic import hard_probe_splits
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

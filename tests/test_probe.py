@@ -8,21 +8,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
 from embedprobe.probing.metrics import cohen_kappa
-from embedprobe.probing.probe import (
+from embedprobe.probing.ridge import (
     AGE_BINS,
     ALPHA_GRID,
-    C_GRID,
-    Standardizer,
-    _covariance_eigen,
-    _fit_softmax,
-    _Objective,
-    _Plan,
     age_bin_of,
     fit_age_fold,
-    fit_logistic_probe,
     stratified_folds,
 )
+from embedprobe.probing.softmax import SoftmaxObjective, covariance_eigen, fit_softmax
+from embedprobe.probing.standardize import Standardizer
 from embedprobe.probing.synthetic import hard_probe_splits
 
 SPLIT_KEYS = ("X_train", "y_train", "X_val", "y_val", "X_test", "y_test")
@@ -83,12 +79,11 @@ def test_solver_reaches_sklearns_criterion_and_objective():
     data = hard_probe_splits(8_000, 10, 10, dim=32, seed=2)
     Z = StandardScaler().fit_transform(data["X_train"]).astype(np.float32)
     y = data["y_train"]
-    plan = _Plan(C_GRID, 1, None, 0, None, tol=1e-4, max_iter=1000, overwrite=False)
-    eigen = _covariance_eigen(Z)
-    fit = _fit_softmax(Z, y, 5, 1.0, eigen, plan)
+    eigen = covariance_eigen(Z)
+    fit = fit_softmax(Z, y, 5, 1.0, eigen, tol=1e-4, max_iter=1000)
     assert fit.converged and fit.grad_max <= 1e-4
     model = LogisticRegression(C=1.0, max_iter=1000).fit(Z, y)
-    objective = _Objective(Z, y, 5, 1.0, eigen)
+    objective = SoftmaxObjective(Z, y, 5, 1.0, eigen)
     ours, _ = objective(objective.from_original(fit.coef, fit.intercept))
     # sklearn's lbfgs keeps class-wise zero-sum weights from its zero start; centre to be exact.
     coef = model.coef_ - model.coef_.mean(axis=0)

@@ -121,7 +121,7 @@ def test_motor_imagery_trials_start_half_a_second_after_each_cue(mi_run):
 
 def test_motor_imagery_probe_on_shuffled_labels_is_near_chance(mi_run):
     """The same embeddings with the trial labels shuffled: the LOSO probe finds nothing."""
-    from embedprobe.probing.probe import fit_logistic_probe
+    from embedprobe.probing.logistic import fit_logistic_probe
 
     workdir, _ = mi_run
     from embedprobe.pipeline.store import open_embeddings

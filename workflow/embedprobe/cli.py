@@ -20,6 +20,7 @@ from embedprobe.core.errors import (
     write_failure_record,
 )
 from embedprobe.core.overrides import apply_overrides, split_overrides
+from embedprobe.core.units import MIB
 from embedprobe.memory.allocator import use_one_malloc_arena
 
 
@@ -75,7 +76,7 @@ def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
     estimate = estimate_for(args, job_key)
     total = estimate.get("total")
     return JobRecord(roots["results_root"], rule, job_key, dataset, model, args.attempt,
-                     round(total / 2**20, 1) if total else None,
+                     round(total / MIB, 1) if total else None,
                      args.request_mb or estimate.get("request_mb"))
 
 
@@ -215,7 +216,8 @@ def cmd_check(args, config, roots):
 def cmd_summary(args, config, roots):
     import pandas as pd
 
-    from embedprobe.reporting.summary import plot_scores, read_quality, summary_markdown
+    from embedprobe.reporting.figures import plot_scores
+    from embedprobe.reporting.summary import read_quality, summary_markdown
     from embedprobe.tasks.registry import benchmark_task
 
     task = benchmark_task(config, args.benchmark)
@@ -235,9 +237,12 @@ def cmd_summary(args, config, roots):
 
 
 def cmd_leaderboard(args, config, roots):
-    from embedprobe.reporting.leaderboard import leaderboard_markdown
+    from embedprobe.reporting.leaderboard import leaderboard_markdown, read_tables
+    from embedprobe.tasks.registry import benchmark_task
 
-    markdown = leaderboard_markdown(config, args.target, [Path(p) for p in args.tables])
+    tables = read_tables(args.tables)
+    tasks = {benchmark: benchmark_task(config, benchmark) for benchmark, _ in tables}
+    markdown = leaderboard_markdown(args.target, tables, tasks)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(markdown)
     print(markdown)
@@ -263,7 +268,8 @@ def cmd_memory(args, config, roots):
 
 def cmd_calibrate(args, config, roots):
     """Refit the memory calibration from the runs table; the drift to stdout, notes to stderr."""
-    from embedprobe.memory.estimate import JOB_TYPES, calibration_path, load_calibration
+    from embedprobe.memory.calibration import calibration_path, load_calibration
+    from embedprobe.memory.estimate import JOB_TYPES
     from embedprobe.memory.refit import calibrate_from_runs, drift_lines
 
     unknown = sorted(set(args.job or ()) - set(JOB_TYPES))
@@ -297,7 +303,7 @@ def cmd_fetch_weights(args, config, roots):
     <weights_root>/hub; a checkpoint already fetched and intact is not downloaded again."""
     import os
 
-    from embedprobe.models.hub import fetch_models
+    from embedprobe.models.registry import fetch_models
 
     os.environ.pop("HF_HUB_OFFLINE", None)  # the one step that may reach the hub
     for model in args.models:

@@ -31,18 +31,24 @@ def leaderboard_rows(tables: dict[tuple[str, str], pd.DataFrame], headlines: dic
     return columns, rows
 
 
-def leaderboard_markdown(config: dict, target: str, table_paths: list[Path]) -> str:
-    from embedprobe.tasks.registry import benchmark_task
-
+def read_tables(table_paths) -> dict[tuple[str, str], pd.DataFrame]:
+    """(benchmark, dataset) -> its results.tsv (at results/<benchmark>/<dataset>/results.tsv)."""
     tables = {}
-    for path in table_paths:  # results/<benchmark>/<dataset>/results.tsv
+    for path in table_paths:
         path = Path(path)
         tables[(path.parent.parent.name, path.parent.name)] = pd.read_csv(path, sep="\t")
-    headlines = {b: benchmark_task(config, b).metrics[0] for b, _ in tables}
+    return tables
+
+
+def leaderboard_markdown(target: str, tables: dict[tuple[str, str], pd.DataFrame],
+                         tasks: dict) -> str:
+    """The target's leaderboard from its `tables` (read_tables); `tasks` maps each of their
+    benchmarks to its task (base.Task: the headline metric and whether lower is better)."""
+    headlines = {b: tasks[b].metrics[0] for b, _ in tables}
     columns, rows = leaderboard_rows(tables, headlines)
     lines = [f"# Leaderboard: {target}", "",
              "Each benchmark's headline, mean +- SD over its folds (arrows: "
-             + ", ".join(f"{b} {'lower' if benchmark_task(config, b).lower_is_better else 'higher'}"
+             + ", ".join(f"{b} {'lower' if tasks[b].lower_is_better else 'higher'}"
                          " is better" for b in dict.fromkeys(b for b, _ in tables)) + ").", "",
              "| model | " + " | ".join(columns) + " |",
              "|---|" + "---|" * len(columns)]

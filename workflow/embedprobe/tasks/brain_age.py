@@ -13,7 +13,7 @@ from embedprobe.core.errors import DataError
 from embedprobe.datasets.registry import dataset_root, reader_for
 from embedprobe.probing.folds import fold_split, subject_groups
 from embedprobe.probing.metrics import regression_scores
-from embedprobe.probing.probe import AGE_BINS, ALPHA_GRID, fit_age_fold
+from embedprobe.probing.ridge import AGE_BINS, ALPHA_GRID, fit_age_fold
 from embedprobe.tasks.base import FoldJob, Task
 
 

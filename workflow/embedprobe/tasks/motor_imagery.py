@@ -18,15 +18,20 @@ import pandas as pd
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.registry import entry_unit_seconds
-from embedprobe.tasks.base import Units
-from embedprobe.tasks.sleep_staging import SleepStaging
+from embedprobe.tasks.base import FoldJob, Task, Units
+from embedprobe.tasks.classification import (
+    fit_logistic_fold,
+    logistic_probe_memory,
+    plot_confusion_pair,
+)
 
 # Label index = position; the readers name classes as MOABB does.
 CLASSES = ("left_hand", "right_hand", "feet", "tongue", "hands")
 
 
-class MotorImagery(SleepStaging):
-    """The sleep probe's fit (standardise, logistic, C on validation kappa) over trials."""
+class MotorImagery(Task):
+    """Sleep staging's probe (tasks/classification.py: standardise, logistic, C on validation
+    kappa) over trials."""
 
     name = "motor_imagery"
     metrics = ("balanced_accuracy", "kappa", "macro_f1")
@@ -72,11 +77,16 @@ class MotorImagery(SleepStaging):
         return ["", "Chance level (balanced accuracy): 1 / number of classes in the dataset; "
                 "SD is the population SD over held-out subjects."]
 
+    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+        return fit_logistic_fold(job)
+
+    def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
+                     dim: int) -> tuple[str, dict, int]:
+        return logistic_probe_memory(self, config, bench, table, fold, dim)
+
     def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
                   out: Path) -> None:
-        from embedprobe.reporting.summary import plot_confusion
-
-        plot_confusion(prediction_files, self.classes, title, out)
+        plot_confusion_pair(self.classes, prediction_files, title, out)
 
 
 TASK = MotorImagery()

@@ -1,7 +1,7 @@
 """Seizure-detection figures of one (dataset, model): ROC and precision-recall curves per fold, and
 event sensitivity against false alarms per 24 h per fold.
 
-Both read the `curves` dict seizure_scoring.score_fold returns for each fold (as saved in the
+Both read the `curves` dict scoring.score_fold returns for each fold (as saved in the
 fold's .npz): roc_fpr/roc_tpr, pr_recall/pr_precision, prevalence, auroc, auprc for the first;
 event_fa_per_24h/event_sensitivity (one point per swept threshold), fa_range_per_24h and
 event_auc for the second. A fold whose test windows hold one class has no ROC or PR curve and

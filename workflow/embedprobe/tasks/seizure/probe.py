@@ -1,12 +1,12 @@
 """The seizure-detection probe of one fold (the reference's epilepsy protocol).
 
-Standardise on the training windows (probe.Standardizer: StandardScaler's arithmetic in row
+Standardise on the training windows (probing/standardize.py: StandardScaler's arithmetic in row
 chunks, float32), then one binary LogisticRegression(lbfgs, class_weight="balanced",
 max_iter=500, tol=1e-4) per C in C_GRID (the grid sleep staging uses), each fitted from zero on
 every training window. C is chosen on validation AUPRC (average precision; the smallest C among
 ties), the decision threshold on validation F1 of the seizure class over 0.01 ... 0.99
-(seizure_scoring.tune_threshold), and the chosen model scores the test windows
-(seizure_scoring.score_fold: window metrics, SzCORE event scoring, the event_auc headline).
+(scoring.tune_threshold), and the chosen model scores the test windows
+(scoring.score_fold: window metrics, SzCORE event scoring, the event_auc headline).
 
 Balanced weights give each class half the total weight (n / (2 n_class) per window): seizure
 windows are ~1% of EEG, and unweighted a probe learns to say "no seizure". max_iter 500 is the
@@ -27,16 +27,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embedprobe.core.errors import DataError, UsageError
-from embedprobe.probing.probe import (
+from embedprobe.probing.logistic import (
     C_GRID,
     Progress,
-    Standardizer,
-    _best_C,
-    _check_split,
-    _decision,
-    _map,
+    best_C,
     by_C_json,
+    check_split,
+    map_in_threads,
 )
+from embedprobe.probing.softmax import decision
+from embedprobe.probing.standardize import Standardizer
 from embedprobe.tasks.seizure.scoring import (
     FA_RANGE_PER_24H,
     MAX_FP_PER_HOUR,
@@ -61,7 +61,7 @@ class SeizureProbeResult:
     val_f1: float  # at the threshold, of the chosen C
     test_proba: np.ndarray  # seizure probability per test window (float64)
     test_pred: np.ndarray  # 1 where test_proba >= threshold
-    test_metrics: dict[str, float]  # seizure_scoring.METRICS
+    test_metrics: dict[str, float]  # scoring.METRICS
     curves: dict[str, np.ndarray]  # for the figures; save beside the predictions
     events: dict  # pooled event counts at the threshold
     iterations_by_C: dict[float, int] = field(default_factory=dict)
@@ -136,9 +136,9 @@ def fit_seizure_probe(
     if not grid or min(grid) <= 0:
         raise UsageError(f"the C grid must hold positive values, got {C_grid!r}",
                          fix=f"use the reference grid {list(C_GRID)}")
-    X_train, y_train = _check_split("train", X_train, y_train, None)
-    X_val, y_val = _check_split("validation", X_val, y_val, X_train.shape[1])
-    X_test, y_test = _check_split("test", X_test, y_test, X_train.shape[1])
+    X_train, y_train = check_split("train", X_train, y_train, None)
+    X_val, y_val = check_split("validation", X_val, y_val, X_train.shape[1])
+    X_test, y_test = check_split("test", X_test, y_test, X_train.shape[1])
     _both_classes("train", y_train)
     _both_classes("validation", y_val)
 
@@ -152,7 +152,7 @@ def fit_seizure_probe(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(Z_train, y_train)
-        val_proba = _sigmoid(_decision(X_val, scaler, model.coef_, model.intercept_)[:, 0])
+        val_proba = _sigmoid(decision(X_val, scaler, model.coef_, model.intercept_)[:, 0])
         auprc = float(average_precision_score(y_val, val_proba))
         done += 1
         if progress is not None:
@@ -160,12 +160,12 @@ def fit_seizure_probe(
                                       f"({int(model.n_iter_[0])} iterations)")  # fmt: skip
         return model, val_proba, auprc
 
-    fitted = dict(zip(grid, _map(fit, grid, n_jobs), strict=True))
+    fitted = dict(zip(grid, map_in_threads(fit, grid, n_jobs), strict=True))
     auprc_by_C = {C: a for C, (_, _, a) in fitted.items()}
-    chosen = _best_C(auprc_by_C)
+    chosen = best_C(auprc_by_C)
     model, val_proba, _ = fitted[chosen]
     threshold, val_f1 = tune_threshold(y_val, val_proba, threshold_grid)
-    test_proba = _sigmoid(_decision(X_test, scaler, model.coef_, model.intercept_)[:, 0])
+    test_proba = _sigmoid(decision(X_test, scaler, model.coef_, model.intercept_)[:, 0])
     scores = score_fold(y_test, test_proba, threshold, test_timeline,
                         max_fp_per_hour=max_fp_per_hour, rules=rules, fa_range=fa_range,
                         max_thresholds=max_thresholds)  # fmt: skip

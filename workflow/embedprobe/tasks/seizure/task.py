@@ -1,10 +1,10 @@
 """Seizure detection: 10 s windows, positive when they overlap a seizure; 5 patient-level folds.
 
 The probe is a class-balanced logistic regression, C chosen on validation AUPRC, then the
-decision threshold tuned on validation F1 (seizure_probe.py). Window metrics (AUROC, AUPRC,
+decision threshold tuned on validation F1 (tasks/seizure/probe.py). Window metrics (AUROC, AUPRC,
 balanced accuracy, MCC, sensitivity at a fixed false-positive rate) and event metrics (SzCORE
 event scoring through timescoring: sensitivity, false alarms per 24 h, and the area under the
-sensitivity / false-alarm curve, the headline) are in seizure_scoring.py.
+sensitivity / false-alarm curve, the headline) are in tasks/seizure/scoring.py.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.datasets.registry import entry_unit_seconds, unit_seconds
-from embedprobe.probing.probe import C_GRID
+from embedprobe.probing.logistic import C_GRID
 from embedprobe.tasks.base import FoldJob, Task, Units
-from embedprobe.tasks.folds_inputs import fold_part_sizes, probe_runtime_minutes
+from embedprobe.tasks.classification import fold_part_sizes, probe_runtime_minutes
 from embedprobe.tasks.seizure.scoring import window_labels
 
 SEIZURE = "seizure"

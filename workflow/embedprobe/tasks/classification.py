@@ -1,0 +1,82 @@
+"""Window and trial classification: what sleep staging and motor imagery share.
+
+One fold's fit (probing/logistic.py: standardise, multinomial logistic, C on validation kappa)
+over the units of the dataset's index, its preflight inputs, and the confusion-matrix figure.
+The row counts of a fold's parts and the runtime rule serve every window-level probe (seizure
+detection's too).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from embedprobe.probing.folds import fold_split
+from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
+from embedprobe.tasks.base import FoldJob, Task
+
+
+def fit_logistic_fold(job: FoldJob) -> tuple[dict, dict]:
+    """(the fold's JSON record, arrays saved in its .npz) of a logistic probe over the units."""
+    windows = job.store.windows
+    X = np.asarray(job.store.embeddings[:], dtype=np.float32)
+    masks = fold_split(windows["subject"].map(job.groups).to_numpy(), job.fold,
+                       job.bench["folds"])
+    y = windows["label"].to_numpy().astype(np.int64)
+    result = fit_logistic_probe(
+        X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
+        X[masks["test"]], y[masks["test"]],
+        C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
+        n_jobs=job.config["probe"]["n_jobs"],
+    )
+    record = {
+        "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
+        "n_test": int(masks["test"].sum()),
+        "test_subjects": sorted(windows["subject"][masks["test"]].unique().tolist()),
+        "chosen": result.chosen_C, "chosen_C": result.chosen_C,
+        "val_kappa": result.val_kappa,
+        "val_kappa_by_C": {str(c): k for c, k in result.val_kappa_by_C.items()},
+        "method": result.method,
+        "n_classes": int(len(np.unique(y))),
+        "metrics": {k: float(v) for k, v in result.test_metrics.items()},
+    }
+    saved = {"index": np.flatnonzero(masks["test"]), "y_true": y[masks["test"]],
+             "y_pred": result.test_pred, "proba": result.test_proba}
+    return record, saved
+
+
+def logistic_probe_memory(task: Task, config: dict, bench: dict, table: pd.DataFrame, fold: int,
+                          dim: int) -> tuple[str, dict, int]:
+    """(the preflight job type, its inputs, runtime minutes) of `fit_logistic_fold`."""
+    inputs = fold_part_sizes(task, bench, table, fold) | {
+        "dim": dim,
+        "n_classes": len(task.classes),
+        "n_jobs": config["probe"]["n_jobs"],
+        "n_fits": len(bench.get("probe", {}).get("C_grid", C_GRID)),
+        "on_cluster": bool(config.get("memory_on_cluster")),
+    }
+    return "probe_logistic", inputs, probe_runtime_minutes(inputs)
+
+
+def plot_confusion_pair(classes, prediction_files: list[Path], title: str, out: Path) -> None:
+    """The pair's confusion matrix over every test fold."""
+    from embedprobe.reporting.figures import plot_confusion
+
+    plot_confusion(prediction_files, classes, title, out)
+
+
+def fold_part_sizes(task: Task, bench: dict, table: pd.DataFrame, fold: int) -> dict[str, int]:
+    """Row counts of one fold's parts, as the preflight formulas of window-level probes take
+    them."""
+    subjects = table["subject"].astype(str).to_numpy()
+    groups = task.fold_groups(subjects, bench)
+    masks = fold_split(np.array([groups[s] for s in subjects]), fold, bench["folds"])
+    return {f"n_{part}": int(mask.sum()) for part, mask in masks.items()}
+
+
+def probe_runtime_minutes(inputs: dict) -> int:
+    """Generous: fits scale with rows x features x grid values (measured ~2 min per 1e9)."""
+    work = inputs["n_train"] * inputs["dim"] * inputs["n_fits"]
+    return int(np.ceil(work / 1e9 * 2 * 3)) + 10
