@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import PROJECT, snakemake
+from helpers.project import PROJECT, snakemake
 
 pytestmark = pytest.mark.workflow
 

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 import scipy.io
-from helpers_motor_imagery import band_power_accuracy
+from helpers.motor_imagery import band_power_accuracy
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry

@@ -32,8 +32,9 @@ from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import RANDOM, build_model, model_spec
 from embedprobe.pipeline.check import FAILED, OK, RULED_OUT, SKIPPED, check_pair
-from embedprobe.smk import rules_support
-from embedprobe.smk.rules_support import known_skips, runnable_models
+from embedprobe.smk import plan as smk_plan
+from embedprobe.smk.job_configs import not_run_file
+from embedprobe.smk.plan import known_skips, runnable_models
 
 DATASET = "sleep_edf_demo"
 BIOT_REPO = "braindecode/biot-pretrained-six-datasets-18chs"
@@ -274,7 +275,7 @@ def test_a_checkpoint_that_cannot_serve_the_dataset_is_ruled_out(env, n_chans, c
     assert (result.status, result.category, result.data) == (RULED_OUT, "weights", "not read")
     assert reason in result.reason and result.reason.startswith(
         f"ruled out: checkpoint {BIOT_REPO} cannot serve {DATASET}")
-    monkeypatch.setattr(rules_support, "_WARNED", set())  # the plan warns once per process
+    monkeypatch.setattr(smk_plan, "_WARNED", set())  # the plan warns once per process
     capsys.readouterr()
     assert runnable_models(config, "demo", DATASET) == ["biot_random"]
     assert f"warning: {DATASET}/biot_pretrained is ruled out: checkpoint {BIOT_REPO} cannot " \
@@ -394,7 +395,7 @@ def test_an_original_file_that_does_not_fit_names_its_keys(env):
 
 @pytest.mark.workflow
 def test_snakemake_weights_plans_one_fetch_job(tmp_path):
-    from conftest import snakemake
+    from helpers.project import snakemake
 
     plan = snakemake(tmp_path, "-n", "-p", "weights", timeout=300)
     assert plan.returncode == 0, plan.stderr
@@ -415,17 +416,17 @@ def test_the_shipped_sleep_stage_skips_an_unfetched_checkpoint_in_plan_and_table
                                             "weights_root")}
     config.update(roots)
     monkeypatch.setenv("EMBEDPROBE_WEIGHTS_ROOT", roots["weights_root"])
-    monkeypatch.setattr(rules_support, "_WARNED", set())
+    monkeypatch.setattr(smk_plan, "_WARNED", set())
     dataset = "sleep_edf_expanded"
     assert config["benchmarks"]["sleep_stage"]["models"] == ["biot_pretrained", "biot_random"]
     capsys.readouterr()
     assert runnable_models(config, "sleep_stage", dataset) == ["biot_random"]
-    rules_support.warn_known_skips(config, "sleep_stage", dataset)
+    smk_plan.warn_known_skips(config, "sleep_stage", dataset)
     err = capsys.readouterr().err
     assert (f"warning: {dataset}/biot_pretrained will be skipped: weights not fetched: "
             f"{BIOT_REPO} at revision main is not in {roots['weights_root']}/hub") in err
     assert "\nfix: embedprobe fetch-weights biot_pretrained" in err
-    not_run = rules_support.not_run_file(config, "sleep_stage", dataset)
+    not_run = not_run_file(config, "sleep_stage", dataset)
     out = tmp_path / "results.tsv"
     assert cli.main(["--job-config", json.dumps(config), "aggregate", "--benchmark",
                      "sleep_stage", "--out", str(out), "--not-run", not_run]) == 0
@@ -439,7 +440,7 @@ def test_the_shipped_sleep_stage_skips_an_unfetched_checkpoint_in_plan_and_table
 def test_snakemake_plans_the_shipped_sleep_stage_without_the_unfetched_checkpoint(tmp_path):
     """The shipped benchmark and models; only the data is a small look-alike in Sleep-EDF's
     format (a missing dataset is an error of its own)."""
-    from conftest import snakemake
+    from helpers.project import snakemake
 
     generate(tmp_path / "data" / "tiny-edf", n_subjects=1, nights=1, hours=0.25, seed=3)
     tiny = tmp_path / "tiny.yaml"
@@ -458,7 +459,7 @@ def test_snakemake_plans_the_shipped_sleep_stage_without_the_unfetched_checkpoin
 def test_the_workflow_embeds_with_a_fetched_checkpoint_and_the_hub_unreachable(env, tmp_path):
     """Fetched here (the login node), then the workflow's own jobs (index, check, preflight,
     embed) load it from weights_root/hub with every hub request bound to fail."""
-    from conftest import snakemake
+    from helpers.project import snakemake
 
     config, roots, fake, _ = env
     assert roots["weights_root"] == str(tmp_path / "weights")  # where conftest.snakemake looks

@@ -9,7 +9,7 @@ import shutil
 import mne
 import numpy as np
 import pytest
-from helpers_seizure import band_power_auroc, check_channel_map
+from helpers.seizure import band_power_auroc, check_channel_map
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry

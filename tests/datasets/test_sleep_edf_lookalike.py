@@ -6,11 +6,11 @@ import dataclasses
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import mne
 import numpy as np
 import pytest
+from helpers.project import PROJECT as REPO
 from scipy.signal import welch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import cohen_kappa_score
@@ -21,7 +21,6 @@ from embedprobe.core.errors import UsageError
 from embedprobe.datasets.sleep_edf import lookalike as demo_data
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 
-REPO = Path(__file__).resolve().parents[1]
 SMALL = {"n_subjects": 2, "nights": 1, "hours": 0.25, "seed": 3}
 BANDS_HZ = [(0.5, 2), (2, 4), (4, 8), (8, 12), (12, 15), (15, 30)]
 

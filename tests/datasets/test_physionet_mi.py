@@ -9,7 +9,7 @@ import shutil
 import edfio
 import numpy as np
 import pytest
-from helpers_motor_imagery import band_power_accuracy
+from helpers.motor_imagery import band_power_accuracy
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry

@@ -12,8 +12,8 @@ from collections import deque
 from pathlib import Path
 
 import pytest
+from helpers.project import PROJECT as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 MEASUREMENTS = DOCS / "measurements"

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import yaml
+from helpers import project as paths
+from helpers.project import PROJECT
 
-PROJECT = Path(__file__).resolve().parents[1]
-PACKAGE = PROJECT / "workflow" / "embedprobe"
+PACKAGE = paths.PACKAGE
 
 # Each subsystem's rank: a module imports only modules of its own rank or below (docs/
 # development.md). The index labels units with the dataset's task, so tasks sit below pipeline;

@@ -4,13 +4,11 @@ repeats it as a `.get(key, default)` literal."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import yaml
+from helpers.project import PACKAGE
 
 from embedprobe.core.config import SCHEMA_PATH, check_names, fill_defaults, load_config
-
-PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "embedprobe"
 
 
 def schema_defaults() -> dict:

@@ -65,7 +65,7 @@ def test_a_bad_value_names_its_place_and_the_choices(config):
 
 
 def test_snakemake_refuses_a_bad_value_before_any_job(tmp_path):
-    from conftest import snakemake
+    from helpers.project import snakemake
 
     run = snakemake(tmp_path, "-n", "demo", config=["embed={device: gpu}"])
     assert run.returncode == 2

@@ -1,0 +1,50 @@
+"""The project's paths, and the ways tests run it: the real snakemake, local weights."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+PACKAGE = PROJECT / "workflow" / "embedprobe"
+SCRIPTS = PROJECT / "scripts"
+VENV_BIN = Path(sys.executable).parent
+
+
+def snakemake(workdir: Path, *args: str, config=(), timeout: int = 900,
+              env_extra=None) -> subprocess.CompletedProcess:
+    """The real snakemake on the project's Snakefile, with every root inside `workdir`."""
+    cmd = [
+        str(VENV_BIN / "snakemake"), "-s", str(PROJECT / "Snakefile"), "--directory", str(workdir),
+        "--config", f"data_root={workdir}/data", f"cache_root={workdir}/cache",
+        f"results_root={workdir}/results", f"weights_root={workdir}/weights", *config, *args,
+    ]
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.update(env_extra or {})
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=workdir)
+
+
+def have(tool: str) -> bool:
+    return shutil.which(tool) is not None
+
+
+# The `*_pretrained` entries of config/models.yaml name hub checkpoints (tests/test_hub_weights.py);
+# the tests of the local-file path (copy a checkpoint under weights_root) use these entries.
+LOCAL_WEIGHTS = {
+    "biot_pretrained": "biot_pretrained.pt",
+    "labram_pretrained": "labram_pretrained.safetensors",
+    "cbramod_pretrained": "cbramod_pretrained.safetensors",
+    "eegpt_pretrained": "eegpt_pretrained.safetensors",
+}
+
+
+def with_local_weights(config: dict) -> dict:
+    """The config with each `*_pretrained` entry reading a local file under weights_root."""
+    for model, path in LOCAL_WEIGHTS.items():
+        config["models"][model]["weights"] = path
+        config["models"][model].pop("revision", None)
+    return config
