@@ -1,0 +1,345 @@
+"""The terms of every memory job type's peak, in bytes: each a name and a function of the
+job's inputs `i` and the calibration constants `c`. estimate.JOB_TYPES gives each job type
+its terms (the tuples at the end), the inputs it requires and their defaults, and its
+constants' defaults; config/memory_calibration.yaml the fitted constants.
+
+Inputs (bytes unless said otherwise):
+  embed_cpu / embed_gpu: batch_size, n_channels, n_samples (per window at the model rate),
+    feature_dim, weights_bytes (n_params * 4), recording_bytes (what a reader reads for the
+    largest part of a night, window_source.parts: channels read * samples * 8),
+    resample_ratio (model rate / recorded rate), n_workers (readers: threads beside a CPU
+    encoder, processes beside a GPU one), n_windows, night_windows (windows of the largest
+    part), batch_activation_bytes measured at activation_batch_size
+    (CPU; peaks.measure_peak_growth of one forward pass, in check); embed_gpu also gpu_peaks
+    ({batch size: allocator peak}, two or more sizes; gpu.gpu_batch_peaks),
+    gpu_reserved_peaks (the same for the allocator's reserve), gpu_context_bytes (the CUDA
+    context of one process, measured by check) and gpu_total_bytes.
+  every job, optional: measured_baseline_bytes, this node's own baseline (check measures
+    embed's: interpreter, libraries, the built model and its first call; preflight measures
+    the probes' import baselines); without it the calibration table's baseline counts.
+  probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (fits at once, in threads),
+    n_fits (values of C), dtype_bytes (of the cached embeddings). It models the probe job:
+    probe_fold loads the whole store and cuts the fold's splits, probe.fit_logistic_probe
+    (method "fast") standardises one float32 copy of the training rows, builds a p x p
+    preconditioner and runs preconditioned L-BFGS fits that share that copy.
+  probe_seizure: n_train, n_val, n_test, dim, n_jobs, n_fits, dtype_bytes: the seizure probe
+    job (scikit-learn's binary lbfgs per C, seizure_probe.fit_seizure_probe).
+  probe_ridge: n, p, n_jobs, n_fits, dtype_bytes (fit_age_fold computes in float64),
+    ridge_form ("auto", "primal" or "dual").
+  aggregate_subject_mean: dim, chunk_rows, n_subjects, n_rows.
+  every job: on_cluster (adds the scheduler's own processes in the job's allocation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+FLOAT32 = 4
+FLOAT64 = 8
+LBFGS_HISTORY = 10  # scipy's lbfgs keeps 10 correction pairs of the coefficient vector
+
+Inputs = dict
+Constants = dict
+Term = tuple[str, Callable[[Inputs, Constants], float]]
+
+
+# ------------------------------------------------------------------------ shared sub-terms
+
+
+def parallel_fits(i: Inputs) -> int:
+    """Fits that run at once: n_jobs, but never more than there are fits."""
+    return max(1, min(int(i["n_jobs"]), int(i["n_fits"])))
+
+
+def _worker_processes(i: Inputs) -> int:
+    """Parallel ridge fits run in worker processes; one fit runs in the job's own process."""
+    fits = parallel_fits(i)
+    return fits if fits > 1 else 0
+
+
+def _nights_in_flight(i: Inputs) -> int:
+    """Nights (parts of them) being read ahead of the model: one per reader (thread or
+    process), whatever the model's speed; without readers the main thread reads one at a time.
+    Each is counted at its reading cost, which covers the windows it holds once read."""
+    return max(1, int(i["n_workers"]))
+
+
+def _parts_made_ahead(i: Inputs) -> int:
+    """Parts made and waiting beyond one per reader: WindowSource.stream keeps one more in
+    flight than it has readers (window_source.in_flight), so a reader done early goes on; it
+    waits as windows (reader processes: in a shared slot). None without readers."""
+    return 1 if int(i["n_workers"]) > 0 else 0
+
+
+def _part_windows_bytes(i: Inputs) -> float:
+    """The model windows of the largest part (night_windows: preflight's largest part)."""
+    return i["night_windows"] * i["n_channels"] * i["n_samples"] * FLOAT32
+
+
+def _reader_processes(i: Inputs) -> int:
+    """Reader processes beside a GPU encoder (window_source: processes on cuda, threads on the
+    CPU, where the encoder's own threads use the cores)."""
+    return max(0, int(i["n_workers"]))
+
+
+def _measured_baseline(i: Inputs) -> float | None:
+    """This node's own baseline, when a job measured it here (check for embed, preflight's
+    import children for the probes): it replaces the calibration table's, which was measured
+    on another machine with other library versions."""
+    measured = i.get("measured_baseline_bytes")
+    return float(measured) if measured else None
+
+
+def _baseline(i: Inputs, c: Constants) -> float:
+    measured = _measured_baseline(i)
+    return c["baseline_bytes"] if measured is None else measured
+
+
+def embed_baseline(i: Inputs, c: Constants) -> float:
+    """What embed holds before its first batch: interpreter, libraries (braindecode imports
+    most of its own only when the model is built: ~100 MB), the model and its first-call
+    state. check measures exactly that on the node; else the table's imports-only baseline
+    plus the state dict and the module."""
+    measured = _measured_baseline(i)
+    if measured is not None:
+        return measured
+    return c["baseline_bytes"] + i["weights_bytes"] * c["weights_copies"]
+
+
+def _batch_input_bytes(i: Inputs) -> float:
+    return i["batch_size"] * i["n_channels"] * i["n_samples"] * FLOAT32
+
+
+def _power_of_two_ceil(n: float) -> int:
+    return 1 << max(0, math.ceil(n) - 1).bit_length()
+
+
+def _page_locked_copies(i: Inputs) -> float:
+    """A GPU job stages each batch in page-locked memory and takes its vectors back the same
+    way (Encoder.launch); two batches are under way at once (the one being stored, the one the
+    device computes). torch's pinned-memory cache rounds each block up to a power of two and
+    keeps every block for reuse, so the last, smaller batch's blocks stay beside them: three
+    of each. (After an out-of-memory halving the cache also keeps the halved sizes' blocks,
+    up to two more of each; the rerun of such a job starts at the smaller batch.)"""
+    vectors = i["batch_size"] * i["feature_dim"] * FLOAT32
+    return 3 * (_power_of_two_ceil(_batch_input_bytes(i)) + _power_of_two_ceil(vectors))
+
+
+def _batch_activations(i: Inputs, c: Constants) -> float:
+    """Measured at the check job's batch size; activations grow linearly with the batch."""
+    per_window = i["batch_activation_bytes"] / i["activation_batch_size"]
+    return per_window * i["batch_size"] * c["activation_factor"]
+
+
+def _gpu_line_peaks(i: Inputs) -> dict:
+    """The peaks the device line runs through: the caching allocator's reserved peaks (what
+    the process really holds on the GPU) where check measured them, else its allocated ones."""
+    return i.get("gpu_reserved_peaks") or i["gpu_peaks"]
+
+
+def _gpu_measured(i: Inputs) -> tuple[int, float, float]:
+    """(smallest measured batch, its peak, bytes per further window) on the device.
+
+    The line runs through the smallest and the largest measured batch. Below the smallest
+    measured batch the estimate stays at its peak: measure the smaller one at the smallest
+    batch you would accept (1 is cheap).
+    """
+    peaks = {int(b): float(v) for b, v in _gpu_line_peaks(i).items()}
+    low, high = min(peaks), max(peaks)
+    per_window = max(0.0, (peaks[high] - peaks[low]) / (high - low)) if high > low else 0.0
+    return low, peaks[low], per_window
+
+
+def _gpu_allocated(i: Inputs) -> float:
+    low, peak_low, per_window = _gpu_measured(i)
+    return peak_low + per_window * max(0, i["batch_size"] - low)
+
+
+def _gpu_slack(i: Inputs, c: Constants) -> float:
+    """Headroom over the line: small over reserved peaks (the allocator's rounding is in
+    them), larger over allocated ones (the reserve on top is not)."""
+    share = c["reserved_slack"] if i.get("gpu_reserved_peaks") else c["allocator_slack"]
+    return share * _gpu_allocated(i)
+
+
+def _cuda_context(i: Inputs, c: Constants) -> float:
+    """The CUDA context of one process: measured per process by check (NVML or nvidia-smi,
+    minus the allocator's reserve), else the table's."""
+    return float(i.get("gpu_context_bytes") or c["cuda_context_bytes"])
+
+
+def _logistic_rows(i: Inputs) -> int:
+    """Every row of the store: the job loads them all before cutting the fold."""
+    return i["n_train"] + i["n_val"] + i["n_test"]
+
+
+def _logistic_workspace(i: Inputs, c: Constants) -> float:
+    """One lbfgs fit: class scores and gradients per row, and the lbfgs history."""
+    rows = i["n_train"] * i["n_classes"] * FLOAT64 * c["workspace_factor"]
+    history = 2 * LBFGS_HISTORY * (i["dim"] + 1) * i["n_classes"] * FLOAT64
+    return rows + history
+
+
+def ridge_form_bytes(i: Inputs, c: Constants) -> dict[str, float]:
+    """Solver matrix of one ridge fit in each form: primal p x p, dual n x n."""
+    return {
+        "primal": i["p"] * i["p"] * FLOAT64 * c["gram_factor"],
+        "dual": i["n"] * i["n"] * FLOAT64 * c["kernel_factor"],
+    }
+
+
+def ridge_form(i: Inputs, c: Constants) -> str:
+    """The form a ridge fit uses: as forced, or the smaller of the two ("auto")."""
+    form = i.get("ridge_form", "auto")
+    if form in ("primal", "dual"):
+        return form
+    sizes = ridge_form_bytes(i, c)
+    return "primal" if sizes["primal"] <= sizes["dual"] else "dual"
+
+
+def _startup(i: Inputs, c: Constants) -> float:
+    """What a probe job holds beyond its imports before its data: the store opened, the runs
+    record and its thread, modules imported on first use. Fitted on a tiny job, so the size
+    terms need not absorb it (they did, over-predicting large folds by 13-18%)."""
+    return c["overhead_bytes"]
+
+
+def _job_wrapper(i: Inputs, c: Constants) -> float:
+    """On a cluster the job's allocation also holds the scheduler's snakemake processes."""
+    return c["cluster_wrapper_bytes"] if i.get("on_cluster") else 0
+
+
+def _store_bytes(i: Inputs) -> float:
+    """The embeddings of a store as float32 rows."""
+    return i["n_rows"] * i["dim"] * FLOAT32
+
+
+def _sklearn_workspace(i: Inputs, c: Constants) -> float:
+    """One binary lbfgs fit of scikit-learn: float64 vectors per training row (raw scores,
+    losses, gradients, sample weights of the balanced classes) and scipy's lbfgs history."""
+    rows = i["n_train"] * FLOAT64 * c["workspace_factor"]
+    history = 2 * LBFGS_HISTORY * (i["dim"] + 1) * FLOAT64
+    return rows + history
+
+
+# ------------------------------------------------------- terms several job types share
+
+# Host terms shared by embed on the CPU and on the GPU (only activations move to the device).
+_EMBED_HOST_TERMS: list[Term] = [
+    ("interpreter and libraries, with the model built", embed_baseline),
+    ("nights in flight: raw signal copies (at most one night per reader)",
+     lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * c["recording_copies"]),
+    ("nights in flight: resampled signal copies",
+     lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
+     * c["window_copies"]),
+    ("windows of a part made ahead, waiting for the model",
+     lambda i, c: _parts_made_ahead(i) * _part_windows_bytes(i)),
+    # its batches are views of it; no finished part is held beyond those in flight
+    ("windows of the night being batched", lambda i, c: _part_windows_bytes(i)),
+    ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
+    ("HDF5 buffers", lambda i, c: c["hdf5_buffer_bytes"] + i["batch_size"] * i["feature_dim"]
+     * FLOAT32),
+    ("window table", lambda i, c: i["n_windows"] * c["window_row_bytes"]),
+    ("scheduler processes", _job_wrapper),
+]
+
+# A GPU job's readers are processes forked from one server process (window_source). The
+# server holds the reading code's imports (numpy, scipy.signal, MNE), which its readers share;
+# each reader adds what it writes after the fork (interpreter state, its allocator). Their
+# nights in flight are the host terms above, wherever they sit. Measured as the difference in a
+# process tree's cgroup peak between reader processes and reader threads (2 readers, nights of
+# 0.75 h and 3 h of sleep: +121 and +110 MB), and per process from /proc/PID/smaps_rollup
+# (server 65 MB anonymous; each reader ~25 MB private beyond its night's buffers).
+_READER_PROCESS_TERMS: list[Term] = [
+    ("reader processes: their server (the reading code's imports, shared by the readers)",
+     lambda i, c: c["reader_server_bytes"] if _reader_processes(i) else 0),
+    ("reader processes: what each one writes beyond its server's",
+     lambda i, c: _reader_processes(i) * c["reader_process_bytes"]),
+]
+
+_SUBJECT_MEAN_TERMS: list[Term] = [
+    # neither a block nor h5py's chunk caches hold more than the store has
+    ("HDF5 chunk buffers", lambda i, c: min(c["hdf5_buffer_bytes"], _store_bytes(i))
+     + min(i["chunk_rows"], i["n_rows"]) * i["dim"] * FLOAT32 * c["chunk_copies"]),
+    ("subject column of the window table", lambda i, c: i["n_rows"] * c["index_row_bytes"]),
+    ("per-subject sums and means",
+     lambda i, c: i["n_subjects"] * i["dim"] * FLOAT64 * c["accumulator_copies"]),
+]
+
+_PROBE_START: list[Term] = [
+    ("interpreter and libraries", _baseline),
+    ("job start-up beyond its imports", _startup),
+]
+
+_RIDGE_TERMS: list[Term] = _PROBE_START + [
+    ("probe data and its copies (load, scaled, centred)",
+     lambda i, c: i["n"] * i["p"] * i["dtype_bytes"] * c["data_copies"]),
+    ("training copies per further parallel fit",
+     lambda i, c: (parallel_fits(i) - 1) * i["n"] * i["p"] * i["dtype_bytes"]
+     * c["fit_data_copies"]),
+    ("solver workspace per parallel fit (gram p x p or kernel n x n)",
+     lambda i, c: parallel_fits(i) * ridge_form_bytes(i, c)[ridge_form(i, c)]),
+    ("parallel worker processes", lambda i, c: _worker_processes(i)
+     * c["worker_baseline_bytes"]),
+]
+
+_SCHEDULER: Term = ("scheduler processes", _job_wrapper)
+# Standardising, fitting the scaler and scoring go through blocks of rows (both logistic probes).
+_ROW_BLOCKS: Term = ("row blocks (standardise, score)",
+                     lambda i, c: c["block_rows"] * i["dim"] * FLOAT32)
+_PROBE_ROWS: list[Term] = [
+    ("embeddings as loaded and the fold's splits",
+     lambda i, c: _logistic_rows(i) * i["dim"] * i["dtype_bytes"] * c["embeddings_copies"]),
+    ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
+    ("standardised training rows (float32, shared by the fits)",
+     lambda i, c: i["n_train"] * i["dim"] * FLOAT32 * c["fit_data_copies"]),
+]
+
+# ------------------------------------------------------------- each job type's terms, in order
+
+EMBED_CPU_TERMS: tuple[Term, ...] = (*_EMBED_HOST_TERMS, ("batch activations", _batch_activations))
+# host memory (the device has its own terms below), the readers being processes
+EMBED_GPU_TERMS: tuple[Term, ...] = (
+    *_EMBED_HOST_TERMS[:-1], *_READER_PROCESS_TERMS,
+    ("page-locked copies of batches, in and out of the device",
+     lambda i, c: _page_locked_copies(i)),
+    _EMBED_HOST_TERMS[-1])
+EMBED_GPU_DEVICE_TERMS: tuple[Term, ...] = (
+    ("CUDA context", _cuda_context),
+    ("allocator peak at the smallest measured batch (weights, buffers, activations)",
+     lambda i, c: _gpu_measured(i)[1]),
+    ("batch activations of the further windows",
+     lambda i, c: _gpu_measured(i)[2] * max(0, i["batch_size"] - _gpu_measured(i)[0])),
+    ("allocator slack", _gpu_slack),
+)
+PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
+    *_PROBE_START, *_PROBE_ROWS,
+    ("solver workspace per parallel fit",
+     lambda i, c: parallel_fits(i) * _logistic_workspace(i, c)),
+    _ROW_BLOCKS,
+    # The covariance, its eigenvectors and eigh's workspace, plus each fit's scaling.
+    ("preconditioner (p x p float64)",
+     lambda i, c: (c["square_copies"] + parallel_fits(i)) * i["dim"] ** 2 * FLOAT64),
+    _SCHEDULER,
+)
+# The seizure probe (seizure_probe.fit_seizure_probe): the whole store loaded and cut into
+# the fold's splits, one standardised float32 copy of the training rows, scikit-learn's
+# binary lbfgs per C (threads share the copy), each C's validation scores kept for the
+# choice; the event scoring's per-window arrays count with the window table.
+PROBE_SEIZURE_TERMS: tuple[Term, ...] = (
+    *_PROBE_START, *_PROBE_ROWS,
+    ("solver workspace per parallel fit (scikit-learn lbfgs)",
+     lambda i, c: parallel_fits(i) * _sklearn_workspace(i, c)),
+    _ROW_BLOCKS,
+    ("validation scores of every C (float64)",
+     lambda i, c: int(i["n_fits"]) * i["n_val"] * FLOAT64),
+    _SCHEDULER,
+)
+PROBE_RIDGE_TERMS: tuple[Term, ...] = (*_RIDGE_TERMS, _SCHEDULER)
+SUBJECT_MEAN_JOB_TERMS: tuple[Term, ...] = (*_PROBE_START, *_SUBJECT_MEAN_TERMS, _SCHEDULER)
+# The brain-age probe job streams the subject means, then fits ridge, in one process: the
+# ridge job's terms plus the stream's (the memory freed after the stream stays in the arena).
+BRAIN_AGE_TERMS: tuple[Term, ...] = (
+    *_RIDGE_TERMS, *[(f"subject means streamed first: {name}", formula)
+                     for name, formula in _SUBJECT_MEAN_TERMS], _SCHEDULER)

@@ -1,0 +1,341 @@
+"""The project's real jobs as measured workloads: data built, the job run in its own child
+process, its peak measured by the kernel (peaks.run_measured: the child's ru_maxrss from wait4).
+
+scripts/calibrate_memory.py fits the calibration table on them; scripts/validate_memory.py,
+scripts/validate_gpu_memory.py and scripts/bench_embed_memory.py check estimates against them.
+Each workload runs the code a workflow job runs, through `embedprobe <step> --job-config ...`
+as the rules run it, with every root (data, cache, results, weights) under a folder of its own:
+
+  embed           generated Sleep-EDF demo nights (demo_set), `embedprobe check` (run_check),
+                  then `embedprobe embed` (embed_argv) with the knobs of an estimate JSON;
+                  embed_inputs builds its estimate inputs as preflight does
+  logistic probe  `embedprobe probe` (probe_argv: sleep staging unless named) on an HDF5 store
+                  of hard synthetic embeddings (hard_rows, write_store); probe_inputs builds
+                  the inputs as preflight does, from the benchmark's task
+  seizure probe   the same job of the seizure benchmark on a store whose windows are real
+                  windows of a generated CHB-MIT look-alike (seizure_set, seizure_store)
+  brain-age probe the job of the brain-age benchmark (brain_age_set: a store and the
+                  SC-subjects.xls with the ages; brain_age_argv, brain_age_inputs)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from embedprobe.memory.peaks import MeasuredRun, run_measured, signal_name
+
+# The folder that holds the package (workflow/): the children's PYTHONPATH.
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+
+DEMO_DATASET = "sleep_edf_demo"
+PROBE_BENCHMARK = "demo"  # sleep staging: 5 subject folds, the reference C grid
+AGE_BENCHMARK = "demo_brain_age"
+SEIZURE_BENCHMARK = "epilepsy_demo"  # 5 patient folds, the reference C grid
+SEIZURE_DATASET = "chbmit_demo"
+# The look-alike whose windows the seizure stores hold: every patient's first file has a seizure.
+SEIZURE_LOOKALIKE = {"patients": 2, "files_per_patient": 1, "minutes_per_file": 6, "seed": 0}
+SEIZURE_PATIENTS = 20  # the stores' rows are spread over this many patients (5 folds of 4)
+NIGHTS_PER_SUBJECT = 2
+WINDOWS_PER_NIGHT = 1000  # a Sleep-EDF night holds ~800-1100 scored 30 s windows
+ROWS_PER_SUBJECT = 20  # windows a subject has in the brain-age stores
+CHILD_TIMEOUT_S = 900
+
+
+def job_env() -> dict:
+    """The children's environment: the package on the path, no hub look-ups."""
+    return {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT), "HF_HUB_OFFLINE": "1"}
+
+
+def cli_argv(config: dict, *args) -> list[str]:
+    """`embedprobe --job-config JSON ...` as the workflow's rules run it."""
+    return [sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(config),
+            *map(str, args)]
+
+
+def measure(argv: list[str], label: str) -> MeasuredRun:
+    """Run one child to its end and return it with its kernel-measured peak; failures raise."""
+    run = run_measured(argv, timeout=CHILD_TIMEOUT_S, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=job_env())
+    if not run.ok:
+        reason = f"signal {signal_name(run.killed_by_signal)}" \
+            if run.killed_by_signal else f"exit {run.returncode}"
+        raise RuntimeError(f"{label} failed ({reason}):\n{(run.stderr or '')[-3000:]}")
+    return run
+
+
+def write_estimate(path: Path, key: str, estimate) -> Path:
+    """A preflight-style JSON with one job, so the job reads its knobs as in the workflow."""
+    path.write_text(json.dumps({"jobs": {key: estimate.as_dict()}}))
+    return path
+
+
+@dataclass
+class DemoSet:
+    """A generated Sleep-EDF demo dataset, its window index and the job config that finds it."""
+
+    config: dict
+    roots: dict
+    index: Path
+    n_windows: int
+    hours: float
+
+    @property
+    def folder(self) -> Path:
+        return self.index.parent
+
+
+def job_config(folder: Path) -> dict:
+    """The project's config with every root (data, cache, results, weights) under `folder`,
+    so jobs write their runs tables and caches there, not into the working tree."""
+    from embedprobe.core.config import load_config
+
+    config = load_config()
+    for key in ("data_root", "cache_root", "results_root", "weights_root"):
+        config[key] = str(folder / key.removesuffix("_root"))
+    return config
+
+
+def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> DemoSet:
+    """Write `subjects` x `nights` demo nights of `hours` of sleep and their window index.
+
+    Four nights at least: embed holds reader_threads + 2 nights at once (two reading, one
+    queued, one being batched), so a smaller dataset never reaches the peak a real one does.
+    """
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.datasets.registry import dataset_root
+    from embedprobe.datasets.sleep_edf.lookalike import generate
+    from embedprobe.pipeline.index import build_index, write_index
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = job_config(folder)
+    config["datasets"][DEMO_DATASET].update(
+        expected_recordings=subjects * nights,
+        generator={"subjects": subjects, "nights": nights, "hours": hours, "seed": 0})
+    roots = resolve_roots(config)
+    index = folder / "index.tsv"
+    if not index.is_file():
+        generate(dataset_root(config, roots, DEMO_DATASET), subjects, nights, hours)
+        write_index(build_index(config, roots, DEMO_DATASET), index)
+    from embedprobe.pipeline.index import read_index
+
+    return DemoSet(config, roots, index, len(read_index(index)), hours)
+
+
+def run_check(demo: DemoSet, model: str):
+    """The workflow's check job for (demo, model) in its own process; its CheckResult."""
+    from embedprobe.pipeline.check import OK, read_result
+
+    path = demo.folder / "check" / f"{model}.json"
+    if not path.is_file():
+        argv = cli_argv(demo.config, "check", "--dataset", DEMO_DATASET, "--model", model,
+                        "--out", path)
+        done = subprocess.run(argv, env=job_env(), capture_output=True, text=True,
+                              timeout=CHILD_TIMEOUT_S)
+        if not path.is_file():
+            raise RuntimeError(f"check {model} wrote no result:\n{done.stderr[-3000:]}")
+    result = read_result(path)
+    if result.status != OK:
+        raise RuntimeError(f"check {model}: {result.status}: {result.reason}")
+    return path, result
+
+
+def embed_inputs(demo: DemoSet, check) -> dict:
+    """The embed job's estimate inputs exactly as preflight builds them."""
+    from embedprobe.memory.preflight import embed_inputs as preflight_embed_inputs
+    from embedprobe.pipeline.index import read_index
+
+    return preflight_embed_inputs(demo.config, demo.roots, DEMO_DATASET, check,
+                                  read_index(demo.index))
+
+
+def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> list[str]:
+    """The workflow's embed job (knobs from the estimate JSON, torch threads from the config),
+    from scratch: an earlier run's store or partial file is removed first."""
+    from embedprobe.pipeline.store import partial_path
+
+    out.unlink(missing_ok=True)
+    partial_path(out).unlink(missing_ok=True)
+    return cli_argv(demo.config, "embed", "--dataset", DEMO_DATASET, "--model", model,
+                    "--index", demo.index, "--out", out, "--estimate", estimate_path,
+                    "--threads", demo.config["embed"]["threads"])
+
+
+def window_table(labels: np.ndarray):
+    """A Sleep-EDF-like window table: up to WINDOWS_PER_NIGHT windows a night, two nights a
+    subject, and ten subjects at least (five folds of two)."""
+    import pandas as pd
+
+    per_night = max(1, min(WINDOWS_PER_NIGHT, len(labels) // (10 * NIGHTS_PER_SUBJECT)))
+    night = np.arange(len(labels)) // per_night
+    subject = [f"SC4{n // NIGHTS_PER_SUBJECT:03d}" for n in night]
+    return pd.DataFrame({
+        "recording": [f"{s}{n % NIGHTS_PER_SUBJECT + 1}E0" for s, n in zip(subject, night,
+                                                                            strict=True)],
+        "subject": subject,
+        "start": (np.arange(len(labels)) % per_night) * 3000,
+        "label": labels.astype(np.int8),
+    })
+
+
+def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
+                dataset: str = DEMO_DATASET) -> list[str]:
+    """A finished embedding cache of X (as embed writes it) over `table` (default: a
+    Sleep-EDF-like one for `labels`); returns its subject column."""
+    from embedprobe import __version__
+    from embedprobe.pipeline import store as cache
+
+    table = window_table(labels) if table is None else table
+    if not path.is_file():
+        identity = cache.CacheIdentity(
+            dataset=dataset, model="synthetic",
+            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
+            weights_sha256="0" * 64, code_version=__version__)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with cache.EmbeddingWriter(path, identity, len(X), X.shape[1], table) as writer:
+            for start in range(0, len(X), 8192):
+                writer.append(X[start:start + 8192])
+            writer.finish()
+    return table["subject"].tolist()
+
+
+def hard_rows(n_rows: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The hard synthetic embeddings (embedprobe.probing.synthetic): what a probe has to work at."""
+    from embedprobe.probing.synthetic import hard_embeddings
+
+    return hard_embeddings(n_rows, dim, seed=seed)
+
+
+def probe_config(folder: Path, n_jobs: int) -> dict:
+    config = job_config(folder)
+    config.setdefault("probe", {})["n_jobs"] = n_jobs
+    return config
+
+
+def probe_inputs(config: dict, benchmark: str, subjects: list[str], dim: int,
+                 fold: int = 0) -> dict:
+    """A probe job's estimate inputs exactly as preflight builds them (the benchmark's task)."""
+    import pandas as pd
+
+    from embedprobe.tasks.registry import benchmark_task
+
+    bench = config["benchmarks"][benchmark]
+    table = pd.DataFrame({"subject": subjects})
+    return benchmark_task(config, benchmark).probe_memory(config, bench, table, fold, dim)[1]
+
+
+def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: int = 0,
+               benchmark: str = PROBE_BENCHMARK, dataset: str = DEMO_DATASET):
+    """The workflow's probe job for one fold of a benchmark (sleep staging unless named)."""
+    out.mkdir(parents=True, exist_ok=True)
+    return cli_argv(config, "probe", "--benchmark", benchmark, "--dataset", dataset,
+                    "--model", "synthetic", "--embeddings", store, "--fold", fold,
+                    "--out", out / "fold.json", "--predictions", out / "fold.npz",
+                    "--estimate", estimate_path)
+
+
+def seizure_set(folder: Path):
+    """A CHB-MIT look-alike (EDF files and summaries as PhysioNet lays them out) and its window
+    index; returns (the job config that finds it, the index)."""
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.datasets.registry import dataset_root, generator_for
+    from embedprobe.pipeline.index import build_index, read_index, write_index
+
+    config = job_config(folder)
+    config["datasets"][SEIZURE_DATASET].update(
+        expected_recordings=SEIZURE_LOOKALIKE["patients"] * SEIZURE_LOOKALIKE["files_per_patient"],
+        generator=SEIZURE_LOOKALIKE)
+    roots = resolve_roots(config)
+    index = folder / "seizure_index.tsv"
+    if not index.is_file():
+        generator_for(config, SEIZURE_DATASET).write_lookalike(
+            dataset_root(config, roots, SEIZURE_DATASET), SEIZURE_LOOKALIKE)
+        write_index(build_index(config, roots, SEIZURE_DATASET), index)
+    return config, read_index(index)
+
+
+def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0) -> list[str]:
+    """A store of `rows` synthetic embeddings over SEIZURE_PATIENTS patients. Each row is a
+    real window of the look-alike (its recording, start and label, cycling through the index),
+    so the job reads the real headers and seizure lists for its event scoring; each patient's
+    rows cover every window, seizures included. Seizure windows are shifted on a few features
+    (a learnable signal). Returns the store's subject column."""
+    import pandas as pd
+
+    pick = np.arange(rows) % len(index)
+    table = pd.DataFrame({
+        "recording": index["recording"].to_numpy()[pick],
+        "subject": [f"P{k * SEIZURE_PATIENTS // rows:02d}" for k in range(rows)],
+        "start": index["start"].to_numpy()[pick],
+        "label": index["label"].to_numpy()[pick].astype(np.int8),
+    })
+    if not path.is_file():
+        rng = np.random.default_rng([seed, rows, dim])
+        X = rng.standard_normal((rows, dim), dtype=np.float32)
+        X[table["label"].to_numpy() == 1, : min(8, dim)] += 1.0
+        write_store(path, X, table["label"].to_numpy(), table, SEIZURE_DATASET)
+    return table["subject"].tolist()
+
+
+def brain_age_set(folder: Path, n_subjects: int, dim: int):
+    """A store of n_subjects x ROWS_PER_SUBJECT windows and the SC-subjects.xls with their ages
+    where the brain-age job looks for it; returns (job config, store, subject column)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from embedprobe import __version__
+    from embedprobe.datasets.sleep_edf.lookalike import write_subjects_table
+    from embedprobe.pipeline import store as cache
+
+    config = job_config(folder)
+    data = Path(config["data_root"]) / config["datasets"][DEMO_DATASET]["path"]
+    data.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([n_subjects, dim])
+    ages = rng.uniform(25, 95, n_subjects).round()
+    plans = [SimpleNamespace(subject=k, night=1, age=float(ages[k]), sex=1 + k % 2,
+                             lights_off=dt.datetime(1989, 4, 1, 23, 0)) for k in range(n_subjects)]
+    write_subjects_table(data / "SC-subjects.xls", plans)
+    subjects = [f"SC{k:02d}" for k in range(n_subjects) for _ in range(ROWS_PER_SUBJECT)]
+    table = pd.DataFrame({"recording": [f"{s}E0" for s in subjects], "subject": subjects,
+                          "start": np.tile(np.arange(ROWS_PER_SUBJECT) * 3000, n_subjects),
+                          "label": np.zeros(len(subjects), np.int8)})
+    store = folder / f"store_{n_subjects}x{dim}.h5"
+    if not store.is_file():
+        identity = cache.CacheIdentity(
+            dataset=DEMO_DATASET, model="synthetic",
+            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
+            weights_sha256="0" * 64, code_version=__version__)
+        X = rng.standard_normal((len(table), dim), dtype=np.float32)
+        with cache.EmbeddingWriter(store, identity, len(X), dim, table) as writer:
+            for start in range(0, len(X), 8192):
+                writer.append(X[start:start + 8192])
+            writer.finish()
+    return config, store, subjects
+
+
+def brain_age_argv(config: dict, store: Path, estimate_path: Path, out: Path) -> list[str]:
+    """The workflow's probe job for fold 0 of the brain-age benchmark."""
+    out.mkdir(parents=True, exist_ok=True)
+    return cli_argv(config, "probe", "--benchmark", AGE_BENCHMARK, "--dataset", DEMO_DATASET,
+                    "--model", "synthetic", "--embeddings", store, "--fold", 0,
+                    "--out", out / "fold.json", "--predictions", out / "fold.npz",
+                    "--estimate", estimate_path)
+
+
+def brain_age_inputs(config: dict, subjects: list[str], dim: int) -> dict:
+    """The brain-age job's estimate inputs exactly as preflight builds them (fold 0)."""
+    import pandas as pd
+
+    from embedprobe.tasks.registry import benchmark_task
+
+    bench = config["benchmarks"][AGE_BENCHMARK]
+    table = pd.DataFrame({"subject": subjects})
+    return benchmark_task(config, AGE_BENCHMARK).probe_memory(config, bench, table, 0, dim)[1]
