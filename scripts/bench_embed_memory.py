@@ -2,11 +2,12 @@
 """Run-to-run spread of one embed job's peak memory: one malloc arena against glibc's default.
 
 The same `embedprobe embed` job (the calibration's real workload: a generated demo of 2 subjects
-x 2 nights, check, preflight, embed from scratch) runs `--repeats` times in each mode, the
-modes interleaved, each run in its own child process measured by the kernel (ru_maxrss via
-memory.run_measured). "one arena" is what every embedprobe step does (allocator.py);
-"glibc default" sets MALLOC_ARENA_MAX=8, which the step leaves alone: more arenas than the job
-has threads, so every thread may get its own, as with glibc's own limit (8 per core).
+x 2 nights, check, preflight, embed from scratch; embedprobe.memory.workloads) runs
+`--repeats` times in each mode, the modes interleaved, each run in its own child process
+measured by the kernel (ru_maxrss via peaks.run_measured). "one arena" is what every
+embedprobe step does (allocator.py); "glibc default" sets MALLOC_ARENA_MAX=8, which the step
+leaves alone: more arenas than the job has threads, so every thread may get its own, as with
+glibc's own limit (8 per core).
 
 Usage:
   PYTHONPATH=workflow python scripts/bench_embed_memory.py                # BIOT, 1 h nights, 3 each
@@ -24,12 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import calibrate_memory as jobs
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
 
-from embedprobe.memory import measure as memory
-from embedprobe.memory.preflight import run_preflight
+from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.memory import workloads  # noqa: E402
+from embedprobe.memory.peaks import run_measured  # noqa: E402
+from embedprobe.memory.preflight import run_preflight  # noqa: E402
 
-MiB = 2**20
 MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"}}
 
 
@@ -40,29 +43,29 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="embed_memory_") as tmp:
-        demo = jobs.demo_set(Path(tmp), args.hours)
-        check, _ = jobs.run_check(demo, args.model)
+        demo = workloads.demo_set(Path(tmp), args.hours)
+        check, _ = workloads.run_check(demo, args.model)
         estimate_path = demo.folder / "preflight.json"
         with contextlib.redirect_stderr(io.StringIO()):
             record = run_preflight({**demo.config, "benchmarks": {}}, demo.roots,
-                                   jobs.DEMO_DATASET, args.model, check, demo.index,
+                                   workloads.DEMO_DATASET, args.model, check, demo.index,
                                    estimate_path)
         peaks: dict[str, list[float]] = {mode: [] for mode in MODES}
         seconds: dict[str, list[float]] = {mode: [] for mode in MODES}
         for _ in range(args.repeats):
             for mode, extra in MODES.items():
-                argv = jobs.embed_argv(demo, args.model, estimate_path, demo.folder / "out.h5")
+                argv = workloads.embed_argv(demo, args.model, estimate_path, demo.folder / "out.h5")
                 started = time.monotonic()
-                run = memory.run_measured(argv, timeout=jobs.CHILD_TIMEOUT_S, stdout=-1,
-                                          stderr=-1, text=True, env={**jobs.job_env(), **extra})
+                run = run_measured(argv, timeout=workloads.CHILD_TIMEOUT_S, stdout=-1,
+                                   stderr=-1, text=True, env={**workloads.job_env(), **extra})
                 if not run.ok:
                     print(run.stderr[-2000:], file=sys.stderr)
                     return 1
-                peaks[mode].append(run.peak_bytes / MiB)
+                peaks[mode].append(run.peak_bytes / MIB)
                 seconds[mode].append(time.monotonic() - started)
     estimate = record["jobs"]["embed"]
     print(f"{args.model}, {demo.n_windows} windows ({args.hours:g} h nights), estimate "
-          f"{estimate['total'] / MiB:.0f} MB, request {estimate['request_mb']} MB")
+          f"{estimate['total'] / MIB:.0f} MB, request {estimate['request_mb']} MB")
     print(f"{'mode':<14} {'runs':>4} {'min MB':>8} {'max MB':>8} {'spread':>7} {'mean s':>7}")
     for mode in MODES:
         low, high = min(peaks[mode]), max(peaks[mode])

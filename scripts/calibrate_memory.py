@@ -2,7 +2,8 @@
 """Fit the memory calibration table from measured peaks of the project's real jobs.
 
 Every workload is the code a workflow job runs, in its own child process, measured by the kernel
-(memory.run_measured: the child's ru_maxrss from wait4):
+(peaks.run_measured: the child's ru_maxrss from wait4); embedprobe.memory.workloads builds the
+data and runs the jobs (the validation scripts run the same workloads):
 
   embed           `embedprobe check`, then `embedprobe embed` (run_embed: reader threads, the
                   Encoder, preprocessing, the HDF5 store) on generated Sleep-EDF demo nights;
@@ -20,7 +21,7 @@ Every workload is the code a workflow job runs, in its own child process, measur
   aggregate       EmbeddingStore.mean_by("subject") on a store (the brain-age job's first part)
 
 Baselines are measured: a child that imports what the step's job imports. The other constants are
-fitted on each job's whole measured peaks with the job's own formula (estimates.JOB_TYPES; the
+fitted on each job's whole measured peaks with the job's own formula (estimate.JOB_TYPES; the
 total is linear in each fitted constant, so the fit evaluates the very terms the estimate uses):
 the tightest constants >= 0 under which no run is under-predicted, since a request has to cover
 the unlucky run (embed peaks vary by ~10% between runs of the same job). The sizes here differ
@@ -37,15 +38,12 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -55,52 +53,42 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from embedprobe.memory import baselines  # noqa: E402
-from embedprobe.memory import estimate as estimates  # noqa: E402
-from embedprobe.memory import measure as memory  # noqa: E402
+from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS  # noqa: E402
+from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
+from embedprobe.memory.estimate import DEFAULT_CONSTANTS, estimate, job_constants  # noqa: E402
+from embedprobe.memory.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
+from embedprobe.memory.limits import available_memory_limit  # noqa: E402
+from embedprobe.memory.peaks import MeasuredRun, self_peak_rss  # noqa: E402
 from embedprobe.memory.refit import FITTED, fit_constants, rounded  # noqa: E402
+from embedprobe.memory.workloads import (  # noqa: E402
+    AGE_BENCHMARK,
+    DEMO_DATASET,
+    PROBE_BENCHMARK,
+    SEIZURE_BENCHMARK,
+    SEIZURE_DATASET,
+    brain_age_argv,
+    brain_age_inputs,
+    brain_age_set,
+    demo_set,
+    embed_argv,
+    embed_inputs,
+    hard_rows,
+    measure,
+    probe_argv,
+    probe_config,
+    probe_inputs,
+    run_check,
+    seizure_set,
+    seizure_store,
+    write_estimate,
+    write_store,
+)
 
 RESULT_TAG = "RESULT "
-MiB = estimates.MiB
-DEMO_DATASET = "sleep_edf_demo"
-PROBE_BENCHMARK = "demo"  # sleep staging: 5 subject folds, the reference C grid
-AGE_BENCHMARK = "demo_brain_age"
-SEIZURE_BENCHMARK = "epilepsy_demo"  # 5 patient folds, the reference C grid
-SEIZURE_DATASET = "chbmit_demo"
-# The look-alike whose windows the seizure stores hold: every patient's first file has a seizure.
-SEIZURE_LOOKALIKE = {"patients": 2, "files_per_patient": 1, "minutes_per_file": 6, "seed": 0}
-SEIZURE_PATIENTS = 20  # the stores' rows are spread over this many patients (5 folds of 4)
-NIGHTS_PER_SUBJECT = 2
-WINDOWS_PER_NIGHT = 1000  # a Sleep-EDF night holds ~800-1100 scored 30 s windows
-CHILD_TIMEOUT_S = 900
-
-# What each step's job imports (its baseline): the list preflight also measures on a node.
-STEP_IMPORTS = baselines.STEP_IMPORTS
 
 
-# ====================================================================== the real jobs
-
-
-def job_env() -> dict:
-    """The children's environment: the package on the path, no hub look-ups."""
-    return {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
-
-
-def cli_argv(config: dict, *args) -> list[str]:
-    """`embedprobe --job-config JSON ...` as the workflow's rules run it."""
-    return [sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(config),
-            *map(str, args)]
-
-
-def measure(argv: list[str], label: str) -> memory.MeasuredRun:
-    """Run one child to its end and return it with its kernel-measured peak; failures raise."""
-    run = memory.run_measured(argv, timeout=CHILD_TIMEOUT_S, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=job_env())
-    if not run.ok:
-        reason = f"signal {memory.signal_name(run.killed_by_signal)}" \
-            if run.killed_by_signal else f"exit {run.returncode}"
-        raise RuntimeError(f"{label} failed ({reason}):\n{(run.stderr or '')[-3000:]}")
-    return run
+# ============================================================ the child side: how to start it
 
 
 def child_argv(workload: str, params: dict) -> list[str]:
@@ -109,222 +97,9 @@ def child_argv(workload: str, params: dict) -> list[str]:
             "--params", json.dumps(params)]
 
 
-def child_result(run: memory.MeasuredRun) -> dict:
+def child_result(run: MeasuredRun) -> dict:
     line = [row for row in run.stdout.splitlines() if row.startswith(RESULT_TAG)][-1]
     return json.loads(line[len(RESULT_TAG):])
-
-
-def write_estimate(path: Path, key: str, estimate) -> Path:
-    """A preflight-style JSON with one job, so the job reads its knobs as in the workflow."""
-    path.write_text(json.dumps({"jobs": {key: estimate.as_dict()}}))
-    return path
-
-
-@dataclass
-class DemoSet:
-    """A generated Sleep-EDF demo dataset, its window index and the job config that finds it."""
-
-    config: dict
-    roots: dict
-    index: Path
-    n_windows: int
-    hours: float
-
-    @property
-    def folder(self) -> Path:
-        return self.index.parent
-
-
-def job_config(folder: Path) -> dict:
-    """The project's config with every root (data, cache, results, weights) under `folder`,
-    so jobs write their runs tables and caches there, not into the working tree."""
-    from embedprobe.core.config import load_config
-
-    config = load_config()
-    for key in ("data_root", "cache_root", "results_root", "weights_root"):
-        config[key] = str(folder / key.removesuffix("_root"))
-    return config
-
-
-def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> DemoSet:
-    """Write `subjects` x `nights` demo nights of `hours` of sleep and their window index.
-
-    Four nights at least: embed holds reader_threads + 2 nights at once (two reading, one
-    queued, one being batched), so a smaller dataset never reaches the peak a real one does.
-    """
-    from embedprobe.core.config import resolve_roots
-    from embedprobe.datasets.registry import dataset_root
-    from embedprobe.datasets.sleep_edf.lookalike import generate
-    from embedprobe.pipeline.index import build_index, write_index
-
-    folder.mkdir(parents=True, exist_ok=True)
-    config = job_config(folder)
-    config["datasets"][DEMO_DATASET].update(
-        expected_recordings=subjects * nights,
-        generator={"subjects": subjects, "nights": nights, "hours": hours, "seed": 0})
-    roots = resolve_roots(config)
-    index = folder / "index.tsv"
-    if not index.is_file():
-        generate(dataset_root(config, roots, DEMO_DATASET), subjects, nights, hours)
-        write_index(build_index(config, roots, DEMO_DATASET), index)
-    from embedprobe.pipeline.index import read_index
-
-    return DemoSet(config, roots, index, len(read_index(index)), hours)
-
-
-def run_check(demo: DemoSet, model: str):
-    """The workflow's check job for (demo, model) in its own process; its CheckResult."""
-    from embedprobe.pipeline.check import OK, read_result
-
-    path = demo.folder / "check" / f"{model}.json"
-    if not path.is_file():
-        argv = cli_argv(demo.config, "check", "--dataset", DEMO_DATASET, "--model", model,
-                        "--out", path)
-        done = subprocess.run(argv, env=job_env(), capture_output=True, text=True,
-                              timeout=CHILD_TIMEOUT_S)
-        if not path.is_file():
-            raise RuntimeError(f"check {model} wrote no result:\n{done.stderr[-3000:]}")
-    result = read_result(path)
-    if result.status != OK:
-        raise RuntimeError(f"check {model}: {result.status}: {result.reason}")
-    return path, result
-
-
-def embed_inputs(demo: DemoSet, check) -> dict:
-    """The embed job's estimate inputs exactly as preflight builds them."""
-    from embedprobe.memory.preflight import embed_inputs as preflight_embed_inputs
-    from embedprobe.pipeline.index import read_index
-
-    return preflight_embed_inputs(demo.config, demo.roots, DEMO_DATASET, check,
-                                  read_index(demo.index))
-
-
-def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> list[str]:
-    """The workflow's embed job (knobs from the estimate JSON, torch threads from the config),
-    from scratch: an earlier run's store or partial file is removed first."""
-    from embedprobe.pipeline.store import partial_path
-
-    out.unlink(missing_ok=True)
-    partial_path(out).unlink(missing_ok=True)
-    return cli_argv(demo.config, "embed", "--dataset", DEMO_DATASET, "--model", model,
-                    "--index", demo.index, "--out", out, "--estimate", estimate_path,
-                    "--threads", demo.config["embed"]["threads"])
-
-
-def window_table(labels: np.ndarray):
-    """A Sleep-EDF-like window table: up to WINDOWS_PER_NIGHT windows a night, two nights a
-    subject, and ten subjects at least (five folds of two)."""
-    import pandas as pd
-
-    per_night = max(1, min(WINDOWS_PER_NIGHT, len(labels) // (10 * NIGHTS_PER_SUBJECT)))
-    night = np.arange(len(labels)) // per_night
-    subject = [f"SC4{n // NIGHTS_PER_SUBJECT:03d}" for n in night]
-    return pd.DataFrame({
-        "recording": [f"{s}{n % NIGHTS_PER_SUBJECT + 1}E0" for s, n in zip(subject, night,
-                                                                            strict=True)],
-        "subject": subject,
-        "start": (np.arange(len(labels)) % per_night) * 3000,
-        "label": labels.astype(np.int8),
-    })
-
-
-def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
-                dataset: str = DEMO_DATASET) -> list[str]:
-    """A finished embedding cache of X (as embed writes it) over `table` (default: a
-    Sleep-EDF-like one for `labels`); returns its subject column."""
-    from embedprobe import __version__
-    from embedprobe.pipeline import store as cache
-
-    table = window_table(labels) if table is None else table
-    if not path.is_file():
-        identity = cache.CacheIdentity(
-            dataset=dataset, model="synthetic",
-            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
-            weights_sha256="0" * 64, code_version=__version__)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with cache.EmbeddingWriter(path, identity, len(X), X.shape[1], table) as writer:
-            for start in range(0, len(X), 8192):
-                writer.append(X[start:start + 8192])
-            writer.finish()
-    return table["subject"].tolist()
-
-
-def hard_rows(n_rows: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The hard synthetic embeddings (embedprobe.probing.synthetic): what a probe has to work at."""
-    from embedprobe.probing.synthetic import hard_embeddings
-
-    return hard_embeddings(n_rows, dim, seed=seed)
-
-
-def probe_config(folder: Path, n_jobs: int) -> dict:
-    config = job_config(folder)
-    config.setdefault("probe", {})["n_jobs"] = n_jobs
-    return config
-
-
-def probe_inputs(config: dict, benchmark: str, subjects: list[str], dim: int,
-                 fold: int = 0) -> dict:
-    """A probe job's estimate inputs exactly as preflight builds them (the benchmark's task)."""
-    import pandas as pd
-
-    from embedprobe.tasks.registry import benchmark_task
-
-    bench = config["benchmarks"][benchmark]
-    table = pd.DataFrame({"subject": subjects})
-    return benchmark_task(config, benchmark).probe_memory(config, bench, table, fold, dim)[1]
-
-
-def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: int = 0,
-               benchmark: str = PROBE_BENCHMARK, dataset: str = DEMO_DATASET):
-    """The workflow's probe job for one fold of a benchmark (sleep staging unless named)."""
-    out.mkdir(parents=True, exist_ok=True)
-    return cli_argv(config, "probe", "--benchmark", benchmark, "--dataset", dataset,
-                    "--model", "synthetic", "--embeddings", store, "--fold", fold,
-                    "--out", out / "fold.json", "--predictions", out / "fold.npz",
-                    "--estimate", estimate_path)
-
-
-def seizure_set(folder: Path):
-    """A CHB-MIT look-alike (EDF files and summaries as PhysioNet lays them out) and its window
-    index; returns (the job config that finds it, the index)."""
-    from embedprobe.core.config import resolve_roots
-    from embedprobe.datasets.registry import dataset_root, generator_for
-    from embedprobe.pipeline.index import build_index, read_index, write_index
-
-    config = job_config(folder)
-    config["datasets"][SEIZURE_DATASET].update(
-        expected_recordings=SEIZURE_LOOKALIKE["patients"] * SEIZURE_LOOKALIKE["files_per_patient"],
-        generator=SEIZURE_LOOKALIKE)
-    roots = resolve_roots(config)
-    index = folder / "seizure_index.tsv"
-    if not index.is_file():
-        generator_for(config, SEIZURE_DATASET).write_lookalike(
-            dataset_root(config, roots, SEIZURE_DATASET), SEIZURE_LOOKALIKE)
-        write_index(build_index(config, roots, SEIZURE_DATASET), index)
-    return config, read_index(index)
-
-
-def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0) -> list[str]:
-    """A store of `rows` synthetic embeddings over SEIZURE_PATIENTS patients. Each row is a
-    real window of the look-alike (its recording, start and label, cycling through the index),
-    so the job reads the real headers and seizure lists for its event scoring; each patient's
-    rows cover every window, seizures included. Seizure windows are shifted on a few features
-    (a learnable signal). Returns the store's subject column."""
-    import pandas as pd
-
-    pick = np.arange(rows) % len(index)
-    table = pd.DataFrame({
-        "recording": index["recording"].to_numpy()[pick],
-        "subject": [f"P{k * SEIZURE_PATIENTS // rows:02d}" for k in range(rows)],
-        "start": index["start"].to_numpy()[pick],
-        "label": index["label"].to_numpy()[pick].astype(np.int8),
-    })
-    if not path.is_file():
-        rng = np.random.default_rng([seed, rows, dim])
-        X = rng.standard_normal((rows, dim), dtype=np.float32)
-        X[table["label"].to_numpy() == 1, : min(8, dim)] += 1.0
-        write_store(path, X, table["label"].to_numpy(), table, SEIZURE_DATASET)
-    return table["subject"].tolist()
 
 
 def ridge_params(folder: Path, n_train: int, n_subjects: int, p: int, seed: int = 0) -> dict:
@@ -339,72 +114,12 @@ def ridge_params(folder: Path, n_train: int, n_subjects: int, p: int, seed: int 
     return {"x": str(x_path), "ages": str(age_path), "n_train": n_train}
 
 
-ROWS_PER_SUBJECT = 20  # windows a subject has in the brain-age stores
-
-
-def brain_age_set(folder: Path, n_subjects: int, dim: int):
-    """A store of n_subjects x ROWS_PER_SUBJECT windows and the SC-subjects.xls with their ages
-    where the brain-age job looks for it; returns (job config, store, subject column)."""
-    from types import SimpleNamespace
-
-    import pandas as pd
-
-    from embedprobe import __version__
-    from embedprobe.datasets.sleep_edf.lookalike import write_subjects_table
-    from embedprobe.pipeline import store as cache
-
-    config = job_config(folder)
-    data = Path(config["data_root"]) / config["datasets"][DEMO_DATASET]["path"]
-    data.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng([n_subjects, dim])
-    ages = rng.uniform(25, 95, n_subjects).round()
-    plans = [SimpleNamespace(subject=k, night=1, age=float(ages[k]), sex=1 + k % 2,
-                             lights_off=dt.datetime(1989, 4, 1, 23, 0)) for k in range(n_subjects)]
-    write_subjects_table(data / "SC-subjects.xls", plans)
-    subjects = [f"SC{k:02d}" for k in range(n_subjects) for _ in range(ROWS_PER_SUBJECT)]
-    table = pd.DataFrame({"recording": [f"{s}E0" for s in subjects], "subject": subjects,
-                          "start": np.tile(np.arange(ROWS_PER_SUBJECT) * 3000, n_subjects),
-                          "label": np.zeros(len(subjects), np.int8)})
-    store = folder / f"store_{n_subjects}x{dim}.h5"
-    if not store.is_file():
-        identity = cache.CacheIdentity(
-            dataset=DEMO_DATASET, model="synthetic",
-            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
-            weights_sha256="0" * 64, code_version=__version__)
-        X = rng.standard_normal((len(table), dim), dtype=np.float32)
-        with cache.EmbeddingWriter(store, identity, len(X), dim, table) as writer:
-            for start in range(0, len(X), 8192):
-                writer.append(X[start:start + 8192])
-            writer.finish()
-    return config, store, subjects
-
-
-def brain_age_argv(config: dict, store: Path, estimate_path: Path, out: Path) -> list[str]:
-    """The workflow's probe job for fold 0 of the brain-age benchmark."""
-    out.mkdir(parents=True, exist_ok=True)
-    return cli_argv(config, "probe", "--benchmark", AGE_BENCHMARK, "--dataset", DEMO_DATASET,
-                    "--model", "synthetic", "--embeddings", store, "--fold", 0,
-                    "--out", out / "fold.json", "--predictions", out / "fold.npz",
-                    "--estimate", estimate_path)
-
-
-def brain_age_inputs(config: dict, subjects: list[str], dim: int) -> dict:
-    """The brain-age job's estimate inputs exactly as preflight builds them (fold 0)."""
-    import pandas as pd
-
-    from embedprobe.tasks.registry import benchmark_task
-
-    bench = config["benchmarks"][AGE_BENCHMARK]
-    table = pd.DataFrame({"subject": subjects})
-    return benchmark_task(config, AGE_BENCHMARK).probe_memory(config, bench, table, 0, dim)[1]
-
-
 def ridge_form_used(n: int, p: int) -> str:
     """The form scikit-learn's Ridge solves in fit_age_fold's largest fit (all n rows)."""
     return "dual" if p > n else "primal"
 
 
-# ================================================================== child side: workloads
+# ============================================================== the child side: its workloads
 
 
 def _step_imports(step: str) -> None:
@@ -413,14 +128,14 @@ def _step_imports(step: str) -> None:
 
 
 def _report(**values) -> None:
-    values["self_peak"] = memory.self_peak_rss()
+    values["self_peak"] = self_peak_rss()
     print(RESULT_TAG + json.dumps(values), flush=True)
 
 
 def child_ridge(p: dict) -> None:
     """The brain-age ridge path: fit_age_fold on the training subjects' mean embeddings."""
     _step_imports("ridge")
-    from embedprobe.probing.probe import fit_age_fold
+    from embedprobe.probing.ridge import fit_age_fold
 
     means, ages = np.load(p["x"]), np.load(p["ages"])
     train = np.arange(len(ages)) < p["n_train"]  # boolean masks copy, as in probe_fold
@@ -461,10 +176,10 @@ def child_gpu(p: dict) -> None:
         encoder(np.random.default_rng(0).standard_normal(
             (size, len(plan.recorded), n_times), dtype=np.float32))
 
-    peaks = memory.gpu_batch_peaks(run_batch, [8, 32], "cuda")
+    peaks = gpu_batch_peaks(run_batch, [8, 32], "cuda")
     # what the driver says this process uses, less the allocator's reserve (NVML or
     # nvidia-smi): a mem_get_info difference taken after the first CUDA call misses it
-    context = memory.cuda_context_bytes("cuda")
+    context = cuda_context_bytes("cuda")
     _, total = torch.cuda.mem_get_info()
     _report(cuda=True, cuda_context_bytes=int(context), gpu_peaks=peaks.reserved,
             gpu_total_bytes=total)
@@ -483,8 +198,9 @@ PLANS = {
     # Sizes differ from scripts/validate_memory.py's grid, so the validation is out of sample.
     # embed: (model, hours of sleep a night); 2 subjects x 2 nights each
     # probe_logistic: (rows, width, parallel fits); probe_ridge: (training subjects, width)
-    # subject_means: (rows, width)
-    True: {
+    # subject_means: (rows, width); embed_repeats: runs of each embed job (the highest peak counts)
+    "quick": {
+        "embed_repeats": 2,
         "embed": [("biot_random", 1.0), ("cbramod_random", 2.0), ("labram_random", 0.25),
                   ("biot_random", 2.5), ("labram_random", 1.0)],
         "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (80_000, 128, 1),
@@ -500,7 +216,8 @@ PLANS = {
         "brain_age": [(60, 16), (300, 512), (1_000, 128), (400, 1024), (120, 3_000),
                       (2_000, 2_560), (3_000, 384)],
     },
-    False: {
+    "full": {
+        "embed_repeats": 3,
         "embed": [("biot_random", 1.0), ("biot_random", 4.0), ("cbramod_random", 2.0),
                   ("labram_random", 0.25), ("labram_random", 2.5)],
         "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
@@ -520,12 +237,11 @@ PLANS = {
 }
 
 # What each job's fit sets (FITTED) and the envelope fit itself (fit_constants, rounded) live
-# in embedprobe.memory.refit, shared with `embedprobe calibrate --from-runs`.
+# in embedprobe.memory.refit, shared with `embedprobe calibrate --from-runs`; the step whose
+# imports are each job's baseline (JOB_STEP) in embedprobe.memory.baselines, shared with
+# preflight.
 STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
               "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies"}
-BASELINE_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
-                 "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
-                 "probe_seizure": "seizure"}
 
 
 def _unfitted(job: str, name: str) -> str:
@@ -534,8 +250,8 @@ def _unfitted(job: str, name: str) -> str:
     return "default (not measurable here)"
 
 
-def _print_run(job: str, label: str, run: memory.MeasuredRun) -> None:
-    print(f"  {job:<15} {label:<44} peak {run.peak_bytes / MiB:8.1f} MB  {run.seconds:6.1f} s",
+def _print_run(job: str, label: str, run: MeasuredRun) -> None:
+    print(f"  {job:<15} {label:<44} peak {run.peak_bytes / MIB:8.1f} MB  {run.seconds:6.1f} s",
           flush=True)
 
 
@@ -551,8 +267,8 @@ def measure_embed(plan, workdir: Path, repeats: int) -> list[dict]:
         demo = demo_set(workdir / f"embed_{hours:g}h", hours)
         _, check = run_check(demo, model)
         inputs = embed_inputs(demo, check)
-        estimate = estimates.estimate("embed_cpu", inputs, estimates.load_calibration(), None)
-        estimate_path = write_estimate(demo.folder / f"estimate_{model}.json", "embed", estimate)
+        predicted = estimate("embed_cpu", inputs, load_calibration(), None)
+        estimate_path = write_estimate(demo.folder / f"estimate_{model}.json", "embed", predicted)
         peaks = []
         for _ in range(repeats):
             run = measure(embed_argv(demo, model, estimate_path, demo.folder / f"{model}.h5"),
@@ -572,10 +288,10 @@ def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
         del X
         config = probe_config(workdir, n_jobs)
         inputs = probe_inputs(config, PROBE_BENCHMARK, subjects, dim)
-        estimate = estimates.estimate("probe_logistic", inputs, estimates.load_calibration(), None)
+        predicted = estimate("probe_logistic", inputs, load_calibration(), None)
         key = f"probe/{PROBE_BENCHMARK}/fold0"
         estimate_path = write_estimate(workdir / f"estimate_{rows}x{dim}_{n_jobs}.json", key,
-                                       estimate)
+                                       predicted)
         run = measure(probe_argv(config, store, estimate_path, workdir / "probe_out"),
                       f"probe {rows} x {dim}")
         _print_run("probe_logistic", f"{rows} rows x {dim}, {n_jobs} parallel fits", run)
@@ -594,9 +310,9 @@ def measure_probe_seizure(plan, workdir: Path) -> list[dict]:
         store = folder / f"store_{rows}x{dim}.h5"
         subjects = seizure_store(store, index, rows, dim)
         inputs = probe_inputs(config, SEIZURE_BENCHMARK, subjects, dim)
-        estimate = estimates.estimate("probe_seizure", inputs, estimates.load_calibration(), None)
+        predicted = estimate("probe_seizure", inputs, load_calibration(), None)
         path = write_estimate(folder / f"estimate_{rows}x{dim}_{n_jobs}.json",
-                              f"probe/{SEIZURE_BENCHMARK}/fold0", estimate)
+                              f"probe/{SEIZURE_BENCHMARK}/fold0", predicted)
         run = measure(probe_argv(config, store, path, folder / "out",
                                       benchmark=SEIZURE_BENCHMARK, dataset=SEIZURE_DATASET),
                       f"seizure probe {rows} x {dim}")
@@ -625,9 +341,9 @@ def measure_brain_age(plan, workdir: Path) -> list[dict]:
         folder = workdir / f"age_{n_subjects}x{dim}"
         config, store, subjects = brain_age_set(folder, n_subjects, dim)
         inputs = brain_age_inputs(config, subjects, dim)
-        estimate = estimates.estimate("probe_brain_age", inputs, estimates.load_calibration(),
+        predicted = estimate("probe_brain_age", inputs, load_calibration(),
                                       None)
-        path = write_estimate(folder / "estimate.json", f"probe/{AGE_BENCHMARK}/fold0", estimate)
+        path = write_estimate(folder / "estimate.json", f"probe/{AGE_BENCHMARK}/fold0", predicted)
         run = measure(brain_age_argv(config, store, path, folder / "out"),
                       f"brain age {n_subjects} x {dim}")
         _print_run("probe_brain_age", f"{n_subjects} subjects x {dim}", run)
@@ -652,16 +368,18 @@ def measure_subject_means(plan, workdir: Path) -> list[dict]:
     return runs
 
 
-JOB_TYPES = ("embed_cpu", "probe_logistic", "probe_ridge", "aggregate_subject_mean",
-             "probe_brain_age", "probe_seizure")
+# The job types this script fits: those with fitted constants (refit.FITTED, whose keys are
+# registered job types of estimate.CALIBRATED_JOBS).
+CALIBRATED_JOBS = tuple(FITTED)
 
 
-def calibrate(quick: bool, workdir: Path, old: dict,
-              selected: tuple[str, ...] = JOB_TYPES) -> tuple[dict, dict, dict]:
-    """Run the workloads of the selected job types (the others keep the old table's fitted
-    constants); returns (constants by job, provenance, fit report)."""
-    plan = PLANS[quick]
-    constants = {job: dict(values) for job, values in estimates.DEFAULT_CONSTANTS.items()}
+def calibrate(mode: str, workdir: Path, old: dict,
+              selected: tuple[str, ...] = CALIBRATED_JOBS) -> tuple[dict, dict, dict]:
+    """Run the workloads of the selected job types at the sizes of plan `mode` (PLANS: "quick"
+    or "full"); the others keep the old table's fitted constants. Returns (constants by job,
+    provenance, fit report)."""
+    plan = PLANS[mode]
+    constants = {job: dict(values) for job, values in DEFAULT_CONSTANTS.items()}
     provenance = {job: {name: _unfitted(job, name) for name in values}
                   for job, values in constants.items()}
     # Structural constants come from the code; the ones not measurable here keep their old
@@ -683,7 +401,7 @@ def calibrate(quick: bool, workdir: Path, old: dict,
     print("measured children, one at a time:")
     baseline = {}
     # only the selected job types' baselines: the others keep the previous table's
-    for step in dict.fromkeys(BASELINE_STEP[job] for job in selected if job in BASELINE_STEP):
+    for step in dict.fromkeys(JOB_STEP[job] for job in selected if job in JOB_STEP):
         # as preflight measures it on a node (baselines.measured_step_baseline: `python -c`
         # with the step's imports), so the fitted constants carry what the job adds beyond
         # exactly that; a child of this script would also hold the script's own imports
@@ -691,12 +409,12 @@ def calibrate(quick: bool, workdir: Path, old: dict,
         run = measure([sys.executable, "-c", STEP_IMPORTS[step]], f"imports {step}")
         _print_run("imports", step, run)
         baseline[step] = run.peak_bytes
-    for job, step in BASELINE_STEP.items():
+    for job, step in JOB_STEP.items():
         if job in selected:
             fitted(job, {"baseline_bytes": baseline[step]}, "measured")
 
     workloads = {
-        "embed_cpu": lambda: measure_embed(plan["embed"], workdir, repeats=2 if quick else 3),
+        "embed_cpu": lambda: measure_embed(plan["embed"], workdir, plan["embed_repeats"]),
         "probe_logistic": lambda: measure_probe_logistic(plan["probe_logistic"], workdir),
         "probe_ridge": lambda: measure_probe_ridge(plan["probe_ridge"], workdir),
         "aggregate_subject_mean": lambda: measure_subject_means(plan["subject_means"], workdir),
@@ -706,13 +424,13 @@ def calibrate(quick: bool, workdir: Path, old: dict,
     for job, job_runs in runs.items():
         values, miss = fit_constants(job, job_runs, FITTED[job], constants[job])
         fitted(job, values)
-        report[job] = {"fit_max_over_prediction_mb": miss / MiB}
+        report[job] = {"fit_max_over_prediction_mb": miss / MIB}
     # The brain-age job: its parts' fitted constants, then its own fitted on the real job. The
     # table keeps every constant it was fitted with, so an estimate uses exactly those.
     job = "probe_brain_age"
     if job in selected:
         # from the parts just fitted, not the previous table's copies of theirs
-        merged = estimates.job_constants(job, {"jobs": {**constants, job: {}}})
+        merged = job_constants(job, {"jobs": {**constants, job: {}}})
         merged.pop("cluster_wrapper_bytes", None)
         constants[job] = {**merged, "baseline_bytes": constants[job]["baseline_bytes"]}
         provenance[job] = {name: provenance[job].get(name, "from its parts (estimates.COMPOSED)")
@@ -720,7 +438,7 @@ def calibrate(quick: bool, workdir: Path, old: dict,
         runs[job] = measure_brain_age(plan["brain_age"], workdir)
         values, miss = fit_constants(job, runs[job], FITTED[job], constants[job])
         fitted(job, values)
-        report[job] = {"fit_max_over_prediction_mb": miss / MiB}
+        report[job] = {"fit_max_over_prediction_mb": miss / MIB}
     for name in ("recording_copies", "window_copies"):  # the host side is the same on a GPU
         fitted("embed_gpu", {name: constants["embed_cpu"][name]})
 
@@ -745,12 +463,12 @@ def in_sample_errors(calibration: dict, runs: dict[str, list[dict]]) -> list:
     print(f"  {'job':<24} {'run':<32} {'measured MB':>12} {'estimate MB':>12} {'error':>8}")
     for job, job_runs in runs.items():
         for run in job_runs:
-            total = estimates.estimate(job, run["inputs"], calibration, None).total
+            total = estimate(job, run["inputs"], calibration, None).total
             error = (total - run["peak"]) / run["peak"]
             rows.append({"job": job, "run": run["label"], "measured_bytes": run["peak"],
                          "estimate_bytes": total, "error": round(error, 4)})
-            print(f"  {job:<24} {run['label']:<32} {run['peak'] / MiB:12.1f} "
-                  f"{total / MiB:12.1f} {error:+8.1%}")
+            print(f"  {job:<24} {run['label']:<32} {run['peak'] / MIB:12.1f} "
+                  f"{total / MIB:12.1f} {error:+8.1%}")
     return rows
 
 
@@ -777,7 +495,7 @@ REFERENCE_JOBS = {
         "batch_size": 32, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
         "weights_bytes": 13_000_000, "recording_bytes": 2 * 8 * 3600 * 100 * 8,
         "resample_ratio": 2.0, "n_workers": 2, "n_windows": 200_000, "night_windows": 960,
-        "batch_activation_bytes": 120 * MiB, "activation_batch_size": 32}),
+        "batch_activation_bytes": 120 * MIB, "activation_batch_size": 32}),
     "staging probe fold, 160k/20k/20k x 256, 5 classes, 2 parallel fits": ("probe_logistic", {
         "n_train": 160_000, "n_val": 20_000, "n_test": 20_000, "dim": 256, "n_classes": 5,
         "n_jobs": 2, "n_fits": 6}),
@@ -791,14 +509,14 @@ def reference_drift(old: dict, new: dict) -> list[str]:
     """Totals of REFERENCE_JOBS under the old and the new table."""
     lines = [f"{'reference job':<66} {'old MB':>8} {'new MB':>8} {'change':>8}"]
     for label, (job, inputs) in REFERENCE_JOBS.items():
-        before = estimates.estimate(job, inputs, old, None).total
-        after = estimates.estimate(job, inputs, new, None).total
-        lines.append(f"{label:<66} {before / MiB:8.0f} {after / MiB:8.0f} "
+        before = estimate(job, inputs, old, None).total
+        after = estimate(job, inputs, new, None).total
+        lines.append(f"{label:<66} {before / MIB:8.0f} {after / MIB:8.0f} "
                      f"{(after - before) / before:+8.1%}")
     return lines
 
 
-def environment(quick: bool, seconds: float) -> dict:
+def environment(mode: str, seconds: float) -> dict:
     def version(name):
         try:
             return metadata.version(name)
@@ -813,8 +531,8 @@ def environment(quick: bool, seconds: float) -> dict:
         "packages": {name: version(name) for name in (
             "torch", "braindecode", "scikit-learn", "numpy", "scipy", "h5py", "mne", "joblib")},
         "cpus": os.cpu_count(),
-        "memory_limit_bytes": memory.available_memory_limit(),
-        "mode": "quick" if quick else "full",
+        "memory_limit_bytes": available_memory_limit(),
+        "mode": mode,
         "seconds": round(seconds, 1),
     }
 
@@ -844,15 +562,16 @@ HEADER = """\
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer and smaller runs")
-    parser.add_argument("--out", type=Path, default=estimates.CALIBRATION_PATH)
+    parser.add_argument("--out", type=Path, default=CALIBRATION_PATH)
     parser.add_argument("--previous", type=Path, default=None,
                         help="table to compare against (default: the one at --out)")
     parser.add_argument("--no-drift", action="store_true", help="do not print the drift table")
     parser.add_argument("--workdir", type=Path,
                         help="keep generated inputs here and reuse them (default: a temp dir)")
-    parser.add_argument("--jobs", default=",".join(JOB_TYPES),
+    every = ",".join(CALIBRATED_JOBS)
+    parser.add_argument("--jobs", default=every,
                         help="job types to refit (comma-separated; the others keep the "
-                             f"previous table's constants; default all: {','.join(JOB_TYPES)})")
+                             f"previous table's constants; default all: {every})")
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -860,18 +579,19 @@ def main(argv=None) -> int:
         CHILDREN[args.child](json.loads(args.params))
         return 0
 
+    mode = "quick" if args.quick else "full"
     previous_path = args.previous or args.out
     old = yaml.safe_load(previous_path.read_text()) if previous_path.is_file() else {}
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="calibrate_memory_") as tmp:
         workdir = args.workdir or Path(tmp)
         selected = tuple(args.jobs.split(","))
-        unknown = sorted(set(selected) - set(JOB_TYPES))
+        unknown = sorted(set(selected) - set(CALIBRATED_JOBS))
         if unknown:
-            parser.error(f"unknown job types {unknown}; use some of {', '.join(JOB_TYPES)}")
-        constants, provenance, report = calibrate(args.quick, workdir, old or {}, selected)
+            parser.error(f"unknown job types {unknown}; use some of {', '.join(CALIBRATED_JOBS)}")
+        constants, provenance, report = calibrate(mode, workdir, old or {}, selected)
     table = {
-        "environment": environment(args.quick, time.monotonic() - start),
+        "environment": environment(mode, time.monotonic() - start),
         "jobs": constants,
         "provenance": provenance,
         "fit": tidy(report),

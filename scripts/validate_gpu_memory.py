@@ -21,11 +21,13 @@ import threading
 import time
 from pathlib import Path
 
-import calibrate_memory as jobs
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
 
-from embedprobe.memory import measure as memory
+from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.memory import workloads  # noqa: E402
+from embedprobe.memory.gpu import GpuMemoryUnavailable, gpu_device_used  # noqa: E402
 
-MiB = 1 << 20
 MODELS = ("biot_random", "labram_random", "cbramod_random", "eegpt_random")
 BATCH_SIZES = (64, 256)
 HOURS = (0.5, 2.0)
@@ -46,8 +48,8 @@ def require_gpu() -> int:
               "(leave out --device)", file=sys.stderr)
         raise GpuUnavailable(2)
     try:
-        return memory.gpu_device_used()
-    except memory.GpuMemoryUnavailable as exc:
+        return gpu_device_used()
+    except GpuMemoryUnavailable as exc:
         print(f"error: cannot read the GPU's memory: {exc}\n"
               "fix: pip install nvidia-ml-py (NVML), or put nvidia-smi on PATH", file=sys.stderr)
         raise GpuUnavailable(2) from exc
@@ -57,14 +59,14 @@ class DeviceSampler:
     """The GPU's used memory, sampled in a thread; `peak` above the level before start."""
 
     def __init__(self):
-        self.before = memory.gpu_device_used()
+        self.before = gpu_device_used()
         self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(SAMPLE_SECONDS):
-            self.peak = max(self.peak, memory.gpu_device_used() - self.before)
+            self.peak = max(self.peak, gpu_device_used() - self.before)
 
     def __enter__(self):
         self._thread.start()
@@ -83,10 +85,10 @@ def cuda_config(config: dict, batch_size: int) -> dict:
 def gpu_check(demo, model: str, batch_size: int) -> Path:
     path = demo.folder / "check_cuda" / f"{model}.json"
     if not path.is_file():
-        argv = jobs.cli_argv(cuda_config(demo.config, batch_size), "check", "--dataset",
-                             jobs.DEMO_DATASET, "--model", model, "--out", path)
-        done = subprocess.run(argv, env=jobs.job_env(), capture_output=True, text=True,
-                              timeout=jobs.CHILD_TIMEOUT_S)
+        argv = workloads.cli_argv(cuda_config(demo.config, batch_size), "check", "--dataset",
+                                  workloads.DEMO_DATASET, "--model", model, "--out", path)
+        done = subprocess.run(argv, env=workloads.job_env(), capture_output=True, text=True,
+                              timeout=workloads.CHILD_TIMEOUT_S)
         if not path.is_file():
             raise RuntimeError(f"check {model} on cuda wrote nothing:\n{done.stderr[-3000:]}")
     return path
@@ -109,30 +111,30 @@ def gpu_grid(workdir: Path | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="validate_gpu_") as tmp:
         root = workdir or Path(tmp)
         for hours in HOURS:
-            demo = jobs.demo_set(root / f"gpu_{hours:g}h", hours)
+            demo = workloads.demo_set(root / f"gpu_{hours:g}h", hours)
             for model in MODELS:
                 check = gpu_check(demo, model, max(BATCH_SIZES))
                 for batch in BATCH_SIZES:
                     config = cuda_config(demo.config, batch)
                     out = demo.folder / "preflight" / f"{model}_{batch}.json"
                     with contextlib.redirect_stderr(io.StringIO()):
-                        record = run_preflight(config, demo.roots, jobs.DEMO_DATASET, model,
-                                               check, demo.index, out)
+                        record = run_preflight(config, demo.roots, workloads.DEMO_DATASET,
+                                               model, check, demo.index, out)
                     embed = record["jobs"]["embed"]
                     device = embed["device"]
-                    argv = jobs.embed_argv(dataclasses.replace(demo, config=config), model,
-                                           out, demo.folder / f"{model}.h5")
+                    argv = workloads.embed_argv(dataclasses.replace(demo, config=config),
+                                                model, out, demo.folder / f"{model}.h5")
                     with DeviceSampler() as sampler:
-                        run = jobs.measure(argv, f"embed {model} batch {batch}")
-                    host_mb, device_mb = run.peak_bytes / MiB, sampler.peak / MiB
+                        run = workloads.measure(argv, f"embed {model} batch {batch}")
+                    host_mb, device_mb = run.peak_bytes / MIB, sampler.peak / MIB
                     uncovered += (device["request_mb"] <= device_mb) + (
                         embed["request_mb"] <= host_mb)
                     print(f"| {model} | {embed['knobs'].get('batch_size', batch)} | "
-                          f"{demo.n_windows} | {device['total'] / MiB:,.0f} | "
+                          f"{demo.n_windows} | {device['total'] / MIB:,.0f} | "
                           f"{device['request_mb']:,} | {device_mb:,.0f} | "
-                          f"{error(device['total'] / MiB, device_mb)} | "
-                          f"{embed['total'] / MiB:,.0f} | {embed['request_mb']:,} | "
-                          f"{host_mb:,.0f} | {error(embed['total'] / MiB, host_mb)} |",
+                          f"{error(device['total'] / MIB, device_mb)} | "
+                          f"{embed['total'] / MIB:,.0f} | {embed['request_mb']:,} | "
+                          f"{host_mb:,.0f} | {error(embed['total'] / MIB, host_mb)} |",
                           flush=True)
     print(f"{'PASS' if not uncovered else 'FAIL'}: {uncovered} measured peaks above their "
           f"request; {time.monotonic() - started:.0f} s")

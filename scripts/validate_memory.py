@@ -1,15 +1,16 @@
 #!/usr/bin/env python
 """Check the memory estimates against real runs: predicted against measured peak of each job.
 
-A grid of real jobs, each run in its own child process and measured by the kernel (its
-ru_maxrss from wait4, memory.run_measured), each predicted the way the workflow predicts it:
+A grid of real jobs (embedprobe.memory.workloads, the calibration's workloads), each run in its
+own child process and measured by the kernel (its ru_maxrss from wait4, peaks.run_measured),
+each predicted the way the workflow predicts it:
 
   embed           3 registered models x 3 night lengths of the Sleep-EDF demo (4 nights each):
                   `embedprobe check`, preflight.run_preflight (the shipped calibration), then the
                   `embedprobe embed` job with that preflight JSON as its --estimate
   logistic probe  3 feature widths x 3 row counts of hard synthetic embeddings in an HDF5 store:
                   the `embedprobe probe` job (sleep staging, fold 0), inputs from
-                  the task's probe_memory, estimate from estimates.fit_knobs
+                  the task's probe_memory, estimate from estimate.fit_knobs
   brain-age probe 3 widths x 3 numbers of subjects: the `embedprobe probe` job of the brain-age
                   benchmark (subject means streamed from a store, ages from an SC-subjects.xls,
                   ridge with inner CV), inputs and estimate as preflight.probe_estimate builds them
@@ -20,8 +21,8 @@ ru_maxrss from wait4, memory.run_measured), each predicted the way the workflow 
                   processes, 2x the cores) and once with a slow model
                   (EMBEDPROBE_FAULT_SLOW_BATCH_S: readers would run ahead if the stream let them)
 
-Probe estimates use the baselines preflight measures on this node (embedprobe.memory.baselines), the
-embed estimate the one the check job measures, as the workflow does.
+Probe estimates use the baselines preflight measures on this node (embedprobe.memory.baselines),
+the embed estimate the one the check job measures, as the workflow does.
 
 error = (predicted - measured) / measured. Targets: median |error| <= 5%, no error below -10%,
 and every request (the estimate plus the margin, what the scheduler is asked for) above the
@@ -55,14 +56,18 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import calibrate_memory as jobs  # the real-job workloads, shared with the calibration
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
 
-from embedprobe.core.config import load_config
-from embedprobe.memory import estimate as estimates
-from embedprobe.memory import measure as memory
-from embedprobe.memory.baselines import probe_baseline_inputs
+from embedprobe.core.config import load_config  # noqa: E402
+from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.memory import workloads  # noqa: E402
+from embedprobe.memory.baselines import probe_baseline_inputs  # noqa: E402
+from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
+from embedprobe.memory.estimate import fit_knobs  # noqa: E402
+from embedprobe.memory.limits import job_memory_limit  # noqa: E402
+from embedprobe.memory.peaks import MeasuredRun, run_measured  # noqa: E402
 
-MiB = estimates.MiB
 MEDIAN_TARGET = 0.05
 UNDER_TARGET = -0.10
 WIDTH_OF = {200: "LaBraM/CBraMod", 256: "BIOT", 2048: "EEGPT"}
@@ -70,7 +75,7 @@ WIDTH_OF = {200: "LaBraM/CBraMod", 256: "BIOT", 2048: "EEGPT"}
 GRIDS = {
     # embed: models x hours of sleep a night; probes: width -> row counts (the wide model's
     # fits are slow on 2 cores, so it gets smaller stores); ridge: widths x subjects
-    False: {
+    "full": {
         "embed_models": ("biot_random", "cbramod_random", "labram_random"),
         "embed_hours": (1 / 6, 0.75, 3.0),
         "probe_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
@@ -81,7 +86,7 @@ GRIDS = {
                          2048: (5_000, 10_000, 20_000)},
         "contended_hours": 0.75,
     },
-    True: {
+    "quick": {
         "embed_models": ("biot_random",),
         "embed_hours": (1 / 6, 0.5, 0.75),
         "probe_rows": {200: (8_000, 16_000, 32_000), 256: (8_000, 16_000, 32_000),
@@ -117,9 +122,9 @@ class Row:
         return asdict(self) | {"error": round(self.error, 4), "covered": self.covered}
 
 
-def _row(job, model, size, estimate: dict, run: memory.MeasuredRun) -> Row:
-    return Row(job, model, size, round(estimate["total"] / MiB, 1), int(estimate["request_mb"]),
-               round(run.peak_bytes / MiB, 1), round(run.seconds, 1))
+def _row(job, model, size, estimate: dict, run: MeasuredRun) -> Row:
+    return Row(job, model, size, round(estimate["total"] / MIB, 1), int(estimate["request_mb"]),
+               round(run.peak_bytes / MIB, 1), round(run.seconds, 1))
 
 
 SLOW_BATCH_S = 0.25  # the slow model's extra seconds per batch
@@ -144,14 +149,14 @@ def cpu_load(processes: int, seconds: float = 900) -> Iterator[None]:
 
 
 def measure_embed(demo, model: str, preflight_path: Path, contention: str | None):
-    argv = jobs.embed_argv(demo, model, preflight_path, demo.folder / f"{model}.h5")
-    env = jobs.job_env()
+    argv = workloads.embed_argv(demo, model, preflight_path, demo.folder / f"{model}.h5")
+    env = workloads.job_env()
     if contention == "slow model":
         env["EMBEDPROBE_FAULT_SLOW_BATCH_S"] = str(SLOW_BATCH_S)
     load = cpu_load(2 * os.cpu_count()) if contention == "cpu load" else contextlib.nullcontext()
     with load:
-        run = memory.run_measured(argv, timeout=jobs.CHILD_TIMEOUT_S, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env)
+        run = run_measured(argv, timeout=workloads.CHILD_TIMEOUT_S, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env)
     if not run.ok:
         raise RuntimeError(f"embed {model} failed:\n{(run.stderr or '')[-3000:]}")
     return run
@@ -166,15 +171,15 @@ def embed_rows(grid: dict, workdir: Path, contended: bool = False) -> Iterator[R
     plan = ([(grid["contended_hours"], c) for c in CONTENTIONS if c] if contended
             else [(hours, None) for hours in grid["embed_hours"]])
     for hours, contention in plan:
-        demo = jobs.demo_set(workdir / f"embed_{hours:.3g}h", hours)
+        demo = workloads.demo_set(workdir / f"embed_{hours:.3g}h", hours)
         for model in grid["embed_models"]:
             if model not in checks:  # the check depends on the model and the data's format
-                checks[model], _ = jobs.run_check(demo, model)
+                checks[model], _ = workloads.run_check(demo, model)
             preflight_path = demo.folder / "preflight" / f"{model}.json"
             # Only the embed job: the demo benchmarks' probe folds need more than its subjects.
             config = {**demo.config, "benchmarks": {}}
             with contextlib.redirect_stderr(io.StringIO()):
-                record = run_preflight(config, demo.roots, jobs.DEMO_DATASET, model,
+                record = run_preflight(config, demo.roots, workloads.DEMO_DATASET, model,
                                        checks[model], demo.index, preflight_path)
             run = measure_embed(demo, model, preflight_path, contention)
             nights = f"{demo.n_windows} windows, {hours * 60:.0f} min sleep/night"
@@ -185,20 +190,21 @@ def embed_rows(grid: dict, workdir: Path, contended: bool = False) -> Iterator[R
 def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                margin: float) -> Iterator[Row]:
     """The sleep-staging probe job (fold 0) on stores of each width and row count."""
-    config = jobs.probe_config(workdir, n_jobs=1)
-    key = f"probe/{jobs.PROBE_BENCHMARK}/fold0"
+    config = workloads.probe_config(workdir, n_jobs=1)
+    key = f"probe/{workloads.PROBE_BENCHMARK}/fold0"
     for dim, sizes in grid["probe_rows"].items():
-        X, y = jobs.hard_rows(max(sizes), dim)
+        X, y = workloads.hard_rows(max(sizes), dim)
         for rows in sizes:
             store = workdir / f"store_{rows}x{dim}.h5"
-            subjects = jobs.write_store(store, X[:rows], y[:rows])
-            inputs = (jobs.probe_inputs(config, jobs.PROBE_BENCHMARK, subjects, dim)
+            subjects = workloads.write_store(store, X[:rows], y[:rows])
+            inputs = (workloads.probe_inputs(config, workloads.PROBE_BENCHMARK, subjects, dim)
                       | probe_baseline_inputs("probe_logistic"))
-            estimate = estimates.fit_knobs("probe_logistic", inputs, calibration, limit, margin)
-            estimate_path = jobs.write_estimate(workdir / f"estimate_{rows}x{dim}.json", key,
-                                                estimate)
-            run = jobs.measure(jobs.probe_argv(config, store, estimate_path,
-                                               workdir / "probe_out"), f"probe {rows} x {dim}")
+            estimate = fit_knobs("probe_logistic", inputs, calibration, limit, margin)
+            estimate_path = workloads.write_estimate(workdir / f"estimate_{rows}x{dim}.json",
+                                                     key, estimate)
+            run = workloads.measure(workloads.probe_argv(config, store, estimate_path,
+                                                         workdir / "probe_out"),
+                                    f"probe {rows} x {dim}")
             yield _row("logistic probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
                        f"{rows:,} windows", estimate.as_dict(), run)
         del X, y
@@ -212,18 +218,18 @@ def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
     from embedprobe.memory.preflight import probe_estimate
     from embedprobe.tasks.registry import benchmark_task
 
-    key = f"probe/{jobs.AGE_BENCHMARK}/fold0"
+    key = f"probe/{workloads.AGE_BENCHMARK}/fold0"
     for dim in grid["ridge_widths"]:
         for n_subjects in grid["ridge_subjects"]:
             folder = workdir / f"age_{n_subjects}x{dim}"
-            config, store, subjects = jobs.brain_age_set(folder, n_subjects, dim)
-            bench = config["benchmarks"][jobs.AGE_BENCHMARK]
-            estimate, _ = probe_estimate(config, benchmark_task(config, jobs.AGE_BENCHMARK),
+            config, store, subjects = workloads.brain_age_set(folder, n_subjects, dim)
+            bench = config["benchmarks"][workloads.AGE_BENCHMARK]
+            estimate, _ = probe_estimate(config, benchmark_task(config, workloads.AGE_BENCHMARK),
                                          bench, pd.DataFrame({"subject": subjects}), 0, dim,
                                          calibration, limit, margin, None)
-            estimate_path = jobs.write_estimate(folder / "estimate.json", key, estimate)
-            run = jobs.measure(jobs.brain_age_argv(config, store, estimate_path, folder / "out"),
-                               f"brain age {n_subjects} x {dim}")
+            estimate_path = workloads.write_estimate(folder / "estimate.json", key, estimate)
+            argv = workloads.brain_age_argv(config, store, estimate_path, folder / "out")
+            run = workloads.measure(argv, f"brain age {n_subjects} x {dim}")
             yield _row("brain-age probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
                        f"{n_subjects:,} subjects ({estimate.inputs['n']} train)",
                        estimate.as_dict(), run)
@@ -237,23 +243,23 @@ def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
     from embedprobe.memory.preflight import probe_estimate
     from embedprobe.tasks.registry import benchmark_task
 
-    key = f"probe/{jobs.SEIZURE_BENCHMARK}/fold0"
-    config, index = jobs.seizure_set(workdir)
+    key = f"probe/{workloads.SEIZURE_BENCHMARK}/fold0"
+    config, index = workloads.seizure_set(workdir)
     config.setdefault("probe", {})["n_jobs"] = 1
-    bench = config["benchmarks"][jobs.SEIZURE_BENCHMARK]
-    task = benchmark_task(config, jobs.SEIZURE_BENCHMARK)
+    bench = config["benchmarks"][workloads.SEIZURE_BENCHMARK]
+    task = benchmark_task(config, workloads.SEIZURE_BENCHMARK)
     for dim, sizes in grid["seizure_rows"].items():
         for rows in sizes:
             store = workdir / f"store_{rows}x{dim}.h5"
-            subjects = jobs.seizure_store(store, index, rows, dim, seed=1)
+            subjects = workloads.seizure_store(store, index, rows, dim, seed=1)
             estimate, _ = probe_estimate(config, task, bench, pd.DataFrame({"subject": subjects}),
                                          0, dim, calibration, limit, margin, None)
-            estimate_path = jobs.write_estimate(workdir / f"estimate_{rows}x{dim}.json", key,
-                                                estimate)
-            run = jobs.measure(jobs.probe_argv(config, store, estimate_path, workdir / "out",
-                                               benchmark=jobs.SEIZURE_BENCHMARK,
-                                               dataset=jobs.SEIZURE_DATASET),
-                               f"seizure probe {rows} x {dim}")
+            estimate_path = workloads.write_estimate(workdir / f"estimate_{rows}x{dim}.json",
+                                                     key, estimate)
+            argv = workloads.probe_argv(config, store, estimate_path, workdir / "out",
+                                        benchmark=workloads.SEIZURE_BENCHMARK,
+                                        dataset=workloads.SEIZURE_DATASET)
+            run = workloads.measure(argv, f"seizure probe {rows} x {dim}")
             yield _row("seizure probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
                        f"{rows:,} windows", estimate.as_dict(), run)
 
@@ -309,23 +315,23 @@ def write_rows(rows: list[Row], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-JOB_TYPES = ("embed", "logistic", "brain-age", "seizure", "contended")
+ROW_KINDS = ("embed", "logistic", "brain-age", "seizure", "contended")
 
 
 def cpu_grid(args) -> int:
-    chosen = set(args.jobs.split(","))
-    unknown = chosen - set(JOB_TYPES)
+    chosen = set(args.workloads.split(","))
+    unknown = chosen - set(ROW_KINDS)
     if unknown:
         raise SystemExit(f"error: unknown job types {sorted(unknown)}\n"
-                         f"fix: use some of: {', '.join(JOB_TYPES)}")
-    grid = GRIDS[args.quick]
-    calibration = estimates.load_calibration()
+                         f"fix: use some of: {', '.join(ROW_KINDS)}")
+    grid = GRIDS["quick" if args.quick else "full"]
+    calibration = load_calibration()
     config = load_config()
-    limit = memory.job_memory_limit(config.get("memory_limit_mb"))
+    limit = job_memory_limit(config.get("memory_limit_mb"))
     margin = config["memory_margin"]
     started = time.monotonic()
     rows: list[Row] = []
-    print(f"calibration {estimates.CALIBRATION_PATH} ({calibration['environment']['date']}); "
+    print(f"calibration {CALIBRATION_PATH} ({calibration['environment']['date']}); "
           f"margin {margin:.0%}; every job in its own measured child process", flush=True)
     print("\n".join(table_header()), flush=True)
     with tempfile.TemporaryDirectory(prefix="validate_memory_") as tmp:
@@ -360,8 +366,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, one embed model")
     parser.add_argument("--out", type=Path, help="also write the rows here (.tsv or .jsonl)")
-    parser.add_argument("--jobs", default=",".join(JOB_TYPES),
-                        help=f"which rows to run (comma-separated from {', '.join(JOB_TYPES)})")
+    parser.add_argument("--jobs", default=",".join(ROW_KINDS),
+                        help=f"which rows to run (comma-separated from {', '.join(ROW_KINDS)})")
     parser.add_argument("--workdir", type=Path,
                         help="keep generated inputs here and reuse them (default: a temp dir)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",

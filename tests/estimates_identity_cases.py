@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-MiB = 1 << 20
+from embedprobe.core.units import MIB
+
 GiB = 1 << 30
 
 # Constants that differ from the code's defaults for some job types (merging is exercised).
@@ -33,8 +34,8 @@ TABLE = {"jobs": {
 _EMBED = {"batch_size": 32, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
           "weights_bytes": 13_000_000, "recording_bytes": 2 * 8 * 3600 * 100 * 8,
           "resample_ratio": 2.0, "n_workers": 2, "n_windows": 200_000, "night_windows": 960,
-          "batch_activation_bytes": 120 * MiB, "activation_batch_size": 32}
-_GPU = {**_EMBED, "batch_size": 256, "n_workers": 4, "gpu_peaks": {1: 300 * MiB, 64: 2 * GiB},
+          "batch_activation_bytes": 120 * MIB, "activation_batch_size": 32}
+_GPU = {**_EMBED, "batch_size": 256, "n_workers": 4, "gpu_peaks": {1: 300 * MIB, 64: 2 * GiB},
         "gpu_total_bytes": 80 * GiB}
 _LOGISTIC = {"n_train": 160_000, "n_val": 20_000, "n_test": 20_000, "dim": 256, "n_classes": 5,
              "n_jobs": 2, "n_fits": 6}
@@ -44,27 +45,27 @@ _MEANS = {"dim": 256, "chunk_rows": 65_536, "n_subjects": 78, "n_rows": 200_000}
 CASES = [
     ("embed_cpu", "biot 8 h", _EMBED, 1_000),
     ("embed_cpu", "no readers, measured, cluster",
-     {**_EMBED, "n_workers": 0, "measured_baseline_bytes": 512 * MiB, "on_cluster": True,
-      "activation_batch_size": 8, "batch_activation_bytes": 40 * MiB, "min_batch_size": 4},
+     {**_EMBED, "n_workers": 0, "measured_baseline_bytes": 512 * MIB, "on_cluster": True,
+      "activation_batch_size": 8, "batch_activation_bytes": 40 * MIB, "min_batch_size": 4},
      900),
     ("embed_cpu", "defaults filled",
      {k: v for k, v in _EMBED.items() if k not in ("n_workers", "n_windows", "resample_ratio",
                                                   "activation_batch_size")}, None),
-    ("embed_gpu", "reserved peaks, context", {**_GPU, "gpu_reserved_peaks": {1: 320 * MiB,
+    ("embed_gpu", "reserved peaks, context", {**_GPU, "gpu_reserved_peaks": {1: 320 * MIB,
                                                                              64: 2.2 * GiB},
-                                              "gpu_context_bytes": 700 * MiB}, 6_000),
+                                              "gpu_context_bytes": 700 * MIB}, 6_000),
     ("embed_gpu", "small gpu", {**_GPU, "gpu_total_bytes": 4 * GiB}, 64_000),
     ("embed_gpu", "below the smallest measured", {**_GPU, "batch_size": 1,
                                                   "gpu_peaks": {8: GiB, 32: 3 * GiB}}, None),
     ("embed_gpu_device", "allocated peaks", _GPU, None),
-    ("embed_gpu_device", "reserved peaks", {**_GPU, "gpu_reserved_peaks": {1: 320 * MiB,
+    ("embed_gpu_device", "reserved peaks", {**_GPU, "gpu_reserved_peaks": {1: 320 * MIB,
                                                                            64: 2.2 * GiB}},
      3_000),
     ("probe_logistic", "staging fold", _LOGISTIC, None),
     ("probe_logistic", "six fits at once", {**_LOGISTIC, "n_train": 400_000, "dim": 1024,
                                             "n_jobs": 6}, 9_000),
     ("probe_logistic", "float64, measured, cluster",
-     {**_LOGISTIC, "dtype_bytes": 8, "measured_baseline_bytes": 150 * MiB, "on_cluster": True,
+     {**_LOGISTIC, "dtype_bytes": 8, "measured_baseline_bytes": 150 * MIB, "on_cluster": True,
       "n_jobs": 9, "n_fits": 3}, 200),
     ("probe_ridge", "wide (dual)", {"n": 80, "p": 20_000}, None),
     ("probe_ridge", "tall (primal)", {"n": 200_000, "p": 256, "n_jobs": 3}, 1_000),
@@ -92,7 +93,7 @@ def outcome(estimates, calibration: dict, job: str, inputs: dict, limit_mb) -> d
     plain = estimates.estimate(job, inputs, calibration, None)
     out = {"estimate": numbers(plain)}
     if limit_mb is not None:
-        fitted = estimates.fit_knobs(job, inputs, calibration, limit_mb * MiB, 0.15,
+        fitted = estimates.fit_knobs(job, inputs, calibration, limit_mb * MIB, 0.15,
                                      {"standard": 64_000, "bigmem": 512_000})
         out["fit_knobs"] = numbers(fitted)
     return out

@@ -8,7 +8,8 @@ from argparse import Namespace
 
 from embedprobe.cli import embed_knobs
 from embedprobe.core.config import load_config
-from embedprobe.memory.estimate import MiB, fit_knobs
+from embedprobe.core.units import MIB as MiB
+from embedprobe.memory.estimate import fit_knobs
 
 
 def preflight_json(tmp_path, knobs: dict):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import with_local_weights
+from helpers.project import with_local_weights
 
 from embedprobe import cli
 from embedprobe.core.config import load_config

@@ -248,7 +248,7 @@ def test_an_unknown_reader_kind_is_refused(tiny):
 
 
 def bench():
-    from conftest import PROJECT
+    from helpers.project import PROJECT
 
     sys.path.insert(0, str(PROJECT / "scripts"))
     import bench_embed
@@ -336,7 +336,7 @@ def test_the_ceilings_worker_counts_take_turns_and_each_keeps_its_fastest(monkey
 def install_plan(tmp_path, *args, driver=None):
     """scripts/install.sh --dry-run with a fake nvidia-smi on PATH (or none): its stdout,
     stderr and exit code."""
-    from conftest import PROJECT
+    from helpers.project import PROJECT
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)

@@ -1,4 +1,5 @@
-"""The formula table: every term counts, knobs come before more memory, the table loads."""
+"""The formula table: every term counts, knobs come before more memory, the table loads, and
+every other list of memory job types names only the registered ones."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import random
 import pytest
 
 from embedprobe.core.errors import OutOfMemory, UsageError
+from embedprobe.core.units import MIB
 from embedprobe.memory import estimate as estimates
-from embedprobe.memory.estimate import MiB, estimate, fit_knobs
+from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration
+from embedprobe.memory.estimate import estimate, fit_knobs
 
 CALIBRATION = {"jobs": estimates.DEFAULT_CONSTANTS}
-GiB = 1024 * MiB
+GiB = 1024 * MIB
 
 
 def random_inputs(job: str, rng: random.Random) -> dict:
@@ -104,7 +107,7 @@ def test_each_formula_is_at_least_each_term_and_grows_with_each(job):
 
 
 def test_logistic_known_answer():
-    constants = {"baseline_bytes": 100 * MiB, "embeddings_copies": 2.0, "window_row_bytes": 150,
+    constants = {"baseline_bytes": 100 * MIB, "embeddings_copies": 2.0, "window_row_bytes": 150,
                  "fit_data_copies": 1.0, "workspace_factor": 1.0, "block_rows": 10_000,
                  "square_copies": 2.0}
     calibration = {"jobs": {"probe_logistic": constants}}
@@ -112,7 +115,7 @@ def test_logistic_known_answer():
               "n_classes": 5, "n_jobs": 3, "n_fits": 6}
     result = estimate("probe_logistic", inputs, calibration, limit_bytes=4 * GiB)
     terms = result.terms
-    assert terms["interpreter and libraries"] == 100 * MiB
+    assert terms["interpreter and libraries"] == 100 * MIB
     assert terms["embeddings as loaded and the fold's splits"] == 120_000 * 256 * 4 * 2
     assert terms["window table"] == 120_000 * 150
     # the fits run in threads: one standardised copy, whatever n_jobs
@@ -130,15 +133,15 @@ def test_logistic_known_answer():
 
 def test_seizure_known_answer():
     """scikit-learn's lbfgs per C: float64 vectors per training row, no p x p preconditioner."""
-    constants = {"baseline_bytes": 100 * MiB, "overhead_bytes": 1 * MiB,
+    constants = {"baseline_bytes": 100 * MIB, "overhead_bytes": 1 * MIB,
                  "embeddings_copies": 2.0, "window_row_bytes": 150, "fit_data_copies": 1.0,
                  "workspace_factor": 5.0, "block_rows": 8192}
     calibration = {"jobs": {"probe_seizure": constants}}
     inputs = {"n_train": 30_000, "n_val": 10_000, "n_test": 10_000, "dim": 256, "n_jobs": 2,
               "n_fits": 6}
     terms = estimate("probe_seizure", inputs, calibration, None).terms
-    assert terms["interpreter and libraries"] == 100 * MiB
-    assert terms["job start-up beyond its imports"] == MiB
+    assert terms["interpreter and libraries"] == 100 * MIB
+    assert terms["job start-up beyond its imports"] == MIB
     assert terms["embeddings as loaded and the fold's splits"] == 50_000 * 256 * 4 * 2
     assert terms["window table"] == 50_000 * 150
     assert terms["standardised training rows (float32, shared by the fits)"] == 30_000 * 256 * 4
@@ -147,7 +150,7 @@ def test_seizure_known_answer():
     assert terms["row blocks (standardise, score)"] == 8192 * 256 * 4
     assert terms["validation scores of every C (float64)"] == 6 * 10_000 * 8
     assert not any("preconditioner" in name for name in terms)
-    assert fit_knobs("probe_seizure", {**inputs, "n_jobs": 6}, calibration, 10 * MiB).tried \
+    assert fit_knobs("probe_seizure", {**inputs, "n_jobs": 6}, calibration, 10 * MIB).tried \
         == [f"n_jobs={k}" for k in (5, 4, 3, 2, 1)]
 
 
@@ -168,8 +171,8 @@ def test_verdict_compares_request_with_margin_to_limit():
     inputs = {"dim": 256, "chunk_rows": 4096, "n_subjects": 80, "n_rows": 100_000}
     total = estimate("aggregate_subject_mean", inputs, CALIBRATION, None).total
     need = estimates.request_mb(total, 0.15)
-    assert estimate("aggregate_subject_mean", inputs, CALIBRATION, need * MiB).verdict == "ok"
-    small = (need - 1) * MiB
+    assert estimate("aggregate_subject_mean", inputs, CALIBRATION, need * MIB).verdict == "ok"
+    small = (need - 1) * MIB
     assert estimate("aggregate_subject_mean", inputs, CALIBRATION, small).verdict == "too_big"
     # the same total fits a margin of 0
     assert estimate("aggregate_subject_mean", inputs, CALIBRATION, small, margin=0.0).verdict \
@@ -189,16 +192,16 @@ def test_fit_knobs_lowers_parallel_fits_to_the_most_that_fit():
     inputs = {"n_train": 400_000, "n_val": 50_000, "n_test": 50_000, "dim": 1024,
               "n_classes": 5, "n_jobs": 6, "n_fits": 6}
     limit = estimate("probe_logistic", {**inputs, "n_jobs": 2}, CALIBRATION, None).request_mb
-    result = fit_knobs("probe_logistic", inputs, CALIBRATION, limit * MiB)
+    result = fit_knobs("probe_logistic", inputs, CALIBRATION, limit * MIB)
     assert result.verdict == "ok" and result.knobs["n_jobs"] == 2
     assert result.tried == ["n_jobs=5", "n_jobs=4", "n_jobs=3", "n_jobs=2"]
-    assert estimate("probe_logistic", inputs, CALIBRATION, limit * MiB).verdict == "too_big"
+    assert estimate("probe_logistic", inputs, CALIBRATION, limit * MIB).verdict == "too_big"
 
 
 def test_fit_knobs_switches_a_forced_primal_ridge_to_dual():
     inputs = {"n": 2_000, "p": 60_000, "ridge_form": "primal"}
     dual = estimate("probe_ridge", {**inputs, "ridge_form": "dual"}, CALIBRATION, None)
-    result = fit_knobs("probe_ridge", inputs, CALIBRATION, dual.request_mb * MiB)
+    result = fit_knobs("probe_ridge", inputs, CALIBRATION, dual.request_mb * MIB)
     assert result.verdict == "ok" and result.knobs["ridge_form"] == "dual"
     assert result.tried == ["ridge_form=dual"]
 
@@ -213,7 +216,7 @@ def embed_inputs(**overrides) -> dict:
 def test_fit_knobs_halves_the_batch_before_dropping_reader_threads():
     inputs = embed_inputs()
     at_16 = estimate("embed_cpu", {**inputs, "batch_size": 16}, CALIBRATION, None)
-    result = fit_knobs("embed_cpu", inputs, CALIBRATION, at_16.request_mb * MiB)
+    result = fit_knobs("embed_cpu", inputs, CALIBRATION, at_16.request_mb * MIB)
     assert result.verdict == "ok"
     assert result.knobs == {"batch_size": 16, "n_workers": 2}
     assert result.tried == ["batch_size=32", "batch_size=16"]
@@ -237,17 +240,17 @@ def test_too_big_names_the_knobs_tried_and_the_partition_that_fits():
 
 def test_gpu_batch_is_chosen_to_fit_the_device():
     # 1 GiB fixed + 100 MiB per window on a 16 GiB device
-    peaks = {8: GiB + 8 * 100 * MiB, 32: GiB + 32 * 100 * MiB}
+    peaks = {8: GiB + 8 * 100 * MIB, 32: GiB + 32 * 100 * MIB}
     inputs = embed_inputs(batch_size=256, gpu_peaks=peaks, gpu_total_bytes=16 * GiB)
     result = fit_knobs("embed_gpu", inputs, CALIBRATION, 64 * GiB)
     assert result.verdict == "ok" and result.knobs["batch_size"] == 64
     terms = result.device.terms
     assert terms["allocator peak at the smallest measured batch (weights, buffers, activations)"] \
-        == GiB + 8 * 100 * MiB
-    assert terms["batch activations of the further windows"] == (64 - 8) * 100 * MiB
-    assert terms["allocator slack"] == math.ceil(0.2 * (GiB + 64 * 100 * MiB))
+        == GiB + 8 * 100 * MIB
+    assert terms["batch activations of the further windows"] == (64 - 8) * 100 * MIB
+    assert terms["allocator slack"] == math.ceil(0.2 * (GiB + 64 * 100 * MIB))
     assert "batch activations" not in result.terms  # activations live on the device
-    tiny = fit_knobs("embed_gpu", {**inputs, "gpu_total_bytes": 512 * MiB}, CALIBRATION,
+    tiny = fit_knobs("embed_gpu", {**inputs, "gpu_total_bytes": 512 * MIB}, CALIBRATION,
                      64 * GiB)
     assert tiny.verdict == "too_big" and "GPU with at least" in tiny.fix
 
@@ -271,24 +274,24 @@ def test_missing_inputs_and_unknown_jobs_are_usage_errors():
 def test_load_calibration_fills_and_lists_missing_constants(tmp_path):
     path = tmp_path / "cal.yaml"
     path.write_text("jobs:\n  probe_logistic:\n    baseline_bytes: 123\n")
-    table = estimates.load_calibration(path)
+    table = load_calibration(path)
     assert table["jobs"]["probe_logistic"]["baseline_bytes"] == 123
     assert "probe_logistic.baseline_bytes" not in table["defaulted"]
     assert "probe_logistic.embeddings_copies" in table["defaulted"]
     with pytest.raises(UsageError) as caught:
-        estimates.load_calibration(tmp_path / "absent.yaml")
+        load_calibration(tmp_path / "absent.yaml")
     assert "calibrate_memory.py" in caught.value.fix
     path.write_text("jobs: [unclosed\n")
     with pytest.raises(UsageError, match="not valid YAML"):
-        estimates.load_calibration(path)
+        load_calibration(path)
 
 
 def test_shipped_calibration_is_measured_here():
-    table = estimates.load_calibration()
+    table = load_calibration()
     assert table["defaulted"] == []
     for job in ("embed_cpu", "probe_logistic", "probe_ridge", "aggregate_subject_mean"):
         assert table["provenance"][job]["baseline_bytes"] == "measured"
-        assert 20 * MiB < table["jobs"][job]["baseline_bytes"] < 2 * GiB
+        assert 20 * MIB < table["jobs"][job]["baseline_bytes"] < 2 * GiB
     assert table["environment"]["packages"]["scikit-learn"].startswith("1.")
 
 
@@ -303,4 +306,81 @@ def test_subject_mean_stream_counts_no_more_chunk_cache_than_the_store_holds():
     copies = estimates.JOB_TYPES["aggregate_subject_mean"].constants["chunk_copies"]
     store_small, store_large = 2_000 * 200 * 4, 20_000 * 200 * 4
     assert terms_small["HDF5 chunk buffers"] == store_small + store_small * copies
-    assert terms_large["HDF5 chunk buffers"] == 2 * MiB + store_large * copies
+    assert terms_large["HDF5 chunk buffers"] == 2 * MIB + store_large * copies
+
+
+# ------------------------------------------------------- one owner of the memory job types
+
+
+def test_the_refit_names_only_registered_job_types_and_their_constants():
+    from embedprobe.memory.refit import FITTED, FROM_RUNS
+
+    for table in (FITTED, FROM_RUNS):
+        assert set(table) <= set(estimates.JOB_TYPES)
+        for job, names in table.items():
+            constants = estimates.job_constants(job, {"jobs": {}})
+            assert set(names) <= set(constants), (job, set(names) - set(constants))
+
+
+def test_the_baseline_steps_name_registered_job_types_and_known_steps():
+    from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS
+    from embedprobe.memory.refit import FITTED
+
+    assert set(JOB_STEP) <= set(estimates.JOB_TYPES)
+    assert set(JOB_STEP.values()) <= set(STEP_IMPORTS)
+    assert set(FITTED) <= set(JOB_STEP)  # every job type the calibration fits has a baseline
+
+
+def test_the_calibration_tables_name_only_registered_job_types():
+    import yaml
+
+    raw = yaml.safe_load(CALIBRATION_PATH.read_text())
+    for section in ("jobs", "provenance"):
+        assert set(raw[section]) <= {"common", *estimates.JOB_TYPES}, section
+    assert set(estimates.DEFAULT_CONSTANTS) == {"common", *estimates.JOB_TYPES}
+    for job, parts in estimates.COMPOSED.items():
+        assert job in estimates.JOB_TYPES and set(parts) <= set(estimates.JOB_TYPES)
+    for kind in estimates.JOB_TYPES.values():
+        assert kind.device is None or kind.device in estimates.JOB_TYPES
+
+
+def test_the_calibration_script_fits_the_refits_job_types():
+    import sys
+
+    from helpers.project import PROJECT
+
+    from embedprobe.memory.refit import FITTED
+
+    sys.path.insert(0, str(PROJECT / "scripts"))
+    import calibrate_memory
+
+    assert calibrate_memory.CALIBRATED_JOBS == tuple(FITTED)
+    assert set(calibrate_memory.PLANS) == {"quick", "full"}
+
+
+def test_every_task_sizes_its_probe_with_a_registered_job_type():
+    """Each task's probe job names a registered job type, and the step it imports is the one
+    the baselines give that job type."""
+    import pandas as pd
+
+    from embedprobe.core.config import load_config
+    from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS
+    from embedprobe.tasks.registry import TASKS, task_for
+
+    config = load_config()
+    seen = set()
+    for benchmark, bench in config["benchmarks"].items():
+        if bench["task"] in seen:
+            continue
+        seen.add(bench["task"])
+        task = task_for(bench["task"])
+        # one subject per fold (leave-one-subject-out tasks need exactly that many)
+        subjects = [f"S{k:03d}" for k in range(bench["folds"]) for _ in range(5)]
+        table = pd.DataFrame({"recording": [f"{s}R" for s in subjects], "subject": subjects,
+                              "start": 0, "label": [k % 2 for k in range(len(subjects))]})
+        job_type, inputs, _ = task.probe_memory(config, bench, table, 0, 16)
+        assert job_type in estimates.JOB_TYPES, benchmark
+        assert estimate(job_type, inputs, CALIBRATION, None).total > 0
+        assert task.probe_step in STEP_IMPORTS
+        assert JOB_STEP[job_type] == task.probe_step, benchmark
+    assert seen == set(TASKS)

@@ -14,10 +14,12 @@ import sys
 
 import pytest
 import torch
-from conftest import PROJECT, snakemake
+from helpers.project import PROJECT, snakemake
 from test_check import DATASET, make_config
 
+from embedprobe.core.units import MIB
 from embedprobe.memory import estimate as estimates
+from embedprobe.memory.calibration import load_calibration
 from embedprobe.pipeline.check import (
     FAILED,
     OK,
@@ -28,9 +30,8 @@ from embedprobe.pipeline.check import (
     write_result,
 )
 from embedprobe.pipeline.index import build_index, write_index
-from embedprobe.smk.rules_support import gpu_resources
+from embedprobe.smk.resources import gpu_resources
 
-MiB = 2**20
 MODEL = "biot_random"
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 
@@ -87,7 +88,7 @@ def test_check_on_cuda_without_a_gpu_fails_with_the_fix(pair, tmp_path):
 def gpu_check_record(check, total_bytes: int, batch: int = 32):
     """The check record a GPU would give: 300 MiB at one window, 40 MiB per further window,
     measured at one window and at `batch` (the largest batch the GPU held)."""
-    peaks = {1: 300 * MiB, batch: 300 * MiB + (batch - 1) * 40 * MiB}
+    peaks = {1: 300 * MIB, batch: 300 * MIB + (batch - 1) * 40 * MIB}
     return dataclasses.replace(check, device="cuda (test)", gpu_peaks=peaks,
                                gpu_total_bytes=total_bytes, batch_size=batch)
 
@@ -97,7 +98,7 @@ def test_preflight_sizes_the_batch_to_the_gpu_that_check_measured(pair, tmp_path
     config = cuda_config(config, batch_size=256)
     check_path, out = tmp_path / "check.json", tmp_path / "preflight.json"
     # 256 and 128 windows would not fit 4 GiB: check kept the largest batch that did
-    write_result(gpu_check_record(check, 4096 * MiB, batch=64), check_path)
+    write_result(gpu_check_record(check, 4096 * MIB, batch=64), check_path)
     run = embedprobe({**config, "benchmarks": {}}, "preflight", "--dataset", DATASET,
                      "--model", MODEL, "--check", check_path, "--index", index, "--out", out)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -108,13 +109,13 @@ def test_preflight_sizes_the_batch_to_the_gpu_that_check_measured(pair, tmp_path
     assert device["request_mb"] <= 4096 and batch < 64
     assert embed["tried"][0] == "batch_size=32"  # halved from check's 64, not the config's 256
     # the batch is the largest of the halvings that fits: twice as many windows would not
-    calibration = estimates.load_calibration()
+    calibration = load_calibration()
     inputs = {"batch_size": 2 * batch, "n_channels": check.n_chans,
               "n_samples": check.n_times_epoch, "feature_dim": check.feature_dim,
               "weights_bytes": check.n_params * 4, "recording_bytes": 0, "night_windows": 0,
               "gpu_peaks": gpu_check_record(check, 0, batch=64).gpu_peaks,
-              "gpu_total_bytes": 4096 * MiB}
-    bigger = estimates.estimate("embed_gpu_device", inputs, calibration, 4096 * MiB,
+              "gpu_total_bytes": 4096 * MIB}
+    bigger = estimates.estimate("embed_gpu_device", inputs, calibration, 4096 * MIB,
                                 device["margin"])
     assert bigger.request_mb > 4096
     # what the embed rule then sends HTCondor as gpus_minimum_memory
@@ -124,7 +125,7 @@ def test_preflight_sizes_the_batch_to_the_gpu_that_check_measured(pair, tmp_path
 
 def test_a_gpu_too_small_for_one_window_stops_preflight_with_the_fix(pair, tmp_path):
     config, roots, index, check, _ = pair
-    run, out = cuda_preflight(config, index, gpu_check_record(check, 512 * MiB), tmp_path)
+    run, out = cuda_preflight(config, index, gpu_check_record(check, 512 * MIB), tmp_path)
     assert run.returncode == 1 and not out.exists()
     assert "embed cannot fit" in run.stderr and "GPU with at least" in run.stderr
     assert "batch_size=1" in run.stderr  # every smaller batch was tried first
@@ -139,11 +140,11 @@ def test_preflight_refuses_a_check_made_on_another_device(pair, tmp_path):
 
 
 def test_a_gpu_check_record_round_trips_through_json_and_csv(pair, tmp_path):
-    record = gpu_check_record(pair[3], 4096 * MiB, batch=64)
+    record = gpu_check_record(pair[3], 4096 * MIB, batch=64)
     write_result(record, tmp_path / "check.json")
     assert read_result(tmp_path / "check.json") == record
     assert from_csv(to_csv([record])) == [record]
-    assert record.gpu_peaks == {1: 300 * MiB, 64: 300 * MiB + 63 * 40 * MiB}
+    assert record.gpu_peaks == {1: 300 * MIB, 64: 300 * MIB + 63 * 40 * MIB}
 
 
 @no_cuda
@@ -186,7 +187,7 @@ def test_check_on_a_gpu_measures_the_allocator_at_two_batch_sizes(pair, tmp_path
     assert 0 < result.gpu_peaks[1] < result.gpu_peaks[32] < result.gpu_total_bytes
     # the reserve covers what was allocated; the context is measured per process (NVML)
     assert all(result.gpu_reserved_peaks[b] >= result.gpu_peaks[b] for b in (1, 32))
-    assert 100 * MiB < result.gpu_context_bytes < 4096 * MiB, result.extra
+    assert 100 * MIB < result.gpu_context_bytes < 4096 * MIB, result.extra
     assert result.baseline_bytes > 0  # the host side of a CUDA process, measured here
     run, out = cuda_preflight(config, index, result, tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -198,17 +199,17 @@ def test_preflight_takes_the_measured_context_reserve_and_host_baseline(pair, tm
     shipped table: the CUDA context of its process, the allocator's reserved peaks, and the
     host baseline of a CUDA process."""
     config, roots, index, check, _ = pair
-    reserved = {1: 320 * MiB, 32: 320 * MiB + 31 * 42 * MiB}
-    record = dataclasses.replace(gpu_check_record(check, 80 * 1024 * MiB),
-                                 gpu_reserved_peaks=reserved, gpu_context_bytes=530 * MiB,
-                                 baseline_bytes=1403 * MiB)
+    reserved = {1: 320 * MIB, 32: 320 * MIB + 31 * 42 * MIB}
+    record = dataclasses.replace(gpu_check_record(check, 80 * 1024 * MIB),
+                                 gpu_reserved_peaks=reserved, gpu_context_bytes=530 * MIB,
+                                 baseline_bytes=1403 * MIB)
     run, out = cuda_preflight(config, index, record, tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     embed = json.loads(out.read_text())["jobs"]["embed"]
-    assert embed["terms"]["interpreter and libraries, with the model built"] == 1403 * MiB
+    assert embed["terms"]["interpreter and libraries, with the model built"] == 1403 * MIB
     terms = embed["device"]["terms"]
-    assert terms["CUDA context"] == 530 * MiB
-    line = reserved[1] + 31 * 42 * MiB  # the reserve at 32 windows, on the measured line
+    assert terms["CUDA context"] == 530 * MIB
+    line = reserved[1] + 31 * 42 * MIB  # the reserve at 32 windows, on the measured line
     assert terms["allocator peak at the smallest measured batch (weights, buffers, "
                  "activations)"] == reserved[1]
     assert abs(terms["allocator slack"] - 0.05 * line) <= 1
@@ -216,14 +217,14 @@ def test_preflight_takes_the_measured_context_reserve_and_host_baseline(pair, tm
 
 
 def test_gpu_memory_readers_parse_and_say_why_they_cannot(monkeypatch):
-    from embedprobe.memory import measure as memory
+    from embedprobe.memory import gpu
 
     apps = "4242, 1349\n4242, 10\n77, [N/A]\nno, thing\n"
-    assert memory.parse_compute_apps(apps) == {4242: 1359 * MiB}
-    assert memory.parse_gpu_used("719\n81559\n") == [719 * MiB, 81559 * MiB]
+    assert gpu.parse_compute_apps(apps) == {4242: 1359 * MIB}
+    assert gpu.parse_gpu_used("719\n81559\n") == [719 * MIB, 81559 * MIB]
     monkeypatch.setenv("PATH", "/nonexistent")  # no nvidia-smi either
-    with pytest.raises(memory.GpuMemoryUnavailable) as caught:
-        memory.gpu_process_memory()
+    with pytest.raises(gpu.GpuMemoryUnavailable) as caught:
+        gpu.gpu_process_memory()
     text = str(caught.value)
     assert text.startswith("NVML: ") and "nvidia-smi: not on PATH" in text
     assert f"no entry for process {__import__('os').getpid()}" in text

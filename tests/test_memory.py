@@ -11,11 +11,24 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT
+from helpers.project import PROJECT
 
-from embedprobe.memory import measure as memory
+from embedprobe.core.units import MIB
+from embedprobe.memory.limits import (
+    available_memory_limit,
+    cgroup_memory_limit,
+    host_memory_total,
+    job_memory_limit,
+)
+from embedprobe.memory.peaks import (
+    cgroup_memory_peak,
+    measure_peak_growth,
+    run_measured,
+    self_peak_rss,
+    signal_name,
+)
+from embedprobe.memory.runs import append_runs_row
 
-MiB = 1 << 20
 GiB = 1 << 30
 V1_UNLIMITED = "9223372036854771712"
 
@@ -38,10 +51,10 @@ def test_cgroup_v2_limit_is_the_smallest_on_the_way_up(tmp_path):
         "system.slice/memory.max": "max",
         "system.slice/slurmstepd/memory.max": str(3 * GiB),
         "system.slice/slurmstepd/job_42/memory.max": str(4 * GiB),
-        "system.slice/slurmstepd/job_42/memory.peak": str(1234 * MiB),
+        "system.slice/slurmstepd/job_42/memory.peak": str(1234 * MIB),
     })
-    assert memory.cgroup_memory_limit(proc, root) == 3 * GiB
-    assert memory.cgroup_memory_peak(proc, root) == 1234 * MiB
+    assert cgroup_memory_limit(proc, root) == 3 * GiB
+    assert cgroup_memory_peak(proc, root) == 1234 * MIB
 
 
 def test_cgroup_v2_unlimited_is_none(tmp_path):
@@ -49,14 +62,14 @@ def test_cgroup_v2_unlimited_is_none(tmp_path):
         "user.slice/memory.max": "max",
         "user.slice/session-1.scope/memory.max": "max",
     })
-    assert memory.cgroup_memory_limit(proc, root) is None
-    assert memory.cgroup_memory_peak(proc, root) is None
+    assert cgroup_memory_limit(proc, root) is None
+    assert cgroup_memory_peak(proc, root) is None
 
 
 def test_cgroup_namespace_reads_the_mount_point(tmp_path):
     # inside a container with its own cgroup namespace the own cgroup is "/" at the mount
     proc, root = fake_tree(tmp_path, "0::/", {"memory.max": str(8 * GiB)})
-    assert memory.cgroup_memory_limit(proc, root) == 8 * GiB
+    assert cgroup_memory_limit(proc, root) == 8 * GiB
 
 
 def test_cgroup_v1_memory_controller(tmp_path):
@@ -68,28 +81,28 @@ def test_cgroup_v1_memory_controller(tmp_path):
             "memory/slurm/memory.limit_in_bytes": V1_UNLIMITED,
             "memory/slurm/uid_0/job_7/cgroup.procs": "1",
             "memory/slurm/uid_0/job_7/memory.limit_in_bytes": str(2 * GiB),
-            "memory/slurm/uid_0/job_7/memory.max_usage_in_bytes": str(700 * MiB),
+            "memory/slurm/uid_0/job_7/memory.max_usage_in_bytes": str(700 * MIB),
         },
     )
-    assert memory.cgroup_memory_limit(proc, root) == 2 * GiB
-    assert memory.cgroup_memory_peak(proc, root) == 700 * MiB
+    assert cgroup_memory_limit(proc, root) == 2 * GiB
+    assert cgroup_memory_peak(proc, root) == 700 * MIB
 
 
 def test_available_memory_is_the_smaller_of_host_and_cgroup(tmp_path):
     limited = tmp_path / "limited"
     proc, root = fake_tree(limited, "0::/job", {"job/memory.max": str(2 * GiB)},
                            meminfo_kb=16 * GiB // 1024)
-    assert memory.host_memory_total(proc) == 16 * GiB
-    assert memory.available_memory_limit(proc, root) == 2 * GiB
+    assert host_memory_total(proc) == 16 * GiB
+    assert available_memory_limit(proc, root) == 2 * GiB
     free = tmp_path / "free"
     proc, root = fake_tree(free, "0::/job", {"job/memory.max": "max"}, meminfo_kb=4 * GiB // 1024)
-    assert memory.available_memory_limit(proc, root) == 4 * GiB
+    assert available_memory_limit(proc, root) == 4 * GiB
 
 
 def test_available_memory_here_is_positive_and_at_most_the_host():
-    assert 0 < memory.available_memory_limit() <= memory.host_memory_total()
-    assert memory.job_memory_limit() == memory.available_memory_limit()
-    assert memory.job_memory_limit(cluster_max_mb=256_000) == 256_000 * MiB
+    assert 0 < available_memory_limit() <= host_memory_total()
+    assert job_memory_limit() == available_memory_limit()
+    assert job_memory_limit(cluster_max_mb=256_000) == 256_000 * MIB
 
 
 ALLOCATE = "import sys; a = b'x' * {n}; sys.exit({code})"  # every page written
@@ -98,46 +111,46 @@ ALLOCATE = "import sys; a = b'x' * {n}; sys.exit({code})"  # every page written
 def test_run_measured_measures_the_child_not_its_parent():
     # The test process peaks at 600 MB first: a child forked from it reports that much in
     # ru_maxrss unless the measurement starts from a small launcher.
-    ballast = b"x" * (600 * MiB)
-    baseline = memory.run_measured([sys.executable, "-c", ALLOCATE.format(n=1, code=0)])
+    ballast = b"x" * (600 * MIB)
+    baseline = run_measured([sys.executable, "-c", ALLOCATE.format(n=1, code=0)])
     del ballast
-    assert baseline.ok and baseline.peak_bytes < 100 * MiB
-    run = memory.run_measured([sys.executable, "-c", ALLOCATE.format(n=200 * MiB, code=3)])
+    assert baseline.ok and baseline.peak_bytes < 100 * MIB
+    run = run_measured([sys.executable, "-c", ALLOCATE.format(n=200 * MIB, code=3)])
     assert run.returncode == 3 and run.killed_by_signal is None and not run.timed_out
-    assert run.peak_bytes - baseline.peak_bytes == pytest.approx(200 * MiB, rel=0.15)
+    assert run.peak_bytes - baseline.peak_bytes == pytest.approx(200 * MIB, rel=0.15)
     assert run.seconds > 0
 
 
 def test_run_measured_reports_kills_timeouts_and_output():
-    killed = memory.run_measured([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
+    killed = run_measured([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
     assert killed.returncode == -9 and killed.killed_by_signal == signal.SIGKILL
-    assert memory.signal_name(killed.killed_by_signal) == "SIGKILL"
-    slow = memory.run_measured([sys.executable, "-c", "import time; time.sleep(30)"], timeout=1)
+    assert signal_name(killed.killed_by_signal) == "SIGKILL"
+    slow = run_measured([sys.executable, "-c", "import time; time.sleep(30)"], timeout=1)
     assert slow.timed_out and slow.killed_by_signal == signal.SIGKILL and slow.seconds < 10
-    talk = memory.run_measured(
+    talk = run_measured(
         [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert (talk.stdout, talk.stderr, talk.returncode) == ("out\n", "err\n", 0)
     with pytest.raises(FileNotFoundError):
-        memory.run_measured(["embedprobe-no-such-program"])
+        run_measured(["embedprobe-no-such-program"])
 
 
 def test_peak_growth_of_a_step_after_a_higher_peak():
-    earlier = b"x" * (300 * MiB)
+    earlier = b"x" * (300 * MIB)
     del earlier
 
     def step():
-        return len(b"x" * (100 * MiB))
+        return len(b"x" * (100 * MIB))
 
-    result, growth = memory.measure_peak_growth(step)
-    assert result == 100 * MiB
-    assert growth == pytest.approx(100 * MiB, rel=0.15)
-    assert memory.self_peak_rss() >= 300 * MiB  # the job's peak survives the reset
+    result, growth = measure_peak_growth(step)
+    assert result == 100 * MIB
+    assert growth == pytest.approx(100 * MIB, rel=0.15)
+    assert self_peak_rss() >= 300 * MIB  # the job's peak survives the reset
 
 
 def _append_rows(path: str, writer: int, rows: int) -> None:
     for k in range(rows):
-        memory.append_runs_row(path, {"writer": writer, "row": k, "text": "a\tb"})
+        append_runs_row(path, {"writer": writer, "row": k, "text": "a\tb"})
 
 
 def test_runs_table_keeps_every_row_of_concurrent_writers(tmp_path):
@@ -159,11 +172,11 @@ def test_runs_table_keeps_every_row_of_concurrent_writers(tmp_path):
 
 def test_runs_table_follows_its_header(tmp_path):
     path = tmp_path / "runs.tsv"
-    memory.append_runs_row(path, {"job": "embed", "peak_bytes": 5, "ratio": 0.123456789})
-    memory.append_runs_row(path, {"peak_bytes": 7, "job": "probe"})
+    append_runs_row(path, {"job": "embed", "peak_bytes": 5, "ratio": 0.123456789})
+    append_runs_row(path, {"peak_bytes": 7, "job": "probe"})
     assert path.read_text() == "job\tpeak_bytes\tratio\nembed\t5\t0.123457\nprobe\t7\t\n"
     with pytest.raises(ValueError, match="not in its header"):
-        memory.append_runs_row(path, {"job": "x", "surprise": 1})
+        append_runs_row(path, {"job": "x", "surprise": 1})
 
 
 ARENA_PROBE = """
@@ -192,3 +205,49 @@ def test_jobs_allocate_from_one_malloc_arena_unless_told_otherwise(env, one_aren
     arenas = len(re.findall(r"^Arena \d+:", run.stderr, re.MULTILINE))
     assert run.stdout.split() == [str(one_arena)]
     assert arenas == 1 if one_arena else arenas > 1, run.stderr
+
+
+# ------------------------------------------------------------------------- the module layers
+
+LEAVES = ("limits", "peaks", "gpu", "cgroups", "allocator", "formulas", "estimate",
+          "calibration")
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, function-level imports included."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_memory_leaves_import_only_core_and_each_other():
+    """The measuring and modelling leaves need nothing of the pipeline: preflight, the runs
+    record and the workflow's resources callables build on them, never the other way."""
+    memory = PROJECT / "workflow" / "embedprobe" / "memory"
+    allowed = ("embedprobe.core", *(f"embedprobe.memory.{leaf}" for leaf in LEAVES))
+    for leaf in LEAVES:
+        ours = {m for m in imported_modules(memory / f"{leaf}.py")
+                if m.split(".")[0] == "embedprobe" and m != "embedprobe.memory"}
+        assert all(m.startswith(allowed) for m in ours), (leaf, sorted(ours))
+    for path in memory.glob("*.py"):
+        assert not {m for m in imported_modules(path)
+                    if m.startswith(("embedprobe.smk", "embedprobe.cli"))}, path.name
+
+
+def test_bytes_per_mib_have_one_owner():
+    """core.units.MIB; no other module or script defines its own (MiB = 2**20 and the like)."""
+    own = re.compile(r"^\s*MI?B\s*=|(?<![\w.])(1 << 20|2 ?\*\* ?20|1024 \* 1024)(?![\w.])",
+                     re.MULTILINE | re.IGNORECASE)
+    paths = [*(PROJECT / "workflow" / "embedprobe").rglob("*.py"),
+             *(PROJECT / "scripts").glob("*.py")]
+    owner = PROJECT / "workflow" / "embedprobe" / "core" / "units.py"
+    offenders = [f"{path.relative_to(PROJECT)}: {match.group(0).strip()}"
+                 for path in paths if path != owner for match in own.finditer(path.read_text())]
+    assert offenders == []

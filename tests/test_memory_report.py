@@ -2,7 +2,7 @@
 
 Most tables here are built: preflight JSONs hold real estimates.estimate() results (from a
 calibration table deliberately off by a factor), and the runs table is written row by row by
-memory.append_runs_row, as the jobs write it, with peaks from a known "true" calibration plus a
+runs.append_runs_row, as the jobs write it, with peaks from a known "true" calibration plus a
 little run-to-run noise, so a refit can be checked against the truth. The last test measures
 instead: real probe jobs write the runs table, and a rerun after the refit is compared with it.
 The commands run through embedprobe.cli.main. tests/test_workflow.py draws the panel of the real
@@ -22,17 +22,18 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import PROJECT
+from helpers.project import PROJECT
 
 from embedprobe import cli
 from embedprobe.core.config import load_config, resolve_roots
+from embedprobe.core.units import MIB
 from embedprobe.memory import estimate as estimates
 from embedprobe.memory import report as memory_report
-from embedprobe.memory.estimate import MiB
-from embedprobe.memory.measure import append_runs_row
+from embedprobe.memory.calibration import CALIBRATION_PATH, calibration_path, load_calibration
 from embedprobe.memory.records import estimate_path
 from embedprobe.memory.refit import FROM_RUNS, PROVENANCE_FROM_RUNS
-from embedprobe.smk.rules_support import benchmark_targets
+from embedprobe.memory.runs import append_runs_row
+from embedprobe.smk.plan import benchmark_targets
 from embedprobe.tasks.registry import benchmark_task
 
 BIAS = 1.35  # every refitted constant of the table in use is 35% too high
@@ -42,11 +43,11 @@ NOISE = 0.02  # measured peaks vary by +-2% around the true formula
 def true_table(tmp_path: Path) -> Path:
     """The shipped table with every constant a refit from runs sets made non-zero: the 'truth'
     the runs are measured against."""
-    table = yaml.safe_load(estimates.CALIBRATION_PATH.read_text())
+    table = yaml.safe_load(CALIBRATION_PATH.read_text())
     table["jobs"]["embed_cpu"]["window_copies"] = 0.6
     # the seizure probe's, where the shipped table has none yet (its defaults), with a start-up
     table["jobs"].setdefault("probe_seizure", dict(estimates.DEFAULT_CONSTANTS["probe_seizure"]))
-    table["jobs"]["probe_seizure"].update(baseline_bytes=128 * MiB, overhead_bytes=7 * MiB)
+    table["jobs"]["probe_seizure"].update(baseline_bytes=128 * MIB, overhead_bytes=7 * MIB)
     path = tmp_path / "true.yaml"
     path.write_text(yaml.safe_dump(table))
     return path
@@ -79,7 +80,7 @@ def embed_inputs(size: int) -> dict:
         "resample_ratio": rng.choice([1.0, 1.28, 2.0, 2.56]),
         "n_workers": rng.choice([0, 1, 2, 4]),
         "n_windows": rng.randint(2_000, 200_000), "night_windows": rng.randint(300, 1100),
-        "batch_activation_bytes": rng.uniform(20, 400) * MiB, "activation_batch_size": 32,
+        "batch_activation_bytes": rng.uniform(20, 400) * MIB, "activation_batch_size": 32,
     }
 
 
@@ -103,8 +104,8 @@ class Scenario:
 
     def __init__(self, root: Path, in_use: Path, truth: Path, seed: int = 0):
         self.root, self.rows = root, []
-        self.in_use = estimates.load_calibration(in_use)
-        self.truth = estimates.load_calibration(truth)
+        self.in_use = load_calibration(in_use)
+        self.truth = load_calibration(truth)
         self.rng = np.random.default_rng(seed)
         self.pairs: dict[tuple[str, str], dict] = {}
 
@@ -117,8 +118,8 @@ class Scenario:
         jobs[key] = est.as_dict() | {"runtime_min": 30}
         true_total = estimates.estimate(job_type, inputs, self.truth, None).total
         factor = peak_factor or (1 + self.rng.uniform(-NOISE, NOISE))
-        peak_mb = round(true_total * factor / MiB, 1)
-        estimate_mb = round(est.total / MiB, 1)
+        peak_mb = round(true_total * factor / MIB, 1)
+        estimate_mb = round(est.total / MIB, 1)
         row = {"time": "2026-12-01T10:00:00", "host": "node01", "rule": key.split("/")[0],
                "job": key, "dataset": dataset, "model": model, "attempt": attempt,
                "estimate_mb": estimate_mb, "request_mb": est.request_mb * attempt,
@@ -413,7 +414,7 @@ def refit_errors(scenario: Scenario, calibration: dict) -> dict[str, list[float]
                 if (row["dataset"], row["model"], row["job"]) == (dataset, model, key):
                     total = estimates.estimate(entry["job"], entry["inputs"], calibration,
                                                None).total
-                    peak = row["peak_mb"] * MiB
+                    peak = row["peak_mb"] * MIB
                     errors.setdefault(entry["job"], []).append(abs(total - peak) / peak)
     return errors
 
@@ -428,8 +429,8 @@ def test_refit_from_runs_recovers_the_true_calibration(tmp_path, tables, capsys)
                              "--calibration", in_use)
     assert code == 0, err
     assert f"{len(s.rows)} finished runs joined with their preflight inputs" in out
-    refitted = estimates.load_calibration(out_path)
-    before = refit_errors(s, estimates.load_calibration(in_use))
+    refitted = load_calibration(out_path)
+    before = refit_errors(s, load_calibration(in_use))
     after = refit_errors(s, refitted)
     for job in ("embed_cpu", "probe_logistic"):
         assert np.median(before[job]) > 0.2, (job, np.median(before[job]))
@@ -440,7 +441,7 @@ def test_refit_from_runs_recovers_the_true_calibration(tmp_path, tables, capsys)
             assert refitted["provenance"][job][name] == PROVENANCE_FROM_RUNS
             assert f"{job}.{name}" in out  # its drift is printed
     # the drift of a constant against the table in use, e.g. the embed baseline: -26% = 1/1.35
-    in_use_value = estimates.load_calibration(in_use)["jobs"]["embed_cpu"]["baseline_bytes"]
+    in_use_value = load_calibration(in_use)["jobs"]["embed_cpu"]["baseline_bytes"]
     new_value = refitted["jobs"]["embed_cpu"]["baseline_bytes"]
     line = next(x for x in out.splitlines() if x.startswith("embed_cpu.baseline_bytes "))
     assert f"{(new_value - in_use_value) / in_use_value:+.1%}" in line
@@ -465,13 +466,13 @@ def test_a_second_preflight_moves_the_estimates_toward_the_peaks(tmp_path, table
     assert run_cli(capsys, "calibrate", "--from-runs", runs, "--out", out_path,
                    "--calibration", in_use)[0] == 0
     config = {"memory_calibration": str(out_path)}
-    second = estimates.load_calibration(config["memory_calibration"])
+    second = load_calibration(config["memory_calibration"])
     closer, covered = 0, 0
     for (dataset, model), jobs in s.pairs.items():
         for key, entry in jobs.items():
             row = next(r for r in s.rows if (r["dataset"], r["model"], r["job"])
                        == (dataset, model, key))
-            peak = row["peak_mb"] * MiB
+            peak = row["peak_mb"] * MIB
             again = estimates.fit_knobs(entry["job"], entry["inputs"], second, None,
                                         entry["margin"])
             closer += abs(again.total - peak) < abs(entry["total"] - peak)
@@ -508,8 +509,8 @@ def test_a_refit_from_seizure_probe_runs(tmp_path, tables, capsys):
                              "--calibration", in_use)
     assert code == 0, err
     assert f"{len(s.rows)} finished runs joined with their preflight inputs\n" in out
-    refitted = estimates.load_calibration(out_path)
-    before = refit_errors(s, estimates.load_calibration(in_use))["probe_seizure"]
+    refitted = load_calibration(out_path)
+    before = refit_errors(s, load_calibration(in_use))["probe_seizure"]
     after = refit_errors(s, refitted)["probe_seizure"]
     # (the baseline, not refitted, dilutes the bias: it is most of a small fold's peak)
     assert np.median(before) > 0.1 and np.median(after) <= 0.05, (np.median(before),
@@ -611,7 +612,7 @@ def test_a_job_type_that_cannot_be_refitted_keeps_its_constants(tmp_path, tables
             "block_rows)") in out
     assert "note: probe_ridge keeps the constants of in_use.yaml: too few runs" in err
     written = yaml.safe_load(out_path.read_text())
-    kept = estimates.load_calibration(in_use)
+    kept = load_calibration(in_use)
     assert written["jobs"]["probe_ridge"] == kept["jobs"]["probe_ridge"]
     assert written["provenance"]["probe_ridge"]["data_copies"] == "fitted"  # as it was
     assert written["fit"]["probe_ridge"]["status"] == "kept"
@@ -718,7 +719,7 @@ def test_real_probe_jobs_refitted_from_their_runs_are_within_5_percent_on_a_reru
     """Real jobs measured against a deliberately biased table, a refit from the runs table they
     wrote, a second preflight from the refitted table and a rerun of the same jobs: the rerun's
     median |peak - estimate| / peak is back within 5%, and every request covers its peak."""
-    shipped = yaml.safe_load(estimates.CALIBRATION_PATH.read_text())
+    shipped = yaml.safe_load(CALIBRATION_PATH.read_text())
     for name in FROM_RUNS["probe_logistic"]:
         value = shipped["jobs"]["probe_logistic"][name] * REAL_BIAS
         shipped["jobs"]["probe_logistic"][name] = int(value) if name.endswith("_bytes") \
@@ -726,7 +727,7 @@ def test_real_probe_jobs_refitted_from_their_runs_are_within_5_percent_on_a_reru
     in_use = tmp_path / "in_use.yaml"
     in_use.write_text(yaml.safe_dump(shipped))
     jobs = RealProbes(tmp_path)
-    jobs.run(estimates.load_calibration(in_use))
+    jobs.run(load_calibration(in_use))
     runs = jobs.results / "memory" / "runs.tsv"
     first = memory_report.read_runs(runs)
 
@@ -737,7 +738,7 @@ def test_real_probe_jobs_refitted_from_their_runs_are_within_5_percent_on_a_reru
     assert f"{len(REAL_JOBS)} finished runs joined with their preflight inputs\n" in out
     # the second preflight takes the table the config names, as the workflow's preflight does
     jobs.config["memory_calibration"] = str(refitted)
-    jobs.run(estimates.load_calibration(estimates.calibration_path(jobs.config)))
+    jobs.run(load_calibration(calibration_path(jobs.config)))
     rerun = memory_report.read_runs(runs).iloc[len(first):]
 
     def median_error(rows: pd.DataFrame) -> float:

@@ -8,13 +8,13 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import PROJECT
+from helpers.project import PROJECT
 from test_check import DATASET, make_config
 
 from embedprobe.memory.records import estimate_path, job_estimate
 from embedprobe.pipeline.check import OK, check_pair, write_result
 from embedprobe.pipeline.index import build_index, write_index
-from embedprobe.smk.rules_support import preflight_job_config_json
+from embedprobe.smk.job_configs import preflight_job_config_json
 
 MODEL = "biot_random"
 

@@ -380,7 +380,9 @@ def test_too_little_shared_memory_is_refused_before_any_reader_starts(demo, monk
 def test_a_gpu_jobs_estimate_counts_its_reader_processes():
     """embed_gpu's readers are processes: a server once, and each reader's own memory, on top
     of the nights in flight every reader kind holds; embed_cpu's threads add no process."""
-    from embedprobe.memory.estimate import MiB, estimate, load_calibration
+    from embedprobe.core.units import MIB as MiB
+    from embedprobe.memory.calibration import load_calibration
+    from embedprobe.memory.estimate import estimate
 
     calibration = load_calibration()
     inputs = {"batch_size": 256, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,

@@ -20,6 +20,7 @@ from embedprobe.core.errors import (
     write_failure_record,
 )
 from embedprobe.core.overrides import apply_overrides, split_overrides
+from embedprobe.core.paths import output_path
 from embedprobe.core.units import MIB
 from embedprobe.memory.allocator import use_one_malloc_arena
 
@@ -194,7 +195,7 @@ def cmd_check(args, config, roots):
             result = check_pair(config, roots, dataset, model, args.batch_size)
             results.append(result)
             write_result(result, Path(args.out) if args.out else
-                         Path(roots["results_root"]) / "check" / dataset / f"{model}.json")
+                         output_path("check", roots, dataset=dataset, model=model))
             if args.out and result.status != "ok":  # the workflow's job: Snakemake removes
                 # its JSON as it fails, the failure record stays (the results table reads it)
                 failure = EmbedprobeError(result.reason, result.fix or None)
@@ -277,7 +278,7 @@ def cmd_calibrate(args, config, roots):
         raise UsageError(f"unknown job type {', '.join(unknown)}",
                          fix=f"use one of: {', '.join(JOB_TYPES)}")
     base = Path(args.calibration or calibration_path(config))
-    out = Path(args.out or Path(roots["results_root"]) / "memory" / "calibration.yaml")
+    out = Path(args.out or output_path("calibration_refit", roots))
     outcomes, joined, lines = calibrate_from_runs(
         [Path(p) for p in args.from_runs], Path(args.preflight_root) if args.preflight_root
         else None, out, base, args.job)

@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+from embedprobe.core.paths import failure_record
+
 
 class EmbedprobeError(Exception):
     """A failure with a category (for tools), a message and a `fix:` line (for people)."""
@@ -75,7 +77,7 @@ class CacheError(EmbedprobeError):
 def write_failure_record(output: str | Path, error: BaseException, step: str) -> Path:
     """Write `<output>.failure.json` beside the output so tools read structure, not strings."""
     out = Path(output)
-    record_path = out.with_name(out.name + ".failure.json")
+    record_path = failure_record(out)
     record_path.parent.mkdir(parents=True, exist_ok=True)
     record = {
         "step": step,
@@ -93,5 +95,4 @@ def write_failure_record(output: str | Path, error: BaseException, step: str) ->
 
 def remove_failure_record(output: str | Path) -> None:
     """A step that now succeeded drops the record of its earlier failure."""
-    out = Path(output)
-    out.with_name(out.name + ".failure.json").unlink(missing_ok=True)
+    failure_record(output).unlink(missing_ok=True)

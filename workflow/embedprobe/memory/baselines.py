@@ -13,7 +13,7 @@ import subprocess
 import sys
 from functools import cache
 
-from embedprobe.memory.measure import run_measured
+from embedprobe.memory.peaks import run_measured
 
 # What each step's job imports before its data: its interpreter-and-libraries baseline.
 STEP_IMPORTS = {
@@ -30,9 +30,13 @@ STEP_IMPORTS = {
                "embedprobe.pipeline.fold_job, embedprobe.memory.runs, "
                "embedprobe.tasks.seizure.task, embedprobe.tasks.seizure.probe",
 }
-# The baseline each probe job type takes.
-JOB_STEP = {"probe_logistic": "probe", "probe_ridge": "ridge", "probe_brain_age": "ridge",
-            "aggregate_subject_mean": "probe"}
+# The step whose imports are each job type's baseline (keys: estimate.JOB_TYPES, checked by
+# tests/test_estimates.py): preflight's default for a probe job type (a task may name its own
+# step), the calibration's for every job type it fits. embed_gpu's is measured by the check
+# job (CUDA initialised), none of these.
+JOB_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
+            "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
+            "probe_seizure": "seizure"}
 
 
 @cache

@@ -26,10 +26,12 @@ from pathlib import Path
 
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import OutOfMemory, UsageError
+from embedprobe.core.units import MIB
 from embedprobe.datasets.registry import find_dataset_recordings, reader_for
 from embedprobe.memory.baselines import probe_baseline_inputs
-from embedprobe.memory.estimate import calibration_path, fit_knobs, load_calibration
-from embedprobe.memory.measure import (
+from embedprobe.memory.calibration import calibration_path, load_calibration
+from embedprobe.memory.estimate import fit_knobs
+from embedprobe.memory.limits import (
     cluster_memory_limit_mb,
     job_memory_limit,
     running_under_scheduler,
@@ -203,7 +205,7 @@ def write_record(sized: Sizing, names: dict, sized_jobs: dict, out: Path, **extr
             for key, (est, runtime) in sized_jobs.items()}
     pair = f"{names['dataset']}/{names['model']}"
     record = names | {
-        "limit_mb": int(sized.limit // 2**20),
+        "limit_mb": int(sized.limit // MIB),
         "limit_source": sized.limit_source,
         "margin": sized.margin,
         "verdict": "ok" if all(j["verdict"] == "ok" for j in jobs.values()) else "too_big",

@@ -8,7 +8,7 @@ its preflight JSON kept, and refits the same constants plus the job's baseline (
 interpreter and libraries of that cluster, which is what differs most between machines).
 
 Both fits are envelope fits (fit_constants): the tightest constants >= 0 under which the job's
-own terms (estimates.JOB_TYPES) cover every run's whole measured peak, because a request has
+own terms (estimate.JOB_TYPES) cover every run's whole measured peak, because a request has
 to cover the unlucky run. A refit from runs is refused for a job type whose runs cannot identify
 its constants: fewer runs than constants, a constant whose inputs do not vary between the runs,
 constants that move together in every run, or a term too small next to the peaks to be told
@@ -29,28 +29,30 @@ import numpy as np
 import yaml
 
 from embedprobe.core.errors import UsageError
-from embedprobe.memory import estimate as estimates
+from embedprobe.core.units import MIB
+from embedprobe.memory.calibration import load_calibration
+from embedprobe.memory.estimate import COMPOSED, DEFAULT_CONSTANTS, estimate, job_constants
 from embedprobe.memory.records import estimate_path
 
-MiB = estimates.MiB
-
 # What each job's fit sets: constants fitted on its runs. The rest are measured (baselines),
-# structural (what the code holds) or keep their value (not measurable here).
+# structural (what the code holds) or keep their value (not measurable here). Its keys are the
+# job types scripts/calibrate_memory.py fits, in the order of its --jobs (estimate.JOB_TYPES
+# owns the job types; tests/test_estimates.py checks these against it).
 FITTED = {
     "embed_cpu": ("recording_copies", "window_copies", "activation_factor"),
     # fit_data_copies stays structural (1): the fast probe keeps one standardised copy; with
     # 3:1:1 folds it would be collinear with embeddings_copies anyway
     "probe_logistic": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
                        "workspace_factor", "block_rows", "square_copies"),
-    # the seizure probe (scikit-learn's lbfgs per C); fit_data_copies structural as above
-    "probe_seizure": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
-                      "workspace_factor", "block_rows"),
     "probe_ridge": ("overhead_bytes", "data_copies", "gram_factor", "kernel_factor"),
     "aggregate_subject_mean": ("overhead_bytes", "chunk_copies", "index_row_bytes"),
     # the brain-age job as the workflow runs it (subject means streamed, then ridge): its own
     # constants over its parts', fitted on the real job
     "probe_brain_age": ("overhead_bytes", "data_copies", "gram_factor", "kernel_factor",
                         "chunk_copies"),
+    # the seizure probe (scikit-learn's lbfgs per C); fit_data_copies structural as above
+    "probe_seizure": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
+                      "workspace_factor", "block_rows"),
 }
 
 
@@ -66,9 +68,9 @@ FROM_RUNS = {job: _with_intercept(names) for job, names in FITTED.items()}
 # embed on a GPU node fits its host-side copies (the calibration script copies embed_cpu's,
 # having no GPU runs to fit them on)
 FROM_RUNS["embed_gpu"] = _with_intercept(("recording_copies", "window_copies"))
-# Job types whose constants are those of others (estimates.COMPOSED, where the estimates have
-# it) and no fit of their own refit the union of their parts' constants.
-for _job, _parts in getattr(estimates, "COMPOSED", {}).items():
+# Job types whose constants are those of others (estimate.COMPOSED) and no fit of their own
+# refit the union of their parts' constants.
+for _job, _parts in COMPOSED.items():
     FROM_RUNS.setdefault(_job, _with_intercept(
         name for part in _parts for name in FITTED.get(part, ())))
 
@@ -85,7 +87,7 @@ INTERCEPTS = ("baseline_bytes", "overhead_bytes")  # constant terms: the same in
 
 
 def _total(job: str, values: dict, inputs: dict) -> float:
-    return float(estimates.estimate(job, inputs, {"jobs": {job: values}}, None).total)
+    return float(estimate(job, inputs, {"jobs": {job: values}}, None).total)
 
 
 def design_matrix(job: str, runs: list[dict], names, constants: dict
@@ -199,11 +201,11 @@ def join_runs(table, preflight_root: Path, joined: Joined | None = None) -> Join
             joined.skip("preflight kept no formula inputs (made before they were written: "
                         "rerun preflight)")
             continue
-        if abs(entry["total"] / MiB - float(row["estimate_mb"])) > ESTIMATE_TOLERANCE_MB:
+        if abs(entry["total"] / MIB - float(row["estimate_mb"])) > ESTIMATE_TOLERANCE_MB:
             joined.skip("stale: preflight made again since the run")
             continue
         joined.runs.setdefault(entry["job"], []).append({
-            "inputs": _job_inputs(entry), "peak": float(row["peak_mb"]) * MiB,
+            "inputs": _job_inputs(entry), "peak": float(row["peak_mb"]) * MIB,
             "label": f"{row['dataset']}/{row['model']} {row['job']} attempt {row['attempt']}"})
         if row.get("host"):
             joined.hosts.add(str(row["host"]))
@@ -261,7 +263,7 @@ def refuse_reason(job: str, runs: list[dict], names, constants: dict
         if name not in INTERCEPTS and (column.max() - column.min()) < MIN_SPREAD * column.max():
             alike.append(name)
         scale = max(abs(float(constants.get(name) or 0.0)),
-                    abs(float(estimates.DEFAULT_CONSTANTS.get(job, {}).get(name) or 0.0)), 1.0)
+                    abs(float(DEFAULT_CONSTANTS.get(job, {}).get(name) or 0.0)), 1.0)
         if name not in INTERCEPTS and np.max(column * scale / peaks) < MIN_TERM_SHARE:
             small.append(name)
     if alike:
@@ -283,14 +285,14 @@ def refuse_reason(job: str, runs: list[dict], names, constants: dict
 
 
 def median_error(job: str, runs: list[dict], calibration: dict) -> float:
-    errors = [abs(estimates.estimate(job, run["inputs"], calibration, None).total - run["peak"])
+    errors = [abs(estimate(job, run["inputs"], calibration, None).total - run["peak"])
               / run["peak"] for run in runs]
     return float(np.median(errors))
 
 
 def refit(joined: Joined, calibration: dict, jobs=None) -> list[JobRefit]:
     """Refit each job type with runs (or those named in `jobs`) against `calibration` (the
-    table in use, as estimates.load_calibration returns it)."""
+    table in use, as calibration.load_calibration returns it)."""
     outcomes = []
     for job in sorted(set(joined.runs) | set(jobs or ())):
         if jobs and job not in jobs:
@@ -304,7 +306,7 @@ def refit(joined: Joined, calibration: dict, jobs=None) -> list[JobRefit]:
         if not runs:
             outcome.reason = "no finished runs of this job type"
             continue
-        constants = estimates.job_constants(job, calibration)
+        constants = job_constants(job, calibration)
         outcome.error_before = median_error(job, runs, calibration)
         reason, names, unused = refuse_reason(job, runs, FROM_RUNS[job], constants)
         outcome.names, outcome.unused, outcome.reason = names, unused, reason
@@ -316,7 +318,7 @@ def refit(joined: Joined, calibration: dict, jobs=None) -> list[JobRefit]:
             outcome.reason = str(exc)
             continue
         outcome.values = {name: rounded(name, value) for name, value in values.items()}
-        outcome.max_over_mb = miss / MiB
+        outcome.max_over_mb = miss / MIB
         new = copy.deepcopy(calibration)
         new["jobs"].setdefault(job, {}).update(outcome.values)
         outcome.error_after = median_error(job, runs, new)
@@ -388,7 +390,7 @@ def drift_lines(calibration: dict, outcomes: list[JobRefit]) -> list[str]:
         for name, value in outcome.values.items():
             before = calibration["jobs"].get(outcome.job, {}).get(name)
             if before is None:
-                before = estimates.job_constants(outcome.job, calibration).get(name)
+                before = job_constants(outcome.job, calibration).get(name)
             if before in (None, 0):
                 change = "n/a" if value == before else "from 0"
             else:
@@ -400,7 +402,7 @@ def drift_lines(calibration: dict, outcomes: list[JobRefit]) -> list[str]:
 
 def _shown(name: str, value: float) -> str:
     """Large byte counts in MB, per-row bytes and factors as they are."""
-    return f"{value / MiB:,.1f} MB" if name.endswith("_bytes") and value >= MiB else \
+    return f"{value / MIB:,.1f} MB" if name.endswith("_bytes") and value >= MIB else \
         f"{value:.6g}"
 
 
@@ -428,7 +430,7 @@ def calibrate_from_runs(run_tables: list[Path], preflight_root: Path | None, out
     """
     from embedprobe.memory.report import read_runs
 
-    calibration = estimates.load_calibration(base_path)
+    calibration = load_calibration(base_path)
     joined = Joined()
     sources = []
     for runs_path in run_tables:

@@ -10,6 +10,7 @@ had reached 80% of its request, else killed.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -19,19 +20,64 @@ import threading
 import time
 from pathlib import Path
 
-from embedprobe.memory.measure import (
-    append_runs_row,
-    cgroup_memory_peak,
-    job_owns_cgroup,
-    self_peak_rss,
-)
+from embedprobe.core.paths import output_path
+from embedprobe.core.units import MIB
+from embedprobe.memory.limits import job_owns_cgroup
+from embedprobe.memory.peaks import cgroup_memory_peak, self_peak_rss
 
-MiB = 2**20
 SAMPLE_SECONDS = 0.5
 OOM_SHARE = 0.8
 
 
 OOM_MESSAGES = ("exceeded memory limit", "oom-kill", "out of memory", "out_of_memory")
+
+
+# ------------------------------------------------------------------------------ the writer
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value).replace("\t", " ").replace("\n", " ")
+
+
+def append_runs_row(path: str | Path, row: dict) -> None:
+    """Append one row to a TSV runs table; safe when several jobs append at once.
+
+    An exclusive flock serialises writers; the first writer writes the header (the row's keys).
+    Later rows follow that header: missing columns stay empty, unknown keys are refused (a
+    silently dropped column is how measurements get lost).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            handle.seek(0)
+            header_line = handle.readline()
+            if header_line:
+                columns = header_line.rstrip("\n").split("\t")
+                unknown = sorted(set(row) - set(columns))
+                if unknown:
+                    raise ValueError(
+                        f"{path}: columns {unknown} are not in its header {columns}; "
+                        "write them to a new runs table"
+                    )
+                text = ""
+            else:
+                columns = list(row)
+                text = "\t".join(columns) + "\n"
+            text += "\t".join(_cell(row.get(column)) for column in columns) + "\n"
+            handle.seek(0, os.SEEK_END)
+            handle.write(text)
+            handle.flush()
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ------------------------------------------------------------------------------ the attempts
 
 
 def slurm_verdict(job_id: str | None) -> str | None:
@@ -62,7 +108,7 @@ class JobRecord:
 
     def __init__(self, results_root: str | Path, rule: str, job: str, dataset: str, model: str,
                  attempt: int, estimate_mb: float | None, request_mb: int | None):
-        self.table = Path(results_root) / "memory" / "runs.tsv"
+        self.table = output_path("runs", {"results_root": results_root})
         safe = job.replace("/", "_")
         self.sidecar_dir = Path(results_root) / "memory" / "attempts" / rule / dataset / model
         self.sidecar = self.sidecar_dir / f"{safe}.attempt{attempt}.json"
@@ -101,7 +147,7 @@ class JobRecord:
         peak = self_peak_rss()
         if job_owns_cgroup():
             peak = max(peak, cgroup_memory_peak() or 0)
-        return peak / MiB
+        return peak / MIB
 
     def _write_sidecar(self) -> None:
         state = {"attempt": self.attempt, "request_mb": self.request_mb,

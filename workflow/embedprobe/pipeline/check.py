@@ -25,15 +25,10 @@ import yaml
 
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, UsageError
+from embedprobe.core.units import MIB
 from embedprobe.datasets.registry import data_status, fix_for, reader_for
-from embedprobe.memory.measure import (
-    GpuMemoryUnavailable,
-    cuda_context_bytes,
-    gpu_batch_peaks,
-    measure_peak_growth,
-    resident_now,
-    self_peak_rss,
-)
+from embedprobe.memory.gpu import GpuMemoryUnavailable, cuda_context_bytes, gpu_batch_peaks
+from embedprobe.memory.peaks import measure_peak_growth, resident_now, self_peak_rss
 from embedprobe.models.registry import (
     ModelSpec,
     checkpoint_against_pair,
@@ -315,7 +310,7 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
     result.n_params = sum(p.numel() for p in encoder.model.parameters())
     result.batch_activation_bytes = int(growth)
     result.process_peak_bytes = self_peak_rss()
-    result.peak_mb = round(result.process_peak_bytes / 2**20, 1)
+    result.peak_mb = round(result.process_peak_bytes / MIB, 1)
     result.host = socket.gethostname()
     result.table_baseline_bytes = _table_baseline(config, result)
     return _judge_output(result, output, len(windows))
@@ -323,7 +318,7 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
 
 def _table_baseline(config: dict, result: CheckResult) -> int:
     """What the shipped calibration table would take for this node's measured baseline."""
-    from embedprobe.memory.estimate import embed_baseline_from_table
+    from embedprobe.memory.calibration import embed_baseline_from_table
 
     return embed_baseline_from_table(config, result.device.startswith("cuda"),
                                      result.n_params * 4)
@@ -416,7 +411,7 @@ def node_baseline(result: CheckResult) -> str:
     """`612 MB (table +15%)`: this node's embed baseline, and how far the shipped table is."""
     if not result.baseline_bytes:
         return "-"
-    text = f"{result.baseline_bytes / 2**20:.0f} MB"
+    text = f"{result.baseline_bytes / MIB:.0f} MB"
     if result.table_baseline_bytes:
         off = result.table_baseline_bytes / result.baseline_bytes - 1
         text += f" (table {off:+.0%})"

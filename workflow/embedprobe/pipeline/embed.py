@@ -25,6 +25,7 @@ import torch
 from embedprobe import __version__
 from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.progress import Progress
+from embedprobe.core.units import MIB
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import ModelSpec, model_spec
 from embedprobe.pipeline.channel_maps import ChannelPlan, channel_plan
@@ -263,7 +264,7 @@ def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: 
     timings.update(reader_cpu_s=source.reader_seconds, readers=kind,
                    windows=len(windows) - first)
     if encoder.device.type == "cuda":  # for the device estimate (results/preflight/*.json)
-        peak = torch.cuda.max_memory_allocated(encoder.device) / 2**20
+        peak = torch.cuda.max_memory_allocated(encoder.device) / MIB
         print(f"{label}: GPU allocator peak {peak:,.0f} MB at batch size {runner.batch_size}",
               file=sys.stderr)
     return path

@@ -37,11 +37,12 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.core.errors import CacheError
+from embedprobe.core.units import MIB
 
 FORMAT_VERSION = 1
 REQUIRED_COLUMNS = {"recording": "str", "subject": "str", "start": "int64", "label": "int8"}
 READ_BLOCK_BYTES = 64 << 20  # rows are verified and averaged in blocks of about this size
-CHUNK_BYTES = 1 << 20  # an HDF5 chunk stays within the default 1 MiB chunk cache
+CHUNK_BYTES = MIB  # an HDF5 chunk stays within the default 1 MiB chunk cache
 # What h5py raises for a damaged file: OSError mostly, RuntimeError for some broken superblocks.
 UNREADABLE = (OSError, RuntimeError)
 # ... and what a file with a foreign or partly missing layout gives on top.

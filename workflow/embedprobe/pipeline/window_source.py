@@ -34,6 +34,7 @@ import numpy as np
 
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory
+from embedprobe.core.units import MIB
 from embedprobe.datasets.registry import FORMATS, find_dataset_recordings, unit_seconds
 from embedprobe.pipeline.preprocess import model_windows, recorded_span
 
@@ -510,8 +511,8 @@ def _require_shared_memory(slot_bytes: int, slots: int) -> None:
     free = stats.f_bavail * stats.f_frsize
     if free < needed:
         raise EmbedprobeError(
-            f"the reader processes need {needed / 2**20:,.0f} MB of shared memory "
+            f"the reader processes need {needed / MIB:,.0f} MB of shared memory "
             f"({slots} slots of the largest part's windows), /dev/shm has "
-            f"{free / 2**20:,.0f} MB free",
+            f"{free / MIB:,.0f} MB free",
             fix="give the job a larger /dev/shm (docker run --shm-size=...), or fewer reader "
                 "workers (embed.reader_threads)")
