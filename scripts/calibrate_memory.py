@@ -9,15 +9,15 @@ data and runs the jobs (the validation scripts run the same workloads):
                   Encoder, preprocessing, the HDF5 store) on generated Sleep-EDF demo nights;
                   its inputs are the ones preflight builds from the check JSON and the index
                   (preflight.embed_inputs)
-  probe_logistic  `embedprobe probe` (probe_fold -> probe.fit_logistic_probe, the fast method)
-                  on an HDF5 store of hard synthetic embeddings; inputs from
+  probe_logistic  `embedprobe probe` (pipeline/fold_job -> probing/logistic.fit_logistic_probe,
+                  the fast method) on an HDF5 store of hard synthetic embeddings; inputs from
                   the task's probe_memory
-  probe_seizure   `embedprobe probe` of the seizure benchmark (probe_fold ->
-                  seizure_probe.fit_seizure_probe: scikit-learn's lbfgs per C, threshold, SzCORE
-                  event scoring) on a store of synthetic embeddings whose windows are real
+  probe_seizure   `embedprobe probe` of the seizure benchmark (pipeline/fold_job ->
+                  tasks/seizure/probe.fit_seizure_probe: scikit-learn's lbfgs per C, threshold,
+                  SzCORE event scoring) on a store of synthetic embeddings whose windows are real
                   windows of a generated CHB-MIT look-alike; inputs from the task's probe_memory
-  probe_ridge     probe.fit_age_fold (StandardScaler + Ridge, alpha by inner CV, refit) on
-                  subject means, split into training and test subjects as probe_fold does
+  probe_ridge     probing/ridge.fit_age_fold (StandardScaler + Ridge, alpha by inner CV, refit) on
+                  subject means, split into training and test subjects as pipeline/fold_job does
   aggregate       EmbeddingStore.mean_by("subject") on a store (the brain-age job's first part)
 
 Baselines are measured: a child that imports what the step's job imports. The other constants are
@@ -138,7 +138,7 @@ def child_ridge(p: dict) -> None:
     from embedprobe.probing.ridge import fit_age_fold
 
     means, ages = np.load(p["x"]), np.load(p["ages"])
-    train = np.arange(len(ages)) < p["n_train"]  # boolean masks copy, as in probe_fold
+    train = np.arange(len(ages)) < p["n_train"]  # boolean masks copy, as in pipeline/fold_job
     result = fit_age_fold(means[train], ages[train], means[~train], ages[~train])
     _report(mae=result["metrics"]["mae"])
 
@@ -433,8 +433,8 @@ def calibrate(mode: str, workdir: Path, old: dict,
         merged = job_constants(job, {"jobs": {**constants, job: {}}})
         merged.pop("cluster_wrapper_bytes", None)
         constants[job] = {**merged, "baseline_bytes": constants[job]["baseline_bytes"]}
-        provenance[job] = {name: provenance[job].get(name, "from its parts (estimates.COMPOSED)")
-                           for name in constants[job]}
+        parts = "from its parts (memory/estimate.COMPOSED)"
+        provenance[job] = {name: provenance[job].get(name, parts) for name in constants[job]}
         runs[job] = measure_brain_age(plan["brain_age"], workdir)
         values, miss = fit_constants(job, runs[job], FITTED[job], constants[job])
         fitted(job, values)
@@ -547,7 +547,7 @@ def tidy(value):
 
 
 HEADER = """\
-# Memory calibration: constants of the formulas in workflow/embedprobe/estimates.py, measured
+# Memory calibration: constants of the formulas in workflow/embedprobe/memory/formulas.py, measured
 # and fitted by scripts/calibrate_memory.py in the environment below, from the project's real
 # jobs (embed, the sleep-staging probe, the brain-age ridge, subject means). Rerun the script
 # rather than editing by hand; it prints how every constant moved. Provenance: measured (a

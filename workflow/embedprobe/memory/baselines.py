@@ -19,7 +19,7 @@ from embedprobe.memory.peaks import run_measured
 STEP_IMPORTS = {
     "embed": "import torch, mne, braindecode.models, embedprobe.cli, embedprobe.pipeline.embed, "
              "embedprobe.memory.runs; torch.ones(8) @ torch.ones(8)",
-    # the sleep-staging probe job (probe.py's own L-BFGS: no scikit-learn)
+    # the sleep-staging probe job (probing/softmax.py's own L-BFGS: no scikit-learn)
     "probe": "import embedprobe.cli, embedprobe.pipeline.fold_job, embedprobe.tasks.sleep_staging, "
              "embedprobe.memory.runs",
     # the brain-age job also imports scikit-learn's Ridge and reads the subjects table (.xls)

@@ -331,8 +331,8 @@ HEADER = """\
 # Memory calibration refitted from measured runs by `embedprobe calibrate --from-runs`: each
 # finished job of the runs table(s) below joined with the formula inputs its preflight JSON kept.
 # Constants marked "fitted from runs" are the tightest (>= 0) under which the formulas of
-# workflow/embedprobe/estimates.py cover every one of those runs' measured peaks; the others are
-# the table this one was based on (environment.based_on). Point the config key
+# workflow/embedprobe/memory/formulas.py cover every one of those runs' measured peaks; the
+# others are the table this one was based on (environment.based_on). Point the config key
 # memory_calibration at this file to use it.
 """
 
