@@ -28,7 +28,7 @@ for target, members in target_groups(config).items():
             target
         input:
             benchmark_targets(config, ROOTS, *members),
-            f"{RESULTS}/leaderboard/{target}.md",
+            out("leaderboard", target=target),
 
 
 # The hub checkpoints (`weights: hf:org/name`) into weights_root/hub: run once where there is
@@ -39,18 +39,16 @@ localrules:
 
 rule weights:
     output:
-        f"{RESULTS}/weights/fetched.txt",
+        out("weights_fetched"),
     log:
-        f"{RESULTS}/logs/weights.log",
+        log_file("weights"),
     benchmark:
-        f"{RESULTS}/benchmarks/weights.tsv"
+        benchmark_file("weights")
     conda:
         "envs/embedprobe.yaml"
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=60,
+        **small_job_resources(config, minutes=60),
     params:
         job=weights_job_config(config),
     shell:

@@ -523,7 +523,7 @@ def test_the_fetch_fix_of_a_skipped_pair_is_a_command(tmp_path, capsys, monkeypa
     `# then run again` is the shell's); here the download itself is replaced."""
     from embedprobe.core.config import load_config
     from embedprobe.models import hub
-    from embedprobe.smk.rules_support import known_skips
+    from embedprobe.smk.plan import known_skips
 
     config = load_config()
     config["weights_root"] = str(tmp_path / "weights")

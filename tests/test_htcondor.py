@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import PROJECT, snakemake
+from helpers.project import PROJECT, snakemake
 
 pytest.importorskip("snakemake_executor_plugin_htcondor")
 pytest.importorskip("htcondor2")

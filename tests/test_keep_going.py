@@ -15,7 +15,7 @@ import re
 import pandas as pd
 import pytest
 import yaml
-from conftest import snakemake
+from helpers.project import snakemake
 
 pytestmark = pytest.mark.workflow
 

@@ -27,7 +27,7 @@ import pandas as pd
 import psutil
 import pytest
 import yaml
-from conftest import PROJECT, snakemake
+from helpers.project import PROJECT, snakemake
 from slurm_helpers import cancel_jobs, slurm_jobs, slurm_unavailable
 
 pytestmark = pytest.mark.slurm

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import PROJECT, snakemake
+from helpers.project import PROJECT, snakemake
 
 from embedprobe.memory.records import estimate_path, job_estimate
 

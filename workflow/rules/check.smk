@@ -2,19 +2,16 @@ rule check:
     input:
         data=lambda w: index_inputs(config, ROOTS, w.dataset),
     output:
-        f"{RESULTS}/check/{{dataset}}/{{model}}.json",
+        out("check"),
     log:
-        f"{RESULTS}/logs/check/{{dataset}}/{{model}}.log",
+        log_file("check"),
     benchmark:
-        f"{RESULTS}/benchmarks/check/{{dataset}}/{{model}}.tsv"
+        benchmark_file("check")
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        **gpu_resources(config),
-        mem_mb=CHECK_MEMORY_MB,
-        htcondor_request_mem_mb=CHECK_MEMORY_MB,
-        runtime=20,
+        **small_job_resources(config, minutes=20, runs_model=True),
     params:
         job=lambda w: job_config(config, dataset=w.dataset, model=w.model),
     shell:
@@ -25,21 +22,19 @@ rule check:
 # The pair's embed estimate; no benchmark enters it (adding one re-embeds nothing).
 rule preflight:
     input:
-        check=f"{RESULTS}/check/{{dataset}}/{{model}}.json",
-        index=f"{RESULTS}/index/{{dataset}}.tsv",
+        check=out("check"),
+        index=out("index"),
     output:
-        f"{RESULTS}/preflight/{{dataset}}/{{model}}.json",
+        out("preflight"),
     log:
-        f"{RESULTS}/logs/preflight/{{dataset}}/{{model}}.log",
+        log_file("preflight"),
     benchmark:
-        f"{RESULTS}/benchmarks/preflight/{{dataset}}/{{model}}.tsv"
+        benchmark_file("preflight")
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=10,
+        **small_job_resources(config, minutes=10),
     params:
         job=lambda w: preflight_job_config(config, w.dataset, w.model),
     shell:
@@ -51,21 +46,19 @@ rule preflight:
 # One benchmark's probe folds on the pair: adding a benchmark refits no other one's probes.
 rule preflight_probe:
     input:
-        check=f"{RESULTS}/check/{{dataset}}/{{model}}.json",
-        index=f"{RESULTS}/index/{{dataset}}.tsv",
+        check=out("check"),
+        index=out("index"),
     output:
-        f"{RESULTS}/preflight/{{dataset}}/{{model}}/{{benchmark}}.json",
+        out("preflight_probe"),
     log:
-        f"{RESULTS}/logs/preflight/{{dataset}}/{{model}}/{{benchmark}}.log",
+        log_file("preflight_probe"),
     benchmark:
-        f"{RESULTS}/benchmarks/preflight/{{dataset}}/{{model}}/{{benchmark}}.tsv"
+        benchmark_file("preflight_probe")
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=10,
+        **small_job_resources(config, minutes=10),
     params:
         job=lambda w: preflight_job_config(config, w.dataset, w.model, w.benchmark),
     shell:

@@ -3,43 +3,50 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 CONDA_ENV = "../../envs/embedprobe.yaml"
 
-from embedprobe.smk.rules_support import (
+from embedprobe.core.paths import job_pattern, pattern
+from embedprobe.smk.hooks import print_fresh_summaries, write_partial_results
+from embedprobe.smk.job_configs import (
+    generator_job_config,
+    job_config,
+    leaderboard_job_config,
+    not_run_file,
+    preflight_job_config,
+    weights_job_config,
+)
+from embedprobe.smk.plan import (
     benchmark_fold_results,
     benchmark_tables,
     benchmark_targets,
-    expose_cli,
     checked_roots,
-    check_memory_mb,
+    expose_cli,
     fold_predictions,
     fold_results,
     generated_datasets,
-    generator_job_config,
-    gpu_resources,
     index_inputs,
-    job_config,
-    memory_request_mb,
-    names_pattern,
-    not_run_file,
-    preflight_job_config,
-    print_fresh_summaries,
-    write_partial_results,
-    probe_key,
-    quality_tables,
-    runtime_minutes,
-    pair_figure_names,
     leaderboard_tables,
-    leaderboard_job_config,
+    names_pattern,
+    pair_figure_names,
+    quality_tables,
     target_groups,
-    weights_job_config,
 )
+from embedprobe.smk.resources import estimated_resources, small_job_resources
 
 expose_cli(workflow.basedir)
 ROOTS = checked_roots(config)
-DATA = ROOTS["data_root"]
-CACHE = ROOTS["cache_root"]
-RESULTS = ROOTS["results_root"]
 GENERATED = generated_datasets(config)
-CHECK_MEMORY_MB = check_memory_mb(config)
+
+
+def out(name, **values):
+    """The output pattern `name` of core/paths.PATTERNS under this run's roots."""
+    return pattern(name, ROOTS, **values)
+
+
+def log_file(rule):
+    return job_pattern("job_log", rule, ROOTS)
+
+
+def benchmark_file(rule):
+    return job_pattern("job_benchmark", rule, ROOTS)
 
 
 wildcard_constraints:

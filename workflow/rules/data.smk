@@ -1,19 +1,17 @@
 rule demo_data:
     output:
-        manifest=f"{DATA}/{{dataset_path}}/MANIFEST.tsv",
+        manifest=out("data_manifest"),
     log:
-        f"{RESULTS}/logs/demo_data/{{dataset_path}}.log",
+        log_file("demo_data"),
     benchmark:
-        f"{RESULTS}/benchmarks/demo_data/{{dataset_path}}.tsv"
+        benchmark_file("demo_data")
     wildcard_constraints:
         dataset_path=names_pattern(GENERATED) or "^$",
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=20,
+        **small_job_resources(config, minutes=20),
     params:
         job=lambda w: generator_job_config(config, GENERATED[w.dataset_path]),
         dataset=lambda w: GENERATED[w.dataset_path],
@@ -25,19 +23,17 @@ rule index:
     input:
         lambda w: index_inputs(config, ROOTS, w.dataset),
     output:
-        index=f"{RESULTS}/index/{{dataset}}.tsv",
-        quality=f"{RESULTS}/index/{{dataset}}.quality.tsv",
+        index=out("index"),
+        quality=out("quality"),
     log:
-        f"{RESULTS}/logs/index/{{dataset}}.log",
+        log_file("index"),
     benchmark:
-        f"{RESULTS}/benchmarks/index/{{dataset}}.tsv"
+        benchmark_file("index")
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=30,
+        **small_job_resources(config, minutes=30),
     params:
         job=lambda w: job_config(config, dataset=w.dataset),
     shell:

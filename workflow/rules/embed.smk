@@ -1,28 +1,18 @@
 rule embed:
     input:
-        index=f"{RESULTS}/index/{{dataset}}.tsv",
-        estimate=f"{RESULTS}/preflight/{{dataset}}/{{model}}.json",
+        index=out("index"),
+        estimate=out("preflight"),
     output:
-        f"{CACHE}/embeddings/{{dataset}}/{{model}}.h5",
+        out("embeddings"),
     log:
-        f"{RESULTS}/logs/embed/{{dataset}}/{{model}}.log",
+        log_file("embed"),
     benchmark:
-        f"{RESULTS}/benchmarks/embed/{{dataset}}/{{model}}.tsv"
+        benchmark_file("embed")
     conda:
         CONDA_ENV
     threads: config["embed"]["threads"]
     resources:
-        **gpu_resources(config, "embed"),
-        mem_mb=lambda w, input, attempt: memory_request_mb(
-            config, input.estimate, "embed", attempt
-        ),
-        htcondor_request_mem_mb=lambda w, input, attempt: memory_request_mb(
-            config, input.estimate, "embed", attempt
-        ),
-        runtime=lambda w, input, attempt: runtime_minutes(
-            input.estimate, "embed", attempt
-        ),
-        attempt_number=lambda w, attempt: attempt,
+        **estimated_resources(config, "embed"),
     params:
         job=lambda w: job_config(config, dataset=w.dataset, model=w.model),
     shell:

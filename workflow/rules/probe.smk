@@ -1,28 +1,19 @@
 rule probe:
     input:
-        embeddings=f"{CACHE}/embeddings/{{dataset}}/{{model}}.h5",
-        estimate=f"{RESULTS}/preflight/{{dataset}}/{{model}}/{{benchmark}}.json",
+        embeddings=out("embeddings"),
+        estimate=out("preflight_probe"),
     output:
-        result=f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json",
-        predictions=f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.npz",
+        result=out("fold_result"),
+        predictions=out("fold_predictions"),
     log:
-        f"{RESULTS}/logs/probe/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
+        log_file("probe"),
     benchmark:
-        f"{RESULTS}/benchmarks/probe/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.tsv"
+        benchmark_file("probe")
     conda:
         CONDA_ENV
     threads: config["probe"]["threads"]
     resources:
-        mem_mb=lambda w, input, attempt: memory_request_mb(
-            config, input.estimate, probe_key(w), attempt
-        ),
-        htcondor_request_mem_mb=lambda w, input, attempt: memory_request_mb(
-            config, input.estimate, probe_key(w), attempt
-        ),
-        runtime=lambda w, input, attempt: runtime_minutes(
-            input.estimate, probe_key(w), attempt
-        ),
-        attempt_number=lambda w, attempt: attempt,
+        **estimated_resources(config, "probe"),
     params:
         job=lambda w: job_config(config, w.benchmark, w.dataset, w.model),
     shell:
@@ -38,18 +29,16 @@ rule aggregate:
     input:
         lambda w: fold_results(config, ROOTS, w.benchmark, w.dataset),
     output:
-        f"{RESULTS}/{{benchmark}}/{{dataset}}/results.tsv",
+        out("results"),
     log:
-        f"{RESULTS}/logs/aggregate/{{benchmark}}/{{dataset}}.log",
+        log_file("aggregate"),
     benchmark:
-        f"{RESULTS}/benchmarks/aggregate/{{benchmark}}/{{dataset}}.tsv"
+        benchmark_file("aggregate")
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=10,
+        **small_job_resources(config, minutes=10),
     params:
         job=lambda w: job_config(config, w.benchmark, w.dataset),
         # pairs skipped before running (weights absent): listed in the table as skipped

@@ -3,24 +3,22 @@ rule pair_figure:
         lambda w: fold_predictions(config, ROOTS, w.benchmark, w.dataset, w.model),
     output:
         report(
-            f"{RESULTS}/{{benchmark}}/{{dataset}}/{{model}}/{{figure}}.png",
+            out("pair_figure"),
             caption="../report/pair_figure.rst",
             category="{benchmark}",
             subcategory="{figure}",
         ),
     log:
-        f"{RESULTS}/logs/pair_figure/{{benchmark}}/{{dataset}}/{{model}}/{{figure}}.log",
+        log_file("pair_figure"),
     benchmark:
-        f"{RESULTS}/benchmarks/pair_figure/{{benchmark}}/{{dataset}}/{{model}}/{{figure}}.tsv"
+        benchmark_file("pair_figure")
     wildcard_constraints:
         figure=names_pattern(pair_figure_names(config)) or "^$",
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=10,
+        **small_job_resources(config, minutes=10),
     params:
         job=lambda w: job_config(config, w.benchmark),
     shell:
@@ -33,29 +31,27 @@ rule summary:
     input:
         tables=lambda w: benchmark_tables(config, ROOTS, w.benchmark),
         quality=lambda w: quality_tables(config, ROOTS, w.benchmark),
-        memory=f"{RESULTS}/memory/{{benchmark}}/summary.md",
+        memory=out("memory_summary"),
     output:
         summary=report(
-            f"{RESULTS}/{{benchmark}}/summary.md",
+            out("summary"),
             caption="../report/summary.rst",
             category="{benchmark}",
         ),
         scores=report(
-            f"{RESULTS}/{{benchmark}}/figures/scores.png",
+            out("scores_figure"),
             caption="../report/scores.rst",
             category="{benchmark}",
         ),
     log:
-        f"{RESULTS}/logs/summary/{{benchmark}}.log",
+        log_file("summary"),
     benchmark:
-        f"{RESULTS}/benchmarks/summary/{{benchmark}}.tsv"
+        benchmark_file("summary")
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=10,
+        **small_job_resources(config, minutes=10),
     params:
         job=lambda w: job_config(config, w.benchmark),
     shell:
@@ -71,28 +67,26 @@ rule memory_panel:
         lambda w: benchmark_fold_results(config, ROOTS, w.benchmark),
     output:
         figure=report(
-            f"{RESULTS}/memory/{{benchmark}}/memory.png",
+            out("memory_figure"),
             caption="../report/memory.rst",
             category="memory",
             subcategory="{benchmark}",
         ),
         summary=report(
-            f"{RESULTS}/memory/{{benchmark}}/summary.md",
+            out("memory_summary"),
             caption="../report/memory_summary.rst",
             category="memory",
             subcategory="{benchmark}",
         ),
     log:
-        f"{RESULTS}/logs/memory_panel/{{benchmark}}.log",
+        log_file("memory_panel"),
     benchmark:
-        f"{RESULTS}/benchmarks/memory_panel/{{benchmark}}.tsv"
+        benchmark_file("memory_panel")
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=10,
+        **small_job_resources(config, minutes=10),
     params:
         job=lambda w: job_config(config, w.benchmark),
     shell:
@@ -105,23 +99,21 @@ rule leaderboard:
         lambda w: leaderboard_tables(config, ROOTS, w.target),
     output:
         report(
-            f"{RESULTS}/leaderboard/{{target}}.md",
+            out("leaderboard"),
             caption="../report/leaderboard.rst",
             category="leaderboard",
         ),
     log:
-        f"{RESULTS}/logs/leaderboard/{{target}}.log",
+        log_file("leaderboard"),
     benchmark:
-        f"{RESULTS}/benchmarks/leaderboard/{{target}}.tsv"
+        benchmark_file("leaderboard")
     wildcard_constraints:
         target=names_pattern(target_groups(config)),
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=config["memory_small_job_mb"],
-        htcondor_request_mem_mb=config["memory_small_job_mb"],
-        runtime=10,
+        **small_job_resources(config, minutes=10),
     params:
         job=lambda w: leaderboard_job_config(config, w.target),
     shell:

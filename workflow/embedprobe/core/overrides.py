@@ -102,7 +102,7 @@ def split_overrides(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
 
 
 # The command line a `fix:` may repeat with one more setting: set by cli.main for a step run
-# by hand, and by rules_support for snakemake's own command line while it builds the plan.
+# by hand, and by smk/plan.py for snakemake's own command line while it builds the plan.
 # None inside a workflow job, whose command the user did not type.
 INVOCATION: list[str] | None = None
 

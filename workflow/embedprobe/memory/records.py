@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from embedprobe.core.paths import output_path
+
 # What a probe job of a benchmark preflight could not size (its `not_sized`, e.g. too few
 # subjects for its folds) is given: it runs into the same error with its message and fix.
 UNSIZED_PROBE = {"request_mb": 2000, "runtime_min": 10, "limit_mb": None}
@@ -30,8 +32,10 @@ def key_benchmark(key: str) -> str | None:
 def estimate_path(preflight_root, dataset: str, model: str, key: str = "embed") -> Path:
     """The preflight JSON that holds the job's estimate, under `preflight_root`."""
     benchmark = key_benchmark(key)
-    pair = Path(str(preflight_root)) / dataset
-    return pair / f"{model}.json" if benchmark is None else pair / model / f"{benchmark}.json"
+    where = {"preflight_dir": preflight_root, "dataset": dataset, "model": model}
+    if benchmark is None:
+        return output_path("preflight", where)
+    return output_path("preflight_probe", where, benchmark=benchmark)
 
 
 def job_estimate(path, key: str) -> dict:

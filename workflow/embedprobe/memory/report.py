@@ -25,16 +25,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from embedprobe.core.errors import UsageError  # noqa: E402
+from embedprobe.core.paths import output_path  # noqa: E402
 
 MB_PER_GB = 1024  # the scheduler's MB are MiB, so its GB are GiB
 SECONDS_PER_HOUR = 3600
-RUNS_TABLE = Path("memory") / "runs.tsv"
 COLUMNS = ("rule", "dataset", "model", "jobs", "attempts", "oom", "estimate_mb", "request_mb",
            "peak_mb", "ratio_min", "ratio_max", "gbh_requested", "gbh_used")
 
 
 def runs_path(results_root: str | Path) -> Path:
-    return Path(results_root) / RUNS_TABLE
+    return output_path("runs", {"results_root": results_root})
 
 
 def read_runs(path: Path) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from embedprobe.core.errors import WeightsError
 from embedprobe.core.hashing import sha256_file
+from embedprobe.core.paths import output_path
 
 HUB_PREFIX = "hf:"
 ALLOW_PATTERNS = ["config.json", "*.safetensors"]
@@ -38,11 +39,11 @@ def hub_repo(weights: str) -> str | None:
 
 
 def hub_cache(roots: dict) -> Path:
-    return Path(roots["weights_root"]) / "hub"
+    return output_path("hub_dir", roots)
 
 
 def manifest_path(roots: dict) -> Path:
-    return hub_cache(roots) / "manifest.json"
+    return output_path("hub_manifest", roots)
 
 
 def read_manifest(roots: dict) -> dict:

@@ -17,20 +17,24 @@ from pathlib import Path
 
 import pandas as pd
 
+from embedprobe.core.paths import failure_record, output_path
+from embedprobe.smk.plan import known_skips, runnable_models
+
 STEPS = ("check", "preflight", "embed", "probe")
 
 
 def failure_records(roots: dict, benchmark: str, dataset: str, model: str,
                     folds: int) -> list[tuple[str, Path]]:
     """(step, record path) of every failure record the pair's jobs left, in step order."""
-    results, cache = Path(roots["results_root"]), Path(roots["cache_root"])
-    paths = [("check", results / "check" / dataset / f"{model}.json.failure.json"),
-             ("preflight", results / "preflight" / dataset / f"{model}.json.failure.json"),
-             ("probe preflight", results / "preflight" / dataset / model /
-              f"{benchmark}.json.failure.json"),
-             ("embed", cache / "embeddings" / dataset / f"{model}.h5.failure.json")]
-    paths += [(f"probe fold {k}", results / benchmark / dataset / model /
-               f"fold{k}.json.failure.json") for k in range(folds)]
+    pair = {"dataset": dataset, "model": model}
+    outputs = [("check", output_path("check", roots, **pair)),
+               ("preflight", output_path("preflight", roots, **pair)),
+               ("probe preflight", output_path("preflight_probe", roots, benchmark=benchmark,
+                                               **pair)),
+               ("embed", output_path("embeddings", roots, **pair))]
+    outputs += [(f"probe fold {k}", output_path("fold_result", roots, benchmark=benchmark,
+                                                fold=k, **pair)) for k in range(folds)]
+    paths = [(step, failure_record(output)) for step, output in outputs]
     return [(step, path) for step, path in paths if path.is_file()]
 
 
@@ -52,11 +56,9 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
     print (what was written, and which pairs did not finish)."""
     from embedprobe.reporting.aggregate import aggregate_folds, write_results
     from embedprobe.reporting.summary import read_quality, summary_markdown
-    from embedprobe.smk.rules_support import known_skips, runnable_models
     from embedprobe.tasks.registry import task_for
 
     lines = []
-    results = Path(roots["results_root"])
     for benchmark, bench in config["benchmarks"].items():
         folds, written = bench["folds"], {}
         for dataset in bench["datasets"]:
@@ -64,8 +66,8 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
             for model in runnable_models(config, benchmark, dataset):
                 records = failure_records(roots, benchmark, dataset, model, folds)
                 touched |= any(p.stat().st_mtime >= since for _, p in records)
-                done = [results / benchmark / dataset / model / f"fold{k}.json"
-                        for k in range(folds)]
+                done = [output_path("fold_result", roots, benchmark=benchmark, dataset=dataset,
+                                    model=model, fold=k) for k in range(folds)]
                 fold_paths += [p for p in done if p.is_file()]
                 if records:
                     not_run[(dataset, model)] = _pair_trouble(records)
@@ -74,7 +76,7 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
             for model, skip in known_skips(config, benchmark).items():
                 not_run[(dataset, model)] = skip
             table = aggregate_folds(fold_paths, task_for(bench["task"]), folds, not_run)
-            out = results / benchmark / dataset / "results.tsv"
+            out = output_path("results", roots, benchmark=benchmark, dataset=dataset)
             write_results(table, out)
             written[dataset] = out
             for row in table.itertuples():
@@ -85,19 +87,19 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
             continue
         tables = {}
         for dataset in bench["datasets"]:
-            path = results / benchmark / dataset / "results.tsv"
+            path = output_path("results", roots, benchmark=benchmark, dataset=dataset)
             if path.is_file():
                 tables[dataset] = pd.read_csv(path, sep="\t")
-        summary = results / benchmark / "summary.md"
+        summary = output_path("summary", roots, benchmark=benchmark)
         summary.write_text(summary_markdown(tables, task_for(bench["task"]), benchmark,
-                                            read_quality(quality_paths(results, bench))))
+                                            read_quality(quality_paths(roots, bench))))
         lines.append(f"note: {benchmark}: the pairs that finished are in "
                      f"{', '.join(map(str, written.values()))} and {summary}; the run failed, "
                      "so the next run redoes the failed jobs only")
     return lines
 
 
-def quality_paths(results: Path, bench: dict) -> list[Path]:
+def quality_paths(roots: dict, bench: dict) -> list[Path]:
     """The benchmark's datasets' data-quality tables that index wrote."""
     return [path for dataset in bench["datasets"]
-            if (path := results / "index" / f"{dataset}.quality.tsv").is_file()]
+            if (path := output_path("quality", roots, dataset=dataset)).is_file()]

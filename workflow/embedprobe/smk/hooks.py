@@ -1,0 +1,39 @@
+"""The Snakefile's onsuccess and onerror hooks: the summaries a run (re)wrote, or after a
+failure the partial results of the pairs that finished."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from embedprobe.core.paths import output_path
+from embedprobe.smk.plan import known_skips
+
+RUN_STARTED = time.time()
+
+
+def print_fresh_summaries(config: dict, roots: dict) -> None:
+    """After a successful run: the summary of every benchmark this run (re)wrote, and a closing
+    `warning:` for each pair it skipped (a skip known before running leaves the exit status 0)."""
+    for benchmark in config["benchmarks"]:
+        path = output_path("summary", roots, benchmark=benchmark)
+        if path.is_file() and path.stat().st_mtime >= RUN_STARTED:
+            print(f"\n{path}:\n{path.read_text()}")
+            for model, skip in known_skips(config, benchmark).items():
+                print(f"warning: {benchmark}: {model} was skipped ({skip['reason']}): the run "
+                      f"finished without it\nfix: {skip['fix']}", file=sys.stderr)
+    boards = output_path("leaderboard", roots, target="*")
+    for path in sorted(boards.parent.glob(boards.name)):
+        if path.stat().st_mtime >= RUN_STARTED:  # the view across the target's benchmarks
+            print(f"\n{path}:\n{path.read_text()}")
+
+
+def write_partial_results(config: dict, roots: dict) -> None:
+    """After a failed run (`onerror`): for every benchmark a failure of this run touched,
+    results.tsv and summary.md from the pairs that finished, each pair that did not listed with
+    its status, reason and folds done/expected. Snakemake's exit status stays non-zero, and
+    the next run redoes the failed jobs and rewrites both files through the rules."""
+    from embedprobe.smk.partial import partial_results
+
+    for line in partial_results(config, roots, RUN_STARTED):
+        print(line, file=sys.stderr)
