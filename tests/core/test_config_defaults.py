@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 
 import yaml
-from helpers.project import PACKAGE
 
 from embedprobe.core.config import SCHEMA_PATH, check_names, fill_defaults, load_config
+
+from helpers.project import PACKAGE
 
 
 def schema_defaults() -> dict:

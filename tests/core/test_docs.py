@@ -12,6 +12,7 @@ from collections import deque
 from pathlib import Path
 
 import pytest
+
 from helpers.project import PROJECT as ROOT
 
 README = ROOT / "README.md"

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import yaml
+
 from helpers import project as paths
 from helpers.project import PROJECT
 

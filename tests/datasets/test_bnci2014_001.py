@@ -8,12 +8,13 @@ import shutil
 import numpy as np
 import pytest
 import scipy.io
-from helpers.motor_imagery import band_power_accuracy
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry
 from embedprobe.datasets.bnci2014_001 import lookalike
 from embedprobe.datasets.bnci2014_001 import reader as bnci
+
+from helpers.motor_imagery import band_power_accuracy
 
 SETTINGS = {"subjects": 2, "sessions": ["T", "E"], "runs_per_session": 2, "trials_per_run": 8,
             "eog_runs": 3, "eog_run_seconds": [4, 2, 2], "seed": 5}

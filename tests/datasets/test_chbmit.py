@@ -8,13 +8,14 @@ import shutil
 import mne
 import numpy as np
 import pytest
-from helpers.seizure import band_power_auroc, check_channel_map
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry
 from embedprobe.datasets.base import Event
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
 from embedprobe.datasets.chbmit import reader as chbmit
+
+from helpers.seizure import band_power_auroc, check_channel_map
 
 SETTINGS = {"patients": 5, "files_per_patient": 2, "minutes_per_file": 4, "seed": 0}
 SECONDS = 4 * 60

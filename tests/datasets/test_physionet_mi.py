@@ -9,12 +9,13 @@ import shutil
 import edfio
 import numpy as np
 import pytest
-from helpers.motor_imagery import band_power_accuracy
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry
 from embedprobe.datasets.physionet_mi import lookalike
 from embedprobe.datasets.physionet_mi import reader as pm
+
+from helpers.motor_imagery import band_power_accuracy
 
 # Runs of every kind: baseline, executed and imagined left/right fist, imagined and executed
 # both fists/feet.

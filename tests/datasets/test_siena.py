@@ -9,13 +9,14 @@ import shutil
 import mne
 import numpy as np
 import pytest
-from helpers.seizure import band_power_auroc, check_channel_map
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import registry
 from embedprobe.datasets.base import Event
 from embedprobe.datasets.siena import lookalike as siena_lookalike
 from embedprobe.datasets.siena import reader as siena
+
+from helpers.seizure import band_power_auroc, check_channel_map
 
 SETTINGS = {"patients": 5, "files_per_patient": 2, "minutes_per_file": 3, "seed": 0}
 SECONDS = 3 * 60

@@ -10,7 +10,6 @@ import sys
 import mne
 import numpy as np
 import pytest
-from helpers.project import PROJECT as REPO
 from scipy.signal import welch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import cohen_kappa_score
@@ -20,6 +19,8 @@ from sklearn.preprocessing import StandardScaler
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.sleep_edf import lookalike as demo_data
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
+
+from helpers.project import PROJECT as REPO
 
 SMALL = {"n_subjects": 2, "nights": 1, "hours": 0.25, "seed": 3}
 BANDS_HZ = [(0.5, 2), (2, 4), (4, 8), (8, 12), (12, 15), (15, 30)]

@@ -32,7 +32,8 @@ def have(tool: str) -> bool:
     return shutil.which(tool) is not None
 
 
-# The `*_pretrained` entries of config/models.yaml name hub checkpoints (tests/test_hub_weights.py);
+# The `*_pretrained` entries of config/models.yaml name hub checkpoints
+# (tests/models/test_hub_weights.py);
 # the tests of the local-file path (copy a checkpoint under weights_root) use these entries.
 LOCAL_WEIGHTS = {
     "biot_pretrained": "biot_pretrained.pt",

@@ -16,8 +16,6 @@ import yaml
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the network
 
-from helpers.project import SCRIPTS, with_local_weights  # noqa: E402
-
 from embedprobe.core.config import load_config  # noqa: E402
 from embedprobe.core.errors import ModelError, WeightsError  # noqa: E402
 from embedprobe.datasets.sleep_edf import lookalike as demo_data  # noqa: E402
@@ -26,6 +24,8 @@ from embedprobe.models.encoder import Encoder  # noqa: E402
 from embedprobe.models.registry import model_spec, weights_path  # noqa: E402
 from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_map_path, channel_plan  # noqa: E402
 from embedprobe.pipeline.preprocess import cut_windows, resample, scale  # noqa: E402
+
+from helpers.project import SCRIPTS, with_local_weights  # noqa: E402
 
 sys.path.insert(0, str(SCRIPTS))
 from make_weights import main as make_weights_main  # noqa: E402

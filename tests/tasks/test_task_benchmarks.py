@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+
 from helpers.project import PROJECT, snakemake
 
 pytestmark = pytest.mark.workflow

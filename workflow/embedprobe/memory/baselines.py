@@ -31,7 +31,7 @@ STEP_IMPORTS = {
                "embedprobe.tasks.seizure.task, embedprobe.tasks.seizure.probe",
 }
 # The step whose imports are each job type's baseline (keys: estimate.JOB_TYPES, checked by
-# tests/test_estimates.py): preflight's default for a probe job type (a task may name its own
+# tests/memory/test_estimates.py): preflight's default for a probe job type (a task may name its own
 # step), the calibration's for every job type it fits. embed_gpu's is measured by the check
 # job (CUDA initialised), none of these.
 JOB_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",

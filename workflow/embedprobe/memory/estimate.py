@@ -10,7 +10,7 @@ config/memory_calibration.yaml (calibration.py reads it; scripts/calibrate_memor
 
 JOB_TYPES is the one list of memory job types: the calibration table, the refit
 (refit.FITTED), the measured baselines (baselines.JOB_STEP), the calibration script and the
-tasks' probe jobs name only job types registered here (tests/test_estimates.py checks them).
+tasks' probe jobs name only job types registered here (tests/memory/test_estimates.py checks them).
 """
 
 from __future__ import annotations

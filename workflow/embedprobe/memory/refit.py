@@ -37,7 +37,7 @@ from embedprobe.memory.records import estimate_path
 # What each job's fit sets: constants fitted on its runs. The rest are measured (baselines),
 # structural (what the code holds) or keep their value (not measurable here). Its keys are the
 # job types scripts/calibrate_memory.py fits, in the order of its --jobs (estimate.JOB_TYPES
-# owns the job types; tests/test_estimates.py checks these against it).
+# owns the job types; tests/memory/test_estimates.py checks these against it).
 FITTED = {
     "embed_cpu": ("recording_copies", "window_copies", "activation_factor"),
     # fit_data_copies stays structural (1): the fast probe keeps one standardised copy; with

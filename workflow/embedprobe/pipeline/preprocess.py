@@ -2,7 +2,8 @@
 
 `model_windows` does all three for a recording's windows at once: it resamples only the
 stretches of signal the windows cover (plus the filter's reach), which gives exactly the samples
-resampling the whole recording would (tests/test_window_source.py checks it bitwise), and scales
+resampling the whole recording would (tests/pipeline/test_window_source.py checks it bitwise), and
+scales
 whole recordings with vectorised, exact kernels.
 """
 
@@ -43,7 +44,8 @@ def _upsample(signals: np.ndarray, up: int) -> np.ndarray | None:
     """scipy's resample_poly(signals, up, 1, axis=-1) for float32 signals, term for term, ~1.4x
     faster: its filter, and the sum of its upfirdn loop (`out = out + x * h`, in float32, taps
     in the same order) taken over a block of output samples of one phase at a time by numpy,
-    instead of one sample at a time. Bit for bit the same (tests/test_window_source.py checks
+    instead of one sample at a time. Bit for bit the same (tests/pipeline/test_window_source.py
+    checks
     it at random); None where scipy's private helpers moved (resample_poly is then used)."""
     try:
         from scipy.signal import firwin

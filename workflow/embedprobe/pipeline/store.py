@@ -50,7 +50,7 @@ NOT_OUR_LAYOUT = (*UNREADABLE, KeyError, ValueError, TypeError)
 
 
 def _crash_point(name: str) -> None:
-    """Test seam: tests/helpers_cache_writer.py replaces this to SIGKILL itself at `name`."""
+    """Test seam: tests/helpers/cache_writer.py replaces this to SIGKILL itself at `name`."""
 
 
 def _note(message: str) -> None:

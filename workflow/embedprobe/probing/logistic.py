@@ -18,7 +18,7 @@ to the optimum: preconditioned L-BFGS (probing/softmax.py), its preconditioner e
 `search_rows=N` adds a cheaper variant: every C fitted to the criterion on N stratified training
 rows, then the best C and its larger neighbour (smaller for the largest C) refitted on all rows
 from their subsample solutions; the better full-data validation kappa wins.
-"Same answer" (tests/test_probe.py, scripts/bench_probe.py): test kappa within 0.005 of the
+"Same answer" (tests/probing/test_probe.py, scripts/bench_probe.py): test kappa within 0.005 of the
 reference's, and the chosen C's reference validation kappa within 0.002 of the best reference
 validation kappa over the grid.
 

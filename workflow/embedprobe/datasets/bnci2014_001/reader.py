@@ -23,7 +23,8 @@ file); the parsed file is kept for the next call on it.
 
 This is what MOABB's BNCI2014_001 does (_convert_mi / _convert_run: scipy.io.loadmat, events
 at trial - 1, class names from `classes`), without MOABB itself: it reads these files offline
-(tests/test_bnci2014_001.py cross-checks it, opt-in) but only from MNE's download cache layout
+(tests/datasets/test_bnci2014_001.py cross-checks it, opt-in) but only from MNE's download cache
+layout
 (MNE-bnci-data/~bci/database/001-2014/) under a process-wide MNE_DATA path, after ~40 s of
 NEMAR retries per call unless MOABB_DOWNLOAD_PROVIDER=upstream, loading both sessions of a
 subject at once, and it downloads a missing session file instead of naming it.

@@ -22,7 +22,7 @@ A subject with some of the configured runs but not all gets a placeholder record
 
 This is what MOABB's PhysionetMI does (MNE's EDF reader, T0/T1/T2 renamed by run), without
 MOABB itself: moabb 1.7.2 installs beside the pinned requirements, and it reads these files
-offline (tests/test_physionet_mi.py cross-checks it, opt-in), but only from MNE's download
+offline (tests/datasets/test_physionet_mi.py cross-checks it, opt-in), but only from MNE's download
 cache layout (MNE-eegbci-data/files/eegmmidb/1.0.0/S001/...) under a process-wide MNE_DATA
 path, after ~40 s of NEMAR retries per call unless MOABB_DOWNLOAD_PROVIDER=upstream, loading
 all six imagery runs of a subject at once, and it downloads a missing run instead of naming it.

@@ -5,7 +5,8 @@ calibration table deliberately off by a factor), and the runs table is written r
 runs.append_runs_row, as the jobs write it, with peaks from a known "true" calibration plus a
 little run-to-run noise, so a refit can be checked against the truth. The last test measures
 instead: real probe jobs write the runs table, and a rerun after the refit is compared with it.
-The commands run through embedprobe.cli.main. tests/test_workflow.py draws the panel of the real
+The commands run through embedprobe.cli.main. tests/workflow/test_workflow.py draws the panel of
+the real
 demo and reads it back from `snakemake --report`.
 """
 
@@ -22,7 +23,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from helpers.project import PROJECT
 
 from embedprobe import cli
 from embedprobe.core.config import load_config, resolve_roots
@@ -35,6 +35,8 @@ from embedprobe.memory.refit import FROM_RUNS, PROVENANCE_FROM_RUNS
 from embedprobe.memory.runs import append_runs_row
 from embedprobe.smk.plan import benchmark_targets
 from embedprobe.tasks.registry import benchmark_task
+
+from helpers.project import PROJECT
 
 BIAS = 1.35  # every refitted constant of the table in use is 35% too high
 NOISE = 0.02  # measured peaks vary by +-2% around the true formula

@@ -14,8 +14,6 @@ import sys
 
 import pytest
 import torch
-from helpers.project import PROJECT, snakemake
-from test_check import DATASET, make_config
 
 from embedprobe.core.units import MIB
 from embedprobe.memory import estimate as estimates
@@ -31,6 +29,9 @@ from embedprobe.pipeline.check import (
 )
 from embedprobe.pipeline.index import build_index, write_index
 from embedprobe.smk.resources import gpu_resources
+
+from helpers.check_config import DATASET, make_config
+from helpers.project import PROJECT, snakemake
 
 MODEL = "biot_random"
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

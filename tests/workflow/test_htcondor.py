@@ -1,5 +1,5 @@
 """The htcondor profile through the real plugin (0.3.0) and the real htcondor2.Submit, with a fake
-schedd behind them (tests/htcondor_fake/sitecustomize.py): no HTCondor pool can run here.
+schedd behind them (tests/helpers/htcondor_fake/sitecustomize.py): no HTCondor pool can run here.
 
 The fake runs every submitted job on this machine the way an execute point would with
 `getenv = false`, so the workflow really runs; what is checked is what HTCondor would be asked
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from helpers.project import PROJECT, snakemake
 
 pytest.importorskip("snakemake_executor_plugin_htcondor")
@@ -20,7 +21,7 @@ pytest.importorskip("htcondor2")
 
 pytestmark = pytest.mark.workflow
 
-FAKE_SCHEDD = Path(__file__).parent / "htcondor_fake"
+FAKE_SCHEDD = Path(__file__).resolve().parents[1] / "helpers" / "htcondor_fake"
 # Tiny demo: 5 one-night subjects, 10 min of sleep and 2 min of wake on each side (~140 windows).
 # The small jobs ask for a size no profile default has, so a rule that sends none shows.
 SMALL_JOB_MB = 1500

@@ -8,13 +8,14 @@ import sys
 
 import pandas as pd
 import pytest
-from helpers.project import PROJECT
-from test_check import DATASET, make_config
 
 from embedprobe.memory.records import estimate_path, job_estimate
 from embedprobe.pipeline.check import OK, check_pair, write_result
 from embedprobe.pipeline.index import build_index, write_index
 from embedprobe.smk.job_configs import preflight_job_config_json
+
+from helpers.check_config import DATASET, make_config
+from helpers.project import PROJECT
 
 MODEL = "biot_random"
 

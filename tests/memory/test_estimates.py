@@ -347,9 +347,9 @@ def test_the_calibration_tables_name_only_registered_job_types():
 def test_the_calibration_script_fits_the_refits_job_types():
     import sys
 
-    from helpers.project import PROJECT
-
     from embedprobe.memory.refit import FITTED
+
+    from helpers.project import PROJECT
 
     sys.path.insert(0, str(PROJECT / "scripts"))
     import calibrate_memory

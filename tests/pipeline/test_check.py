@@ -16,10 +16,8 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from helpers.project import with_local_weights
 
 from embedprobe import cli
-from embedprobe.core.config import load_config
 from embedprobe.models.registry import RANDOM, build_model, model_spec
 from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR
 from embedprobe.pipeline.check import (
@@ -41,9 +39,7 @@ from embedprobe.pipeline.check import (
     write_result,
 )
 
-DATASET = "sleep_edf_expanded"
-N_RECORDINGS = 10  # conftest's demo: 5 subjects x 2 nights
-
+from helpers.check_config import DATASET, make_config
 
 # ----------------------------------------------------------------------- which files are opened
 
@@ -83,16 +79,6 @@ class touched_under:
 
 
 # ----------------------------------------------------------------------------------- setup
-
-
-def make_config(data_root, tmp, expected=N_RECORDINGS, allow_partial=False):
-    """The project's config with the Sleep-EDF entry pointed at the demo and every root in tmp."""
-    config = with_local_weights(load_config())
-    config["datasets"][DATASET].update(path="sleep-edf", expected_recordings=expected)
-    config["allow_partial"] = allow_partial
-    roots = {"data_root": str(data_root), "cache_root": str(tmp / "cache"),
-             "results_root": str(tmp / "results"), "weights_root": str(tmp / "weights")}
-    return config, roots
 
 
 def write_checkpoint(config, roots, model, transform):

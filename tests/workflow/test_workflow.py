@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from helpers.project import PROJECT, snakemake
 
 from embedprobe.memory.records import estimate_path, job_estimate
+
+from helpers.project import PROJECT, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -66,7 +67,8 @@ def test_demo_end_to_end(demo_run):
     row = table.set_index("model").loc["biot_random"]
     assert row["folds"] == "5/5"
     # The generator's spectra separate the stages: a log-bandpower baseline scores kappa
-    # 0.72-0.83 on it (tests/test_demo_data.py); a random-init BIOT keeps spectral content.
+    # 0.72-0.83 on it (tests/datasets/test_sleep_edf_lookalike.py); a random-init BIOT keeps
+    # spectral content.
     # 0.5 is far above chance (0) and below what any correctly wired chain reaches.
     assert row["kappa_mean"] > 0.5, row
     for k in range(5):

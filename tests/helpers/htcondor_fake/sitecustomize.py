@@ -1,4 +1,4 @@
-"""A fake HTCondor schedd behind the real htcondor2 bindings, for tests/test_htcondor.py.
+"""A fake HTCondor schedd behind the real htcondor2 bindings, for tests/workflow/test_htcondor.py.
 
 No HTCondor pool can run here (the wheel has no daemons), so a Python started with this folder
 on PYTHONPATH gets `htcondor2.Schedd` and `htcondor2.JobEventLog` replaced at start-up; the

@@ -27,8 +27,9 @@ import pandas as pd
 import psutil
 import pytest
 import yaml
+
 from helpers.project import PROJECT, snakemake
-from slurm_helpers import cancel_jobs, slurm_jobs, slurm_unavailable
+from helpers.slurm import cancel_jobs, slurm_jobs, slurm_unavailable
 
 pytestmark = pytest.mark.slurm
 

@@ -1,6 +1,6 @@
 """A stand-in embed loop for the crash tests: deterministic rows into a real EmbeddingWriter.
 
-    python helpers_cache_writer.py OUT LOG --n 600 --dim 16 --batch 32 [--kill-at POINT:K]
+    python tests/helpers/cache_writer.py OUT LOG --n 600 --dim 16 --batch 32 [--kill-at POINT:K]
 
 Row r's embedding is a fixed function of r, so any mix of runs must give the same file. Each
 run appends `open <durable_rows> <batch_size_hint>` to LOG, then `computed <start> <end>` for
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workflow"))
 
 from embedprobe.pipeline import store as cache  # noqa: E402
 

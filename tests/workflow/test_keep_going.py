@@ -15,6 +15,7 @@ import re
 import pandas as pd
 import pytest
 import yaml
+
 from helpers.project import snakemake
 
 pytestmark = pytest.mark.workflow
@@ -24,7 +25,8 @@ TINY = {
                                     "generator": {"subjects": 3, "nights": 1, "hours": 0.3,
                                                   "seed": 1}}},
     "benchmarks": {"demo": {"models": ["biot_random", "biot_pretrained"], "folds": 3}},
-    # the local-file path (the shipped entry names a hub checkpoint: tests/test_hub_weights.py)
+    # the local-file path (the shipped entry names a hub checkpoint:
+    # tests/models/test_hub_weights.py)
     "models": {"biot_pretrained": {"weights": "biot_pretrained.pt"}},
 }
 TARGET = "results/demo/summary.md"

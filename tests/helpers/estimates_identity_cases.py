@@ -1,6 +1,7 @@
 """Fixed inputs for every memory job type, and what an estimates module makes of them.
 
-tests/test_estimates_identity.py compares today's module with numbers recorded from the module
+tests/memory/test_estimates_identity.py compares today's module with numbers recorded from the
+module
 before the job types became one object each (a pure refactor must not move a byte).
 """
 

@@ -5,9 +5,10 @@ before the refactor, by running that commit's estimates.py over estimates_identi
 from __future__ import annotations
 
 import pytest
-from estimates_identity_cases import CASES, all_outcomes, summary
 
 from embedprobe.memory import estimate as estimates
+
+from helpers.estimates_identity_cases import CASES, all_outcomes, summary
 
 # Recorded from commit 8412dae (before JobType): (estimate total, total after fit_knobs, its
 # request MB, verdict, device total, knobs, sha256[:16] of the whole outcome as JSON).

@@ -27,10 +27,10 @@ from embedprobe.pipeline.store import (
     window_table_sha256,
 )
 
-sys.path.insert(0, str(Path(__file__).parent))
-from helpers_cache_writer import embeddings_for, identity_for, window_table  # noqa: E402
+from helpers import cache_writer
+from helpers.cache_writer import embeddings_for, identity_for, window_table
 
-HELPER = Path(__file__).with_name("helpers_cache_writer.py")
+HELPER = Path(cache_writer.__file__)
 
 
 def write_store(path: Path, n: int = 300, dim: int = 16, batch: int = 32, identity=None,

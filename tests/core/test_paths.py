@@ -19,7 +19,8 @@ from embedprobe.core.paths import (
 )
 from embedprobe.memory.records import estimate_path, job_key
 
-PROJECT = Path(__file__).resolve().parents[1]
+from helpers.project import PROJECT
+
 PACKAGE = PROJECT / "workflow" / "embedprobe"
 SNAKEFILES = [PROJECT / "Snakefile", *sorted((PROJECT / "workflow" / "rules").glob("*.smk"))]
 FIELD = re.compile(r"\{(\w+)\}")

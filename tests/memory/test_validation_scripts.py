@@ -8,6 +8,7 @@ import time
 
 import pandas as pd
 import psutil
+
 from helpers.project import PROJECT
 
 sys.path.insert(0, str(PROJECT / "scripts"))

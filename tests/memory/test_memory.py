@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.project import PROJECT
 
 from embedprobe.core.units import MIB
 from embedprobe.memory.limits import (
@@ -28,6 +27,8 @@ from embedprobe.memory.peaks import (
     signal_name,
 )
 from embedprobe.memory.runs import append_runs_row
+
+from helpers.project import PROJECT
 
 GiB = 1 << 30
 V1_UNLIMITED = "9223372036854771712"
