@@ -33,14 +33,12 @@ def have(tool: str) -> bool:
 
 
 # The `*_pretrained` entries of config/models.yaml name hub checkpoints
-# (tests/models/test_hub_weights.py);
-# the tests of the local-file path (copy a checkpoint under weights_root) use these entries.
-LOCAL_WEIGHTS = {
-    "biot_pretrained": "biot_pretrained.pt",
-    "labram_pretrained": "labram_pretrained.safetensors",
-    "cbramod_pretrained": "cbramod_pretrained.safetensors",
-    "eegpt_pretrained": "eegpt_pretrained.safetensors",
-}
+# (tests/models/test_hub_weights.py); the tests of the local-file path (copy a checkpoint under
+# weights_root) use these files: BIOT's a torch pickle as its authors publish it, the others
+# safetensors.
+LOCAL_WEIGHTS = {"biot_pretrained": "biot_pretrained.pt"} | {
+    f"{family}_pretrained": f"{family}_pretrained.safetensors"
+    for family in ("labram", "cbramod", "eegpt")}
 
 
 def with_local_weights(config: dict) -> dict:

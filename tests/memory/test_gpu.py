@@ -27,10 +27,9 @@ from embedprobe.pipeline.check import (
     to_csv,
     write_result,
 )
-from embedprobe.pipeline.index import build_index, write_index
 from embedprobe.smk.resources import gpu_resources
 
-from helpers.check_config import DATASET, make_config
+from helpers.check_config import DATASET, checked_pair
 from helpers.project import PROJECT, snakemake
 
 MODEL = "biot_random"
@@ -45,12 +44,7 @@ def cuda_config(config: dict, batch_size: int = 32) -> dict:
 def pair(demo_root, tmp_path_factory):
     """The demo's config, roots and window index, and a passing CPU check of BIOT on it."""
     tmp = tmp_path_factory.mktemp("gpu")
-    config, roots = make_config(demo_root.parent, tmp)
-    config.update(roots)  # the job config the CLI gets carries the roots
-    index = tmp / "index.tsv"
-    write_index(build_index(config, roots, DATASET), index)
-    check = check_pair(config, roots, DATASET, MODEL, 32)
-    assert check.status == OK, check.note
+    config, roots, index, check = checked_pair(demo_root, tmp, MODEL)
     return config, roots, index, check, tmp
 
 

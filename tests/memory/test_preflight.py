@@ -10,11 +10,10 @@ import pandas as pd
 import pytest
 
 from embedprobe.memory.records import estimate_path, job_estimate
-from embedprobe.pipeline.check import OK, check_pair, write_result
-from embedprobe.pipeline.index import build_index, write_index
+from embedprobe.pipeline.check import write_result
 from embedprobe.smk.job_configs import preflight_job_config_json
 
-from helpers.check_config import DATASET, make_config
+from helpers.check_config import DATASET, checked_pair
 from helpers.project import PROJECT
 
 MODEL = "biot_random"
@@ -24,12 +23,7 @@ MODEL = "biot_random"
 def pair(demo_root, tmp_path_factory):
     """The demo's config (roots inside), its window index and a passing check of BIOT."""
     tmp = tmp_path_factory.mktemp("preflight")
-    config, roots = make_config(demo_root.parent, tmp)
-    config.update(roots)  # the job config the CLI gets carries the roots
-    index = tmp / "index.tsv"
-    write_index(build_index(config, roots, DATASET), index)
-    check = check_pair(config, roots, DATASET, MODEL, 32)
-    assert check.status == OK, check.note
+    config, _, index, check = checked_pair(demo_root, tmp, MODEL)
     check_path = tmp / "check.json"
     write_result(check, check_path)
     return config, index, check_path

@@ -10,16 +10,13 @@ from pathlib import Path
 import yaml
 
 from embedprobe.core.errors import UsageError
+from embedprobe.core.paths import ROOTS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_PATH = PROJECT_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 CONFIG_FILES = ("config.yaml", "benchmarks.yaml", "datasets.yaml", "models.yaml")
-ROOT_DEFAULTS = {
-    "data_root": "data",
-    "cache_root": "cache",
-    "results_root": "results",
-    "weights_root": "weights",
-}
+# Each root defaults to a folder of its own name: data_root -> data, ...
+ROOT_DEFAULTS = {root: root.removesuffix("_root") for root in ROOTS}
 
 
 def load_config(config_dir: Path = PROJECT_ROOT / "config") -> dict:

@@ -80,3 +80,20 @@ def probe_runtime_minutes(inputs: dict) -> int:
     """Generous: fits scale with rows x features x grid values (measured ~2 min per 1e9)."""
     work = inputs["n_train"] * inputs["dim"] * inputs["n_fits"]
     return int(np.ceil(work / 1e9 * 2 * 3)) + 10
+
+
+class LogisticClassification(Task):
+    """A task whose units each carry a class: one logistic probe per fold, sized as such,
+    drawn as a confusion matrix. Sleep staging and motor imagery are such tasks; neither
+    derives from the other."""
+
+    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+        return fit_logistic_fold(job)
+
+    def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
+                     dim: int) -> tuple[str, dict, int]:
+        return logistic_probe_memory(self, config, bench, table, fold, dim)
+
+    def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
+                  out: Path) -> None:
+        plot_confusion_pair(self.classes, prediction_files, title, out)

@@ -11,25 +11,20 @@ headline is balanced accuracy, with its SD over held-out subjects taken as the p
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.registry import entry_unit_seconds
-from embedprobe.tasks.base import FoldJob, Task, Units
-from embedprobe.tasks.classification import (
-    fit_logistic_fold,
-    logistic_probe_memory,
-    plot_confusion_pair,
-)
+from embedprobe.tasks.base import Units
+from embedprobe.tasks.classification import LogisticClassification
 
 # Label index = position; the readers name classes as MOABB does.
 CLASSES = ("left_hand", "right_hand", "feet", "tongue", "hands")
 
 
-class MotorImagery(Task):
+class MotorImagery(LogisticClassification):
     """Sleep staging's probe (tasks/classification.py: standardise, logistic, C on validation
     kappa) over trials."""
 
@@ -76,17 +71,6 @@ class MotorImagery(Task):
     def summary_notes(self, tables: dict[str, pd.DataFrame]) -> list[str]:
         return ["", "Chance level (balanced accuracy): 1 / number of classes in the dataset; "
                 "SD is the population SD over held-out subjects."]
-
-    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
-        return fit_logistic_fold(job)
-
-    def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
-                     dim: int) -> tuple[str, dict, int]:
-        return logistic_probe_memory(self, config, bench, table, fold, dim)
-
-    def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
-                  out: Path) -> None:
-        plot_confusion_pair(self.classes, prediction_files, title, out)
 
 
 TASK = MotorImagery()
