@@ -92,19 +92,21 @@ def test_sigkill_at_five_points_resumes_bitwise_identical(tiny, reference):
     # Four kills just before a batch becomes durable (the first batch, before anything was
     # flushed; the second; mid-file; the last one) and one from outside at an arbitrary moment.
     points = [0, 1, "outside", n_batches // 2, n_batches - 1]
-    durable = 0
+    durable = outside_from = 0
     for point in points:
         if point == "outside":
             stderr = kill_when_growing(tiny, out)
             assert resumed_at(stderr) == durable
-            durable = -1  # unknown: somewhere after the last durable batch
+            # unknown: the last durable batch or after it (on a busy machine the kill may come
+            # before another batch is stored)
+            outside_from, durable = durable, -1
             continue
         code, stderr = embed(tiny, out, {"EMBEDPROBE_FAULT_KILL_BEFORE_BATCH": str(point)})
         assert code == -signal.SIGKILL, stderr
         if durable >= 0:
             assert resumed_at(stderr) == durable  # resumed exactly where the last kill left it
         else:
-            assert resumed_at(stderr) >= 2 * BATCH and resumed_at(stderr) % BATCH == 0
+            assert resumed_at(stderr) >= outside_from and resumed_at(stderr) % BATCH == 0
         assert not out.exists()  # the final path only ever holds a complete file
         # every batch before the killed one is durable: the kill lost only the batch in flight
         durable = point * BATCH

@@ -369,9 +369,11 @@ def _worker_fill(slot: str, rec, starts: np.ndarray, index_sfreq: float | None
 # shared by the forked readers): this module, MNE's EDF reader and the band-pass's check of
 # its input (mne.epochs), the resampling's scipy.signal and the .mat reader's scipy.io.
 # `mne.io` alone loads its readers lazily: every reader process then imported 49 modules for
-# its first part (0.2 s of CPU each, half that part's cost).
+# its first part (0.2 s of CPU each, half that part's cost). `_strptime` is what the EDF
+# header's date parsing imports on first use (pandas brought it in while this module imported
+# the task registry, which imported pandas).
 READER_PRELOAD = ["embedprobe.pipeline.window_source", "mne.io.edf.edf", "mne.epochs",
-                  "scipy.signal", "scipy.io"]
+                  "scipy.signal", "scipy.io", "_strptime"]
 
 
 def reader_context():
