@@ -21,14 +21,14 @@ include: "workflow/rules/report.smk"
 
 # One target per benchmark in the config (`snakemake sleep_stage`), per target group
 # (`snakemake demo`: config target_groups) and `all`: a benchmark added in YAML is a target.
-for target, members in target_groups(config).items():
+for target in target_groups(config):
 
     rule:
         name:
             target
         input:
-            benchmark_targets(config, ROOTS, *members),
-            out("leaderboard", target=target),
+            # evaluated for the targets a run asks for (a selection may leave one nothing)
+            target_inputs(config, ROOTS, target),
 
 
 # The hub checkpoints (`weights: hf:org/name`) into weights_root/hub: run once where there is
@@ -52,7 +52,7 @@ rule weights:
     params:
         job=weights_job_config(config),
     shell:
-        "embedprobe --job-config {params.job:q} fetch-weights --out {output:q} 2> {log}"
+        "embedprobe --job-config {params.job:q} fetch-weights --out {output:q} 2> {log:q}"
 
 
 onsuccess:

@@ -64,6 +64,23 @@ def test_a_bad_value_names_its_place_and_the_choices(config):
         check_names(bad)
 
 
+def test_a_root_with_a_brace_is_refused_with_its_name():
+    """Snakemake would read it as a wildcard in every path below it (a KeyError deep inside)."""
+    with pytest.raises(UsageError) as info:
+        resolve_roots({"results_root": "/tmp/run ${HOME}"}, environ={})
+    assert "results_root '/tmp/run ${HOME}' holds a brace" in str(info.value)
+    assert "EMBEDPROBE_RESULTS_ROOT" in info.value.fix
+
+
+def test_snakemake_refuses_a_root_with_a_brace_before_any_job(tmp_path):
+    from helpers.project import snakemake
+
+    run = snakemake(tmp_path, "-n", "demo", config=[f"cache_root={tmp_path}/c{{x}}"])
+    assert run.returncode == 2, run.stderr
+    assert "error: cache_root" in run.stderr and "holds a brace" in run.stderr
+    assert "fix: choose a folder without { or } for cache_root" in run.stderr
+
+
 def test_snakemake_refuses_a_bad_value_before_any_job(tmp_path):
     from helpers.project import snakemake
 

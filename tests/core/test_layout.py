@@ -18,9 +18,10 @@ PACKAGE = paths.PACKAGE
 
 # Each subsystem's rank: a module imports only modules of its own rank or below (docs/
 # development.md). The index labels units with the dataset's task, so tasks sit below pipeline;
-# the fold job reads the store, so it is pipeline's.
+# the fold job reads the store, so it is pipeline's. The API (DataFrames of what the commands
+# print) sits just below cli, which prints them.
 RANKS = {"core": 0, "datasets": 1, "models": 1, "probing": 2, "reporting": 3, "tasks": 4,
-         "pipeline": 5, "memory": 6, "smk": 7, "cli": 8}
+         "pipeline": 5, "memory": 6, "smk": 7, "api": 8, "cli": 9}
 # memory's measuring and modelling leaves import only core (and each other), so that check
 # (pipeline) may measure peaks and read the calibration table without a circle.
 MEMORY_LEAVES = {"cgroups", "limits", "peaks", "gpu", "allocator", "formulas", "estimate",

@@ -51,8 +51,8 @@ def rules() -> dict[str, dict[str, str]]:
                 rule, directive, indent = head.group(2) or "target", None, len(head.group(1))
                 found.setdefault(rule, {})
                 continue
-            if rule is None or not line.strip():
-                continue
+            if rule is None or not line.strip() or line.strip().startswith("#"):
+                continue  # comments inside a rule belong to no directive
             depth = len(line) - len(line.lstrip())
             if depth <= indent:
                 rule = None

@@ -4,7 +4,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.preprocessing import StandardScaler
 
 from embedprobe.core.errors import DataError, UsageError
@@ -164,6 +164,17 @@ def test_progress_reports_every_fit(hard_set):
     assert seen[0][2].startswith("C=0.01: val kappa 0.")
 
 
+def test_progress_counts_each_C_once_when_fits_run_in_threads(hard_set):
+    seen = []
+    fit_logistic_probe(
+        *(hard_set[k][:3_000] for k in SPLIT_KEYS), n_jobs=3,
+        progress=lambda done, total, message: seen.append((done, total, message)),
+    )
+    assert [(d, t) for d, t, _ in seen] == [(k, len(C_GRID)) for k in range(1, 7)]
+    fitted = sorted(float(message.split(":")[0].removeprefix("C=")) for _, _, message in seen)
+    assert fitted == sorted(C_GRID)
+
+
 def test_bad_inputs_are_refused_with_a_fix(hard_set):
     X, y = hard_set["X_train"][:500], hard_set["y_train"][:500]
     with pytest.raises(UsageError, match="unknown probe method"):
@@ -210,6 +221,27 @@ def test_one_age_fold_scores_its_test_subjects():
     assert np.isnan(single["metrics"]["pearson_r"]) and single["metrics"]["mae"] >= 0
     with pytest.raises(DataError, match="at least 4 training subjects"):
         fit_age_fold(X[:3], ages[:3], X[3:5], ages[3:5])
+
+
+def test_age_fold_tells_progress_each_alpha_and_its_inner_mae():
+    X, ages = subjects_with_age_signal(n=80)
+    seen = []
+    fold = fit_age_fold(X[:60], ages[:60], X[60:], ages[60:],
+                        progress=lambda done, total, message: seen.append((done, total, message)))
+    inner = fold["inner_mae_by_alpha"]
+    assert [(d, t) for d, t, _ in seen] == [(k, len(ALPHA_GRID)) for k in range(1, 9)]
+    assert [m for _, _, m in seen] == [f"alpha={a:g}: inner MAE {inner[a]:.2f} years"
+                                       for a in ALPHA_GRID]
+    # alpha by alpha, each over the same inner folds: the mean MAE of one alpha by hand
+    strata = age_bin_of(ages[:60])
+    by_hand = []
+    for test in stratified_folds(strata, 4, seed=42):
+        train = np.setdiff1d(np.arange(60), test)
+        scaler = StandardScaler().fit(X[train].astype(np.float64))
+        model = Ridge(alpha=5.0).fit(scaler.transform(X[train].astype(np.float64)), ages[train])
+        predicted = model.predict(scaler.transform(X[test].astype(np.float64)))
+        by_hand.append(np.mean(np.abs(predicted - ages[test])))
+    assert inner[5.0] == pytest.approx(np.mean(by_hand), rel=1e-12)
 
 
 def test_age_fold_on_noise_does_not_beat_the_mean_by_much():

@@ -522,7 +522,7 @@ def test_the_fetch_fix_of_a_skipped_pair_is_a_command(tmp_path, capsys, monkeypa
     """A hub checkpoint not fetched: the plan's and the table's fix runs as printed (its
     `# then run again` is the shell's); here the download itself is replaced."""
     from embedprobe.core.config import load_config
-    from embedprobe.models import hub
+    from embedprobe.models import registry
     from embedprobe.smk.plan import known_skips
 
     config = load_config()
@@ -533,7 +533,7 @@ def test_the_fetch_fix_of_a_skipped_pair_is_a_command(tmp_path, capsys, monkeypa
     assert fix == "embedprobe fetch-weights biot_pretrained   # then run again"
     argv = shlex.split(fix, comments=True)
     fetched = []
-    monkeypatch.setattr(hub, "fetch_models", lambda config, roots, models: fetched.append(
+    monkeypatch.setattr(registry, "fetch_models", lambda config, roots, models: fetched.append(
         models) or [])
     assert run_cli(capsys, *argv[1:])[0] == 0
     assert fetched == [["biot_pretrained"]]

@@ -14,6 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from embedprobe.smk.resources import (
+    FALLBACK_CAPABILITY,
+    lowest_capability,
+    min_cuda_capability,
+)
+
 from helpers.project import PROJECT, snakemake
 
 pytest.importorskip("snakemake_executor_plugin_htcondor")
@@ -112,16 +118,75 @@ def test_no_secret_reaches_a_submit_description(condor_run):
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
 def test_a_cuda_check_asks_for_a_gpu_and_reports_the_missing_device(tmp_path):
-    """embed.device cuda: the check job is submitted with request_gpus = 1; on this GPU-less
-    machine it runs, fails with the device fix, and nothing after it is submitted."""
+    """embed.device cuda: the check job is submitted with request_gpus = 1 and the lowest
+    compute capability the installed torch runs on; on this GPU-less machine it runs, fails with
+    the device fix, is not retried (a check's request never grows), and nothing after it is
+    submitted."""
     # In a config file: the plugin passes --config values to the job unquoted, so a value
     # with a space ("embed={device: cuda}") would be split on the execute point.
     run, submits = run_through_condor(tmp_path, {**TINY_DEMO, "embed": {"device": "cuda"}})
     assert run.returncode != 0
-    checks = submits_of(submits, "check")  # the profile's retries resubmit it
-    assert checks and all(str(check["request_gpus"]) == "1" for check in checks)
+    (check,) = submits_of(submits, "check")
+    assert str(check["request_gpus"]) == "1"
+    # this torch is a CPU build: the lowest capability of the pinned CUDA builds
+    assert check["gpus_minimum_capability"] == min_cuda_capability() == FALLBACK_CAPABILITY
     for rule in ("demo_data", "index"):
         assert "request_gpus" not in submits_of(submits, rule)[0], rule
+        assert "gpus_minimum_capability" not in submits_of(submits, rule)[0], rule
     assert not submits_of(submits, "preflight") and not submits_of(submits, "embed")
     log = (tmp_path / "results/logs/check/sleep_edf_demo/biot_random.log").read_text()
     assert "sees no CUDA device" in log and "fix: " in log and "device: cpu" in log
+
+
+# --------------------------------------------------- the compute capability a GPU job asks for
+
+# torch.cuda.get_arch_list() of PyTorch's CUDA 12.6 and 12.8 builds (its CUDA support matrix)
+CU126_ARCHS = "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90"
+CU128_ARCHS = "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120"
+
+
+def test_the_lowest_compiled_architecture_is_the_capability():
+    assert lowest_capability(CU126_ARCHS.split()) == "5.0"
+    assert lowest_capability(CU128_ARCHS.split()) == "7.5"
+    assert lowest_capability(["sm_120", "sm_90a", "sm_100"]) == "9.0"
+    assert lowest_capability(["compute_90"]) is None and lowest_capability([]) is None
+
+
+@pytest.fixture
+def fake_torch(tmp_path, monkeypatch):
+    """A Python that answers as a torch of the given version would (min_cuda_capability asks a
+    child process); `asked` says whether it was run."""
+    import importlib.metadata
+    import sys
+
+    def install(version: str, answer: str, status: int = 0) -> Path:
+        asked = tmp_path / "asked"
+        asked.unlink(missing_ok=True)
+        python = tmp_path / "python"
+        python.write_text(f"#!/bin/sh\ntouch {asked}\nprintf '{answer}'\nexit {status}\n")
+        python.chmod(0o755)
+        monkeypatch.setattr(sys, "executable", str(python))
+        monkeypatch.setattr(importlib.metadata, "version", lambda name: version)
+        min_cuda_capability.cache_clear()
+        return asked
+
+    yield install
+    min_cuda_capability.cache_clear()
+
+
+def test_a_cuda_torch_is_asked_for_its_architectures(fake_torch):
+    asked = fake_torch("2.13.0+cu128", f"12.8\\n{CU128_ARCHS}\\n")
+    assert min_cuda_capability() == "7.5" and asked.exists()
+    fake_torch("2.13.0", f"12.6\\n{CU126_ARCHS}\\n")  # PyPI's CUDA torch has no label
+    assert min_cuda_capability() == "5.0"
+
+
+def test_without_an_architecture_list_the_build_or_the_fallback_decides(fake_torch):
+    fake_torch("2.13.0+cu130", "13.0\\n\\n")
+    assert min_cuda_capability() == "7.5"
+    fake_torch("2.13.0+cu999", "99.9\\n\\n")  # a build this table does not know
+    assert min_cuda_capability() == FALLBACK_CAPABILITY
+    fake_torch("2.13.0+cu128", "", status=1)  # torch fails to import
+    assert min_cuda_capability() == FALLBACK_CAPABILITY
+    asked = fake_torch("2.13.0+cpu", "12.8\\nsm_75\\n")
+    assert min_cuda_capability() == FALLBACK_CAPABILITY and not asked.exists()

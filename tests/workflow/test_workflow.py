@@ -88,8 +88,17 @@ def test_fold_lines_and_table_are_printed(demo_run):
     assert "| sleep_edf_demo | biot_random |" in run.stdout and "5/5" in run.stdout
 
 
-def test_missing_data_is_refused_before_any_job(tmp_path):
+def test_missing_data_is_skipped_or_with_strict_refused_before_any_job(tmp_path):
+    """A dataset none of whose files are there is skipped (the keep-going design; the run of a
+    benchmark over it and a present one: tests/workflow/test_selection.py); strict=true
+    refuses it."""
     run = snakemake(tmp_path, "-n", "sleep_stage")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "warning: sleep_edf_expanded will be skipped: data not found in" in run.stderr
+    assert "rule index:" not in run.stdout and "rule embed:" not in run.stdout
+    # (biot_random alone: strict also stops at biot_pretrained's unfetched checkpoint)
+    run = snakemake(tmp_path, "-n", "sleep_stage",
+                    config=["strict=true", "only_models=biot_random"])
     assert run.returncode == 2
     assert "error: dataset 'sleep_edf_expanded' is missing (0/197 recordings)" in run.stderr
     assert "fix: put the sleep_edf_expanded files under" in run.stderr

@@ -120,7 +120,8 @@ def cmd_embed(args, config, roots):
         settings = EmbedSettings.from_environment(
             batch_size=knobs["batch_size"],
             reader_threads=knobs["n_workers"],
-            limit_batches=args.limit_batches,
+            # a capped run (config limit_batches) writes to its own roots
+            limit_batches=args.limit_batches or config["limit_batches"],
             inject_oom_above=args.inject_oom_above,
         )
         if args.threads:
@@ -151,11 +152,12 @@ def cmd_aggregate(args, config, roots):
 
     task = benchmark_task(config, args.benchmark)
     bench = lookup(config, "benchmarks", args.benchmark)
-    not_run = {}
+    not_run, listed = {}, {}
     if args.not_run:  # pairs skipped before running: {"dataset": d, "pairs": {model: ...}}
         listed = json.loads(Path(args.not_run).read_text())
         not_run = {(listed["dataset"], m): v for m, v in listed["pairs"].items()}
-    table = aggregate_folds([Path(p) for p in args.folds], task, bench["folds"], not_run)
+    table = aggregate_folds([Path(p) for p in args.folds], task, bench["folds"], not_run,
+                            selected=listed.get("folds"))  # the run's folds (config folds)
     write_results(table, Path(args.out))
     print(format_table(table, task, args.benchmark))
 
@@ -318,6 +320,31 @@ def cmd_fetch_weights(args, config, roots):
     return 0
 
 
+def cmd_results(args, config, roots):
+    """A benchmark's results, one row per pair (or per fold): the table to stdout, notes to
+    stderr."""
+    from embedprobe.api.tables import result_records
+    from embedprobe.reporting.results import format_rows
+
+    rows, notes, task = result_records(config, roots, args.benchmark, args.per_fold,
+                                       args.reference)
+    print(format_rows(rows, task, args.format, args.per_fold))
+    for note in notes:
+        print(note, file=sys.stderr)
+
+
+def cmd_status(args, config, roots):
+    """Each job of a target's plan with its verdict (done, failed, running, ...)."""
+    from embedprobe.api.tables import status_records
+    from embedprobe.pipeline.status import format_status
+
+    rows, notes = status_records(config, roots, args.target, not args.no_scheduler,
+                                 args.configfile or (), args.config or ())
+    print(json.dumps(rows, indent=2) if args.format == "json" else format_status(rows))
+    for note in notes:
+        print(note, file=sys.stderr)
+
+
 COMMANDS = {
     "fetch-weights": cmd_fetch_weights,
     "demo-data": cmd_demo_data,
@@ -332,6 +359,8 @@ COMMANDS = {
     "leaderboard": cmd_leaderboard,
     "memory": cmd_memory,
     "calibrate": cmd_calibrate,
+    "results": cmd_results,
+    "status": cmd_status,
 }
 
 
@@ -446,6 +475,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--job", action="append", help="refit only this job type (may be given "
                                                   "again); refused if it cannot be refitted")
 
+    p = sub.add_parser("results", help="a benchmark's results: headline mean +- SD, folds, "
+                                       "status, chance level, normalised score per pair")
+    p.add_argument("benchmark")
+    p.add_argument("--format", choices=("table", "csv", "md", "json"), default="table")
+    p.add_argument("--per-fold", action="store_true", help="one row per fold")
+    p.add_argument("--reference", metavar="FILE", help="published numbers to show beside ours: "
+                   "a TSV (or .csv) with columns dataset, model, metric, value")
+
+    p = sub.add_parser("status", help="each job of a target with its verdict: done, partial, "
+                                      "failed, running, queued, exited N, stopped, removed, "
+                                      "missing")
+    p.add_argument("target", nargs="?", default="all",
+                   help="a benchmark, a target group or all (default)")
+    p.add_argument("--no-scheduler", action="store_true",
+                   help="read the files only: do not ask squeue or condor_q")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--out", required=True)
@@ -468,6 +514,13 @@ def main(argv=None) -> int:
     if not args.job_config:  # run by hand: a `fix:` may repeat this command with a setting
         overrides.INVOCATION = ["embedprobe", *(sys.argv[1:] if original is None else original)]
     output = getattr(args, "out", None)
+    if output and getattr(args, "attempt", None):  # embed, probe: retried by Snakemake
+        from embedprobe.core.attempts import begin_attempt
+
+        refused = begin_attempt(output, args.attempt)  # a retry that cannot help stops here
+        if refused:
+            print(refused, file=sys.stderr)
+            return 1
     if args.command != "fetch-weights":  # every other step loads checkpoints offline only
         from embedprobe.models.hub import go_offline
 

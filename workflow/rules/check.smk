@@ -7,6 +7,8 @@ rule check:
         log_file("check"),
     benchmark:
         benchmark_file("check")
+    # never retried: its request does not grow, so a retry would fail the same way
+    retries: 0
     conda:
         CONDA_ENV
     threads: 1
@@ -15,8 +17,8 @@ rule check:
     params:
         job=lambda w: job_config(config, dataset=w.dataset, model=w.model),
     shell:
-        "embedprobe --job-config {params.job:q} check --dataset {wildcards.dataset}"
-        " --model {wildcards.model} --out {output} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} check --dataset {wildcards.dataset:q}"
+        " --model {wildcards.model:q} --out {output:q} 2>&1 | tee {log:q}"
 
 
 # The pair's embed estimate; no benchmark enters it (adding one re-embeds nothing).
@@ -30,6 +32,7 @@ rule preflight:
         log_file("preflight"),
     benchmark:
         benchmark_file("preflight")
+    retries: 0  # as check
     conda:
         CONDA_ENV
     threads: 1
@@ -38,9 +41,9 @@ rule preflight:
     params:
         job=lambda w: preflight_job_config(config, w.dataset, w.model),
     shell:
-        "embedprobe --job-config {params.job:q} preflight --dataset {wildcards.dataset}"
-        " --model {wildcards.model} --check {input.check} --index {input.index}"
-        " --out {output} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} preflight --dataset {wildcards.dataset:q}"
+        " --model {wildcards.model:q} --check {input.check:q} --index {input.index:q}"
+        " --out {output:q} 2>&1 | tee {log:q}"
 
 
 # One benchmark's probe folds on the pair: adding a benchmark refits no other one's probes.
@@ -54,6 +57,7 @@ rule preflight_probe:
         log_file("preflight_probe"),
     benchmark:
         benchmark_file("preflight_probe")
+    retries: 0  # as check
     conda:
         CONDA_ENV
     threads: 1
@@ -62,6 +66,6 @@ rule preflight_probe:
     params:
         job=lambda w: preflight_job_config(config, w.dataset, w.model, w.benchmark),
     shell:
-        "embedprobe --job-config {params.job:q} preflight --benchmark {wildcards.benchmark}"
-        " --dataset {wildcards.dataset} --model {wildcards.model} --check {input.check}"
-        " --index {input.index} --out {output} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} preflight --benchmark {wildcards.benchmark:q}"
+        " --dataset {wildcards.dataset:q} --model {wildcards.model:q} --check {input.check:q}"
+        " --index {input.index:q} --out {output:q} 2>&1 | tee {log:q}"

@@ -16,7 +16,6 @@ from embedprobe.smk.job_configs import (
 from embedprobe.smk.plan import (
     benchmark_fold_results,
     benchmark_tables,
-    benchmark_targets,
     checked_roots,
     expose_cli,
     fold_predictions,
@@ -28,6 +27,7 @@ from embedprobe.smk.plan import (
     pair_figure_names,
     quality_tables,
     target_groups,
+    target_inputs,
 )
 from embedprobe.smk.resources import estimated_resources, small_job_resources
 

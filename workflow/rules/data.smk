@@ -16,7 +16,7 @@ rule demo_data:
         job=lambda w: generator_job_config(config, GENERATED[w.dataset_path]),
         dataset=lambda w: GENERATED[w.dataset_path],
     shell:
-        "embedprobe --job-config {params.job:q} demo-data --dataset {params.dataset} 2> {log}"
+        "embedprobe --job-config {params.job:q} demo-data --dataset {params.dataset:q} 2> {log:q}"
 
 
 rule index:
@@ -37,5 +37,5 @@ rule index:
     params:
         job=lambda w: job_config(config, dataset=w.dataset),
     shell:
-        "embedprobe --job-config {params.job:q} index --dataset {wildcards.dataset}"
-        " --out {output.index} --quality {output.quality} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} index --dataset {wildcards.dataset:q}"
+        " --out {output.index:q} --quality {output.quality:q} 2>&1 | tee {log:q}"

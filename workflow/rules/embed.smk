@@ -16,7 +16,7 @@ rule embed:
     params:
         job=lambda w: job_config(config, dataset=w.dataset, model=w.model),
     shell:
-        "embedprobe --job-config {params.job:q} embed --dataset {wildcards.dataset}"
-        " --model {wildcards.model} --index {input.index} --out {output}"
-        " --estimate {input.estimate} --attempt {resources.attempt_number}"
-        " --request-mb {resources.mem_mb} --threads {threads} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} embed --dataset {wildcards.dataset:q}"
+        " --model {wildcards.model:q} --index {input.index:q} --out {output:q}"
+        " --estimate {input.estimate:q} --attempt {resources.attempt_number}"
+        " --request-mb {resources.mem_mb} --threads {threads} 2>&1 | tee {log:q}"

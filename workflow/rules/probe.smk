@@ -17,12 +17,12 @@ rule probe:
     params:
         job=lambda w: job_config(config, w.benchmark, w.dataset, w.model),
     shell:
-        "embedprobe --job-config {params.job:q} probe --benchmark {wildcards.benchmark}"
-        " --dataset {wildcards.dataset} --model {wildcards.model}"
-        " --embeddings {input.embeddings} --fold {wildcards.fold}"
-        " --out {output.result} --predictions {output.predictions}"
-        " --estimate {input.estimate} --attempt {resources.attempt_number}"
-        " --request-mb {resources.mem_mb} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} probe --benchmark {wildcards.benchmark:q}"
+        " --dataset {wildcards.dataset:q} --model {wildcards.model:q}"
+        " --embeddings {input.embeddings:q} --fold {wildcards.fold:q}"
+        " --out {output.result:q} --predictions {output.predictions:q}"
+        " --estimate {input.estimate:q} --attempt {resources.attempt_number}"
+        " --request-mb {resources.mem_mb} 2>&1 | tee {log:q}"
 
 
 rule aggregate:
@@ -44,5 +44,5 @@ rule aggregate:
         # pairs skipped before running (weights absent): listed in the table as skipped
         not_run=lambda w: not_run_file(config, w.benchmark, w.dataset),
     shell:
-        "embedprobe --job-config {params.job:q} aggregate --benchmark {wildcards.benchmark}"
-        " --not-run {params.not_run:q} --out {output} {input} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} aggregate --benchmark {wildcards.benchmark:q}"
+        " --not-run {params.not_run:q} --out {output:q} {input:q} 2>&1 | tee {log:q}"

@@ -21,10 +21,11 @@ rule pair_figure:
         **small_job_resources(config, minutes=10),
     params:
         job=lambda w: job_config(config, w.benchmark),
+        title=lambda w: f"{w.dataset} {w.model}",
     shell:
-        "embedprobe --job-config {params.job:q} pair-figure --benchmark {wildcards.benchmark}"
-        " --figure {wildcards.figure} --title '{wildcards.dataset} {wildcards.model}'"
-        " --out {output} {input} 2> {log}"
+        "embedprobe --job-config {params.job:q} pair-figure --benchmark {wildcards.benchmark:q}"
+        " --figure {wildcards.figure:q} --title {params.title:q}"
+        " --out {output:q} {input:q} 2> {log:q}"
 
 
 rule summary:
@@ -55,10 +56,10 @@ rule summary:
     params:
         job=lambda w: job_config(config, w.benchmark),
     shell:
-        "embedprobe --job-config {params.job:q} summary --benchmark {wildcards.benchmark}"
-        " --quality {input.quality}"
-        " --out {output.summary} --figure {output.scores} --memory {input.memory}"
-        " {input.tables} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} summary --benchmark {wildcards.benchmark:q}"
+        " --quality {input.quality:q}"
+        " --out {output.summary:q} --figure {output.scores:q} --memory {input.memory:q}"
+        " {input.tables:q} 2>&1 | tee {log:q}"
 
 
 rule memory_panel:
@@ -90,8 +91,8 @@ rule memory_panel:
     params:
         job=lambda w: job_config(config, w.benchmark),
     shell:
-        "embedprobe --job-config {params.job:q} memory --benchmark {wildcards.benchmark}"
-        " --figure {output.figure} --markdown {output.summary} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} memory --benchmark {wildcards.benchmark:q}"
+        " --figure {output.figure:q} --markdown {output.summary:q} 2>&1 | tee {log:q}"
 
 
 rule leaderboard:
@@ -117,5 +118,5 @@ rule leaderboard:
     params:
         job=lambda w: leaderboard_job_config(config, w.target),
     shell:
-        "embedprobe --job-config {params.job:q} leaderboard --target {wildcards.target}"
-        " --out {output} {input} 2>&1 | tee {log}"
+        "embedprobe --job-config {params.job:q} leaderboard --target {wildcards.target:q}"
+        " --out {output:q} {input:q} 2>&1 | tee {log:q}"

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from embedprobe.core.errors import UsageError
-from embedprobe.core.paths import ROOTS
+from embedprobe.core.paths import ROOTS, limited_roots
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_PATH = PROJECT_ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -124,12 +124,19 @@ def check_names(config: dict) -> None:
 
 
 def resolve_roots(config: dict, environ=os.environ) -> dict:
-    """Roots from --config, else EMBEDPROBE_<ROOT> from the environment, else the default."""
+    """Roots from --config, else EMBEDPROBE_<ROOT> from the environment, else the default;
+    a capped run (limit_batches) writes to `<root>_limited` instead (paths.limited_roots)."""
     roots = {}
     for key, default in ROOT_DEFAULTS.items():
         value = config.get(key) or environ.get(f"EMBEDPROBE_{key.upper()}") or default
         roots[key] = str(value).rstrip("/")
-    return roots
+        if "{" in roots[key] or "}" in roots[key]:
+            # Snakemake reads braces in a path as a wildcard; every other character is quoted.
+            raise UsageError(f"{key} {roots[key]!r} holds a brace, which Snakemake reads as a "
+                             "wildcard in every path under it",
+                             fix=f"choose a folder without {{ or }} for {key} (--config "
+                                 f"{key}=... or EMBEDPROBE_{key.upper()})")
+    return limited_roots(config, roots)
 
 
 def lookup(config: dict, kind: str, name: str) -> dict:

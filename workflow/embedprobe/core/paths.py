@@ -21,6 +21,9 @@ import re
 from pathlib import Path
 
 ROOTS = ("data_root", "cache_root", "results_root", "weights_root")
+# A capped run (config limit_batches) writes these roots' siblings `<root>_limited`.
+LIMITED_ROOTS = ("cache_root", "results_root")
+LIMITED_SUFFIX = "_limited"
 
 PATTERNS = {
     # demo_data: the generator's manifest, written last (its presence marks a complete dataset)
@@ -110,6 +113,17 @@ def pattern(name: str, roots: dict, **values) -> str:
 def output_path(name: str, roots: dict, **values) -> Path:
     """The path with every field filled (KeyError naming the field left unfilled)."""
     return Path(_fill(name, {**roots, **values}, strict=True))
+
+
+def limited_roots(config: dict, roots: dict) -> dict:
+    """With limit_batches set (a capped smoke run), the roots it writes become siblings
+    `<root>_limited`, so the real cache and results are never touched; a root already ending
+    so stays (a job's config slice holds the roots the plan resolved)."""
+    if not config.get("limit_batches"):
+        return roots
+    return {key: (value + LIMITED_SUFFIX
+                  if key in LIMITED_ROOTS and not value.endswith(LIMITED_SUFFIX) else value)
+            for key, value in roots.items()}
 
 
 def job_pattern(kind: str, rule: str, roots: dict) -> str:

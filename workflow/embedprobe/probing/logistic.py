@@ -34,6 +34,7 @@ Memory (beyond the caller's X_train/X_val/X_test, at the peak of `fit_logistic_p
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -58,7 +59,25 @@ MAX_ITER = 1000
 TOL = 1e-4
 PRECONDITIONER_ROWS = 20_000
 
+# Told after every fit of a grid value: progress(done, total, message), the message
+# "<name>=<value>: <what the fit scored>" (pipeline/fold_job.py shows it on a terminal).
 Progress = Callable[[int, int, str], None] | None
+
+
+class FitCounter:
+    """Counts a probe's finished fits for `progress`; fits running in threads may finish at
+    once, each is counted once and told in the order counted."""
+
+    def __init__(self, progress: Progress, total: int = 0):
+        self.progress, self.total, self.done = progress, total, 0
+        self._lock = threading.Lock()
+
+    def step(self, message: str) -> None:
+        if self.progress is None:
+            return
+        with self._lock:
+            self.done += 1
+            self.progress(self.done, self.total, message)
 
 
 @dataclass
@@ -171,18 +190,12 @@ class _Fold:
 class _Plan:
     grid: tuple[float, ...]
     n_jobs: int
-    progress: Progress
+    fits: FitCounter
     seed: int
     search_rows: int | None
     tol: float
     max_iter: int
     overwrite: bool
-    done: int = 0
-
-    def step(self, total: int, message: str) -> None:
-        self.done += 1
-        if self.progress is not None:
-            self.progress(self.done, total, message)
 
 
 def fit_logistic_probe(
@@ -229,7 +242,7 @@ def fit_logistic_probe(
             fix="check the labels of this dataset and the fold assignment",
         )
     fold = _Fold(X_train, y_index, classes, X_val, y_val, X_test)
-    plan = _Plan(grid, n_jobs, progress, seed, search_rows, tol, max_iter, overwrite)
+    plan = _Plan(grid, n_jobs, FitCounter(progress), seed, search_rows, tol, max_iter, overwrite)
     result = (_reference if method == "reference" else _fast)(fold, plan)
     raw_test = result.pop("raw_test")
     test_pred = classes[raw_test.argmax(axis=1)]
@@ -275,7 +288,8 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
         few = n_rows > PRECONDITIONER_ROWS
         rows = _stratified_subsample(fold.y, PRECONDITIONER_ROWS, plan.seed) if few else None
         eigen = covariance_eigen(Z, rows)
-    total = len(plan.grid) + (len(_refit_candidates(plan.grid, plan.grid[0])) if subsample else 0)
+    plan.fits.total = len(plan.grid) + (
+        len(_refit_candidates(plan.grid, plan.grid[0])) if subsample else 0)
 
     def scored(fit: SoftmaxFit) -> tuple[SoftmaxFit, float]:
         raw = decision(fold.X_val, scaler, fit.coef, fit.intercept)
@@ -284,7 +298,7 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
     def search(C: float) -> tuple[SoftmaxFit, float]:
         fit, kappa = scored(fit_softmax(Z_search, y_search, n_classes, C, eigen, tol=plan.tol,
                                          max_iter=plan.max_iter))
-        plan.step(total, f"C={C:g}: val kappa {kappa:.4f} ({fit.n_iter} iterations)")
+        plan.fits.step(f"C={C:g}: val kappa {kappa:.4f} ({fit.n_iter} iterations)")
         return fit, kappa
 
     searched = dict(zip(plan.grid, map_in_threads(search, plan.grid, plan.n_jobs), strict=True))
@@ -296,8 +310,8 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
             refits[C] = scored(fit_softmax(Z, fold.y, n_classes, C, eigen, tol=plan.tol,
                                             max_iter=plan.max_iter, init=start))
             fit, kappa = refits[C]
-            plan.step(total, f"C={C:g} on all {n_rows} rows: val kappa {kappa:.4f} "
-                      f"({fit.n_iter} iterations)")  # fmt: skip
+            plan.fits.step(f"C={C:g} on all {n_rows} rows: val kappa {kappa:.4f} "
+                           f"({fit.n_iter} iterations)")  # fmt: skip
     finalists = refits or searched
     chosen = best_C({C: k for C, (_, k) in finalists.items()})
     final, final_kappa = finalists[chosen]
@@ -332,6 +346,7 @@ def _reference(fold: _Fold, plan: _Plan) -> dict:
 
     scaler = StandardScaler().fit(fold.X_train)
     Z_train, Z_val = scaler.transform(fold.X_train), scaler.transform(fold.X_val)
+    plan.fits.total = len(plan.grid)
 
     def fit(C: float):
         with warnings.catch_warnings():
@@ -339,7 +354,7 @@ def _reference(fold: _Fold, plan: _Plan) -> dict:
             model = LogisticRegression(C=C, max_iter=plan.max_iter, tol=plan.tol)
             model.fit(Z_train, fold.y)
         kappa = cohen_kappa(fold.y_val, fold.classes[model.predict(Z_val)])
-        plan.step(len(plan.grid), f"C={C:g}: val kappa {kappa:.4f} ({model.n_iter_[0]} iterations)")
+        plan.fits.step(f"C={C:g}: val kappa {kappa:.4f} ({model.n_iter_[0]} iterations)")
         return model, kappa
 
     fitted = dict(zip(plan.grid, map_in_threads(fit, plan.grid, plan.n_jobs), strict=True))

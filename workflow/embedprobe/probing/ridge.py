@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from embedprobe.core.errors import DataError
+from embedprobe.probing.logistic import FitCounter, Progress
 from embedprobe.probing.metrics import mae, regression_scores
 
 ALPHA_GRID = (0.1, 1, 5, 10, 20, 30, 50, 100)
@@ -53,16 +54,20 @@ def _ridge_predict(X_train, y_train, X_test, alpha: float) -> np.ndarray:
     return model.predict(scaler.transform(X_test))
 
 
-def _choose_alpha(X, ages, strata, alpha_grid, n_folds, seed) -> tuple[float, dict]:
-    """Alpha with the lowest mean MAE over an inner stratified n_folds CV."""
+def _choose_alpha(X, ages, strata, alpha_grid, n_folds, seed,
+                  progress: Progress = None) -> tuple[float, dict]:
+    """Alpha with the lowest mean MAE over an inner stratified n_folds CV; `progress` is told
+    after each alpha's inner folds."""
     folds = stratified_folds(strata, n_folds, seed)
-    errors = {float(a): [] for a in alpha_grid}
-    for test in folds:
-        train = np.setdiff1d(np.arange(len(ages)), test)
-        for alpha in errors:
-            predicted = _ridge_predict(X[train], ages[train], X[test], alpha)
-            errors[alpha].append(mae(ages[test], predicted))
-    mean_error = {alpha: float(np.mean(e)) for alpha, e in errors.items()}
+    splits = [(np.setdiff1d(np.arange(len(ages)), test), test) for test in folds]
+    alphas = list(dict.fromkeys(float(a) for a in alpha_grid))
+    fits = FitCounter(progress, len(alphas))
+    mean_error = {}
+    for alpha in alphas:
+        mean_error[alpha] = float(np.mean([
+            mae(ages[test], _ridge_predict(X[train], ages[train], X[test], alpha))
+            for train, test in splits]))
+        fits.step(f"alpha={alpha:g}: inner MAE {mean_error[alpha]:.2f} years")
     return min(mean_error, key=mean_error.get), mean_error
 
 
@@ -75,9 +80,11 @@ def fit_age_fold(
     age_bins=AGE_BINS,
     n_inner: int = 4,
     seed: int = 42,
+    progress: Progress = None,
 ) -> dict:
     """One outer fold of brain age: alpha by inner stratified CV on the training subjects
-    (mean embeddings), refit on all of them, score the test subjects in years."""
+    (mean embeddings), refit on all of them, score the test subjects in years. `progress` is
+    told after each alpha of the grid."""
     X_train = np.asarray(X_train, dtype=np.float64)
     ages_train = np.asarray(ages_train, dtype=np.float64)
     ages_test = np.asarray(ages_test, dtype=np.float64)
@@ -89,7 +96,8 @@ def fit_age_fold(
         )
     strata = age_bin_of(ages_train, age_bins)
     age_bin_of(ages_test, age_bins)  # a test age outside the bins is bad data too
-    alpha, inner = _choose_alpha(X_train, ages_train, strata, alpha_grid, n_inner, seed)
+    alpha, inner = _choose_alpha(X_train, ages_train, strata, alpha_grid, n_inner, seed,
+                                 progress)
     predictions = _ridge_predict(X_train, ages_train, np.asarray(X_test, np.float64), alpha)
     scores = (
         regression_scores(ages_test, predictions)

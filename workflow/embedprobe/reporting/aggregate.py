@@ -11,11 +11,14 @@ import pandas as pd
 
 
 def aggregate_folds(fold_paths: list[Path], task, expected: int,
-                    not_run: dict | None = None) -> pd.DataFrame:
+                    not_run: dict | None = None, selected: list[int] | None = None
+                    ) -> pd.DataFrame:
     """One row per pair. `not_run` maps (dataset, model) to {status, reason, fix} for pairs
     that did not finish (skipped before running, or failed): they get a row too, with their
     status and reason and the folds that did finish. Mean +- sample SD over folds of each of
-    the task's metrics (the first is its headline), and its pooled scores."""
+    the task's metrics (the first is its headline), and its pooled scores. `selected`: the
+    folds a run chose (config `folds`): a pair that finished them all, but not every fold, is
+    `partial` (folds 1/5), not failed."""
     records = [json.loads(Path(p).read_text()) for p in fold_paths]
     rows = []
     by_pair: dict[tuple[str, str], list[dict]] = {pair: [] for pair in (not_run or {})}
@@ -28,6 +31,8 @@ def aggregate_folds(fold_paths: list[Path], task, expected: int,
         row = {"dataset": dataset, "model": model, "folds": f"{len(ok)}/{expected}",
                "status": status, "reason": trouble.get("reason", ""),
                "fix": trouble.get("fix", "")}
+        if status == "failed" and not trouble and selected is not None:
+            row.update(_selected_folds(ok, selected, expected))
         if status != "ok" and not row["reason"]:
             row["reason"] = f"{expected - len(ok)} of {expected} folds did not finish"
         for metric in task.metrics:
@@ -47,6 +52,23 @@ def aggregate_folds(fold_paths: list[Path], task, expected: int,
     return pd.DataFrame(rows)
 
 
+def _selected_folds(ok: list[dict], selected: list[int], expected: int) -> dict:
+    """status, reason and fix of a pair when the run selected some folds: `partial` when every
+    selected fold finished, else failed with the selected folds that did not."""
+    done = {f["fold"] for f in ok}
+    left = [k for k in selected if k not in done]
+    if left:
+        return {"status": "failed", "reason": f"{len(left)} of the {len(selected)} selected "
+                                              f"folds did not finish (fold "
+                                              f"{', '.join(map(str, left))})"}
+    names = ", ".join(map(str, sorted(done)))
+    return {"status": "partial",
+            "reason": f"folds {names} of {expected} only: the run selected them (config "
+                      f"folds); the other {expected - len(done)} were not run",
+            "fix": "run again without `folds` to fit the other folds (the finished ones are "
+                   "kept)"}
+
+
 def format_table(table: pd.DataFrame, task, benchmark: str) -> str:
     headline = task.metrics[0]
     lines = [f"{benchmark}: {headline} mean +- SD over folds",
@@ -54,7 +76,7 @@ def format_table(table: pd.DataFrame, task, benchmark: str) -> str:
              f"chosen {task.chosen_name}"]
     for row in table.itertuples():
         score = f"{getattr(row, headline + '_mean'):.3f} +- {getattr(row, headline + '_sd'):.3f}"
-        if pair_status(row) != "ok":
+        if pair_status(row) not in ("ok", "partial"):  # a partial pair's folds have scores
             score = pair_status(row)
         lines.append(f"{row.dataset:<22} {row.model:<18} {score:>16} {row.folds:>6}  "
                      f"{row.chosen if isinstance(row.chosen, str) else ''}")
@@ -64,7 +86,8 @@ def format_table(table: pd.DataFrame, task, benchmark: str) -> str:
 
 
 def pair_status(row) -> str:
-    """ok, skipped or failed (a table written before the status column: ok)."""
+    """ok, partial (the selected folds only), skipped or failed (a table written before the
+    status column: ok)."""
     status = getattr(row, "status", "ok")
     return status if isinstance(status, str) and status else "ok"
 

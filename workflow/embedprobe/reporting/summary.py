@@ -34,7 +34,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame], task, benchmark: str,
             scores = [_score(getattr(row, m + "_mean"), getattr(row, m + "_sd"))
                       for m in task.metrics]
             scores += [_score(getattr(row, m + "_pooled", np.nan)) for m in task.pooled]
-            chosen = row.chosen if isinstance(row.chosen, str) else "-"
+            chosen = _chosen(row.chosen)
             lines.append(f"| {dataset} | {row.model} | {' | '.join(scores)} | {row.folds} | "
                          f"{chosen} | {pair_status(row)} |")
     lines += task.summary_notes(tables)
@@ -64,6 +64,14 @@ def _score(mean, sd=None) -> str:
     if mean is None or not np.isfinite(mean):
         return "-"
     return f"{mean:.3f}" if sd is None else f"{mean:.3f} +- {sd:.3f}"
+
+
+def _chosen(value) -> str:
+    """The chosen values per fold; one fold's (a run of selected folds) is read back as a
+    number."""
+    if isinstance(value, str):
+        return value
+    return "-" if value is None or not np.isfinite(value) else f"{value:g}"
 
 
 def _true(value) -> bool:

@@ -7,7 +7,7 @@ import sys
 import time
 
 from embedprobe.core.paths import output_path
-from embedprobe.smk.plan import known_skips
+from embedprobe.smk.plan import data_skip, known_skips
 
 RUN_STARTED = time.time()
 
@@ -22,10 +22,35 @@ def print_fresh_summaries(config: dict, roots: dict) -> None:
             for model, skip in known_skips(config, benchmark).items():
                 print(f"warning: {benchmark}: {model} was skipped ({skip['reason']}): the run "
                       f"finished without it\nfix: {skip['fix']}", file=sys.stderr)
+            print_selection_notes(config, benchmark)
     boards = output_path("leaderboard", roots, target="*")
     for path in sorted(boards.parent.glob(boards.name)):
         if path.stat().st_mtime >= RUN_STARTED:  # the view across the target's benchmarks
             print(f"\n{path}:\n{path.read_text()}")
+    if config["limit_batches"]:  # a capped run writes stores, no summaries
+        stores = output_path("embeddings", roots, dataset="*", model="*")
+        fresh = [p for p in sorted(stores.parent.parent.glob(f"*/{stores.name}"))
+                 if p.stat().st_mtime >= RUN_STARTED]
+        print(f"note: capped run (limit_batches={config['limit_batches']}): "
+              f"{len(fresh)} store(s) written: " + ", ".join(str(p) for p in fresh),
+              file=sys.stderr)
+
+
+def print_selection_notes(config: dict, benchmark: str) -> None:
+    """The closing lines of a benchmark that ran a selection: each dataset skipped for
+    missing data (a `warning:` with its fix) and the folds it ran (a `note:`)."""
+    from embedprobe.core.selection import fold_selection, selected
+
+    for dataset in selected(config, benchmark, "datasets"):
+        skip = data_skip(config, dataset)
+        if skip:
+            print(f"warning: {benchmark}: dataset {dataset} was skipped ({skip['reason']}): "
+                  f"the run finished without it\nfix: {skip['fix']}", file=sys.stderr)
+    folds = fold_selection(config, benchmark)
+    if folds is not None:
+        print(f"note: {benchmark}: folds {','.join(map(str, folds))} of "
+              f"{config['benchmarks'][benchmark]['folds']} only (config folds): results.tsv "
+              "marks its pairs partial; a run without `folds` fits the others", file=sys.stderr)
 
 
 def write_partial_results(config: dict, roots: dict) -> None:

@@ -9,15 +9,18 @@ import os
 
 from embedprobe.core.config import resolve_roots
 from embedprobe.core.paths import output_path
-from embedprobe.smk.plan import known_skips, target_groups
+from embedprobe.core.selection import fold_selection, in_job_config
+from embedprobe.smk.plan import not_run_pairs, target_groups
 
 
 def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> str:
     """The slice of the config one job needs, so a change elsewhere does not rerun it."""
     # memory_* settings are read by preflight and the resources callables only: leaving them
-    # out keeps a change of, say, memory_retry_factor from rerunning every job.
+    # out keeps a change of, say, memory_retry_factor from rerunning every job; a selection
+    # (only_models, folds, ...) chooses jobs and reruns none.
     sliced = {k: v for k, v in config.items()
-              if k not in ("benchmarks", "datasets", "models") and not k.startswith("memory_")}
+              if k not in ("benchmarks", "datasets", "models") and not k.startswith("memory_")
+              and in_job_config(k, v)}
     for kind, name in (("benchmarks", benchmark), ("datasets", dataset), ("models", model)):
         sliced[kind] = {name: config[kind][name]} if name else {}
     sliced.update(resolve_roots(config))
@@ -87,8 +90,11 @@ def leaderboard_job_config(config: dict, target: str) -> str:
 
 
 def not_run_file(config: dict, benchmark: str, dataset: str) -> str:
-    """The aggregate job's list of pairs skipped before running, as a small JSON file (a
-    short param: a change of the list reruns aggregate)."""
-    skips = known_skips(config, benchmark)
-    return job_config_file(config, json.dumps({"dataset": dataset, "pairs": skips},
-                                              sort_keys=True))
+    """The aggregate job's list of pairs skipped before running (weights or data missing), as
+    a small JSON file (a short param: a change of the list reruns aggregate); with a fold
+    selection, its folds too (a pair that ran them all is `partial`, not failed)."""
+    listed = {"dataset": dataset, "pairs": not_run_pairs(config, benchmark, dataset)}
+    folds = fold_selection(config, benchmark)
+    if folds is not None:
+        listed["folds"] = folds
+    return job_config_file(config, json.dumps(listed, sort_keys=True))

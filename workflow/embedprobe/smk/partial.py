@@ -18,14 +18,16 @@ from pathlib import Path
 import pandas as pd
 
 from embedprobe.core.paths import failure_record, output_path
-from embedprobe.smk.plan import known_skips, runnable_models
+from embedprobe.core.selection import parse_folds, selected
+from embedprobe.smk.plan import not_run_pairs, present_datasets, runnable_models
 
 STEPS = ("check", "preflight", "embed", "probe")
 
 
 def failure_records(roots: dict, benchmark: str, dataset: str, model: str,
-                    folds: int) -> list[tuple[str, Path]]:
-    """(step, record path) of every failure record the pair's jobs left, in step order."""
+                    folds) -> list[tuple[str, Path]]:
+    """(step, record path) of every failure record the pair's jobs left, in step order;
+    `folds`: the fold count, or the fold numbers the run planned."""
     pair = {"dataset": dataset, "model": model}
     outputs = [("check", output_path("check", roots, **pair)),
                ("preflight", output_path("preflight", roots, **pair)),
@@ -33,7 +35,8 @@ def failure_records(roots: dict, benchmark: str, dataset: str, model: str,
                                                **pair)),
                ("embed", output_path("embeddings", roots, **pair))]
     outputs += [(f"probe fold {k}", output_path("fold_result", roots, benchmark=benchmark,
-                                                fold=k, **pair)) for k in range(folds)]
+                                                fold=k, **pair))
+                 for k in (range(folds) if isinstance(folds, int) else folds)]
     paths = [(step, failure_record(output)) for step, output in outputs]
     return [(step, path) for step, path in paths if path.is_file()]
 
@@ -61,32 +64,34 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
     lines = []
     for benchmark, bench in config["benchmarks"].items():
         folds, written = bench["folds"], {}
-        for dataset in bench["datasets"]:
+        chosen = _planned_folds(config, benchmark)
+        for dataset in present_datasets(config, benchmark):
             not_run, fold_paths, touched = {}, [], False
             for model in runnable_models(config, benchmark, dataset):
-                records = failure_records(roots, benchmark, dataset, model, folds)
+                records = failure_records(roots, benchmark, dataset, model, chosen)
                 touched |= any(p.stat().st_mtime >= since for _, p in records)
                 done = [output_path("fold_result", roots, benchmark=benchmark, dataset=dataset,
-                                    model=model, fold=k) for k in range(folds)]
+                                    model=model, fold=k) for k in chosen]
                 fold_paths += [p for p in done if p.is_file()]
                 if records:
                     not_run[(dataset, model)] = _pair_trouble(records)
             if not touched:
                 continue
-            for model, skip in known_skips(config, benchmark).items():
+            for model, skip in not_run_pairs(config, benchmark, dataset).items():
                 not_run[(dataset, model)] = skip
-            table = aggregate_folds(fold_paths, task_for(bench["task"]), folds, not_run)
+            table = aggregate_folds(fold_paths, task_for(bench["task"]), folds, not_run,
+                                    selected=None if config.get("folds") is None else chosen)
             out = output_path("results", roots, benchmark=benchmark, dataset=dataset)
             write_results(table, out)
             written[dataset] = out
             for row in table.itertuples():
-                if row.status != "ok":
+                if row.status not in ("ok", "partial"):
                     lines.append(f"error: {benchmark}: {dataset}/{row.model} {row.status} "
                                  f"({row.folds} folds): {row.reason}")
         if not written:
             continue
         tables = {}
-        for dataset in bench["datasets"]:
+        for dataset in selected(config, benchmark, "datasets"):
             path = output_path("results", roots, benchmark=benchmark, dataset=dataset)
             if path.is_file():
                 tables[dataset] = pd.read_csv(path, sep="\t")
@@ -97,6 +102,14 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
                      f"{', '.join(map(str, written.values()))} and {summary}; the run failed, "
                      "so the next run redoes the failed jobs only")
     return lines
+
+
+def _planned_folds(config: dict, benchmark: str) -> list[int]:
+    """The folds the run planned: the selection (its folds within the benchmark's range),
+    else every fold."""
+    folds = config["benchmarks"][benchmark]["folds"]
+    chosen = parse_folds(config.get("folds"))
+    return list(range(folds)) if chosen is None else [k for k in chosen if k < folds]
 
 
 def quality_paths(roots: dict, bench: dict) -> list[Path]:

@@ -1,6 +1,7 @@
 """The plan, as the Snakefiles build it: config checks at parse time, the targets and target
 groups, the models that run on each dataset, the skips known before running (and their
-warnings), and the lists of folds and tables the rules' input functions return.
+warnings), and the lists of folds and tables the rules' input functions return. What a run
+selects (only_models, only_datasets, folds, limit_batches: core/selection.py) is applied here.
 
 Keeps the Snakefiles declarative: every decision lives here, where it is tested. Paths are
 core/paths.py's patterns, spelled exactly as the rules' outputs so that Snakemake matches them.
@@ -16,6 +17,7 @@ from pathlib import Path
 from embedprobe.core.config import check_names, lookup, resolve_roots
 from embedprobe.core.errors import EmbedprobeError
 from embedprobe.core.paths import pattern
+from embedprobe.core.selection import benchmark_folds, has_work, selected
 
 
 def exit_on_error(func, *args, **kwargs):
@@ -23,8 +25,13 @@ def exit_on_error(func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
     except EmbedprobeError as exc:
-        print(exc.render(), file=sys.stderr)
-        sys.exit(exc.exit_code)
+        stop(exc)
+
+
+def stop(error: EmbedprobeError):
+    """Print the error and its fix; exit with its code (2 for usage) before any job."""
+    print(error.render(), file=sys.stderr)
+    sys.exit(error.exit_code)
 
 
 def expose_cli(basedir: str) -> None:
@@ -39,11 +46,23 @@ def checked_roots(config: dict) -> dict:
 
     # A `fix:` printed while the plan is built may repeat snakemake's command with a setting.
     overrides.INVOCATION = overrides.invocation_from(sys.argv)
+    from embedprobe.core.selection import check_misplaced, check_selection
     from embedprobe.tasks.registry import check_benchmark_tasks
 
+    exit_on_error(check_misplaced, config)
     exit_on_error(check_names, config)
+    exit_on_error(check_selection, config)
     exit_on_error(check_benchmark_tasks, config)
-    return resolve_roots(config)
+    roots = exit_on_error(resolve_roots, config)
+    if config["limit_batches"]:
+        from embedprobe.core.paths import LIMITED_SUFFIX
+
+        capped = " and ".join(v for v in roots.values() if v.endswith(LIMITED_SUFFIX))
+        print(f"note: limit_batches={config['limit_batches']}: a capped smoke run: check, "
+              f"preflight and embed only, each embed stopping after {config['limit_batches']} "
+              f"batches, into {capped} (the real cache and results are not touched)",
+              file=sys.stderr)
+    return roots
 
 
 def names_pattern(names) -> str:
@@ -62,35 +81,84 @@ def index_inputs(config: dict, roots: dict, dataset: str) -> list[str]:
 
     entry = lookup(config, "datasets", dataset)
     if "generator" in entry:  # the same input before and after generation: no spurious rerun
-        return [pattern("data_manifest", roots, dataset_path=entry["path"])]
+        manifest = pattern("data_manifest", roots, dataset_path=entry["path"])
+        # A capped run reads generated data that is there as it is: its demo_data job config
+        # lives under the capped results root, so planning demo_data would regenerate the data
+        # (params changed) and with it every real result on the next uncapped run.
+        if not (config["limit_batches"] and Path(manifest).is_file()):
+            return [manifest]
     return [str(p) for p in exit_on_error(require_data, config, roots, dataset)]
 
 
 def quality_tables(config: dict, roots: dict, benchmark: str) -> list[str]:
-    """The data-quality table of each of the benchmark's datasets (written by index)."""
-    return [pattern("quality", roots, dataset=d)
-            for d in config["benchmarks"][benchmark]["datasets"]]
+    """The data-quality table of each of the benchmark's datasets index runs on (written by
+    index; a dataset skipped for missing data has none)."""
+    return [pattern("quality", roots, dataset=d) for d in present_datasets(config, benchmark)]
 
 
 def benchmark_tables(config: dict, roots: dict, benchmark: str) -> list[str]:
-    bench = config["benchmarks"][benchmark]
-    return [pattern("results", roots, benchmark=benchmark, dataset=d) for d in bench["datasets"]]
+    """The results table of each selected dataset (a skipped one's lists its pairs as such)."""
+    return [pattern("results", roots, benchmark=benchmark, dataset=d)
+            for d in selected(config, benchmark, "datasets")]
+
+
+def present_datasets(config: dict, benchmark: str) -> list[str]:
+    """The benchmark's selected datasets, less those skipped for missing data (data_skip)."""
+    return [d for d in selected(config, benchmark, "datasets") if not data_skip(config, d)]
 
 
 def benchmark_targets(config: dict, roots: dict, *benchmarks: str) -> list[str]:
-    """Each benchmark's summary and figures (which pull in every fold of every pair)."""
+    """Each benchmark's summary and figures (which pull in every fold of every pair); a
+    benchmark the selection leaves nothing has none."""
     from embedprobe.tasks.registry import benchmark_task
 
     targets = []
-    for benchmark in benchmarks:
-        bench = config["benchmarks"][benchmark]
+    for benchmark in filter(lambda b: has_work(config, b), benchmarks):
         task = exit_on_error(benchmark_task, config, benchmark)
         targets += [pattern(name, roots, benchmark=benchmark)
                     for name in ("summary", "scores_figure", "memory_figure")]
         targets += [pattern("pair_figure", roots, benchmark=benchmark, dataset=d, model=m,
-                            figure=figure) for d in bench["datasets"]
+                            figure=figure) for d in present_datasets(config, benchmark)
                     for m in runnable_models(config, benchmark, d) for figure in task.pair_figures]
     return targets
+
+
+def capped_stores(config: dict, roots: dict, *benchmarks: str) -> list[str]:
+    """A capped run's (limit_batches) targets: the store of every pair that would run (the
+    plan warns of the others)."""
+    for benchmark in filter(lambda b: has_work(config, b), benchmarks):
+        for dataset in selected(config, benchmark, "datasets"):
+            warn_known_skips(config, benchmark, dataset)
+    return list(dict.fromkeys(
+        pattern("embeddings", roots, dataset=d, model=m)
+        for benchmark in benchmarks if has_work(config, benchmark)
+        for d in present_datasets(config, benchmark)
+        for m in runnable_models(config, benchmark, d)))
+
+
+def target_inputs(config: dict, roots: dict, target: str):
+    """The input function of a target's rule (evaluated only for the targets a run asks for):
+    its benchmarks' summaries and figures and its leaderboard, or in a capped run the pairs'
+    stores; a selection that leaves the target nothing is a usage error."""
+    from embedprobe.core.errors import UsageError
+    from embedprobe.core.selection import describe
+
+    def inputs(wildcards) -> list[str]:
+        members = target_groups(config)[target]
+        if not any(has_work(config, b) for b in members):
+            names = {kind: sorted({n for b in members for n in config["benchmarks"][b][kind]})
+                     for kind in ("models", "datasets")}
+            stop(UsageError(
+                f"{describe(config)} leaves target '{target}' nothing to run: its benchmarks "
+                f"run models {', '.join(names['models'])} on datasets "
+                f"{', '.join(names['datasets'])}",
+                fix="choose among those, or another target"))
+        if config["limit_batches"]:
+            return capped_stores(config, roots, *members)
+        return [*benchmark_targets(config, roots, *members),
+                pattern("leaderboard", roots, target=target)]
+
+    return inputs
 
 
 def target_groups(config: dict) -> dict[str, list[str]]:
@@ -105,7 +173,7 @@ def target_groups(config: dict) -> dict[str, list[str]]:
 
 def leaderboard_tables(config: dict, roots: dict, target: str) -> list[str]:
     """The results tables of every benchmark of a target (what its leaderboard reads)."""
-    return [path for benchmark in target_groups(config)[target]
+    return [path for benchmark in target_groups(config)[target] if has_work(config, benchmark)
             for path in benchmark_tables(config, roots, benchmark)]
 
 
@@ -118,17 +186,17 @@ def pair_figure_names(config: dict) -> set[str]:
 
 
 def fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, model: str):
-    folds = config["benchmarks"][benchmark]["folds"]
+    """The predictions of the pair's folds the run plans (folds: every fold, or the selected)."""
     return [pattern("fold_predictions", roots, benchmark=benchmark, dataset=dataset, model=model,
-                    fold=k) for k in range(folds)]
+                    fold=k) for k in exit_on_error(benchmark_folds, config, benchmark)]
 
 
 def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
-    """The benchmark's models for this dataset, less those its channel map rules out and those
-    known to be skipped before anything runs (see known_skips)."""
+    """The benchmark's (selected) models for this dataset, less those its channel map rules
+    out and those known to be skipped before anything runs (see known_skips)."""
     from embedprobe.pipeline.channel_maps import channel_plan
 
-    models = config["benchmarks"][benchmark]["models"]
+    models = selected(config, benchmark, "models")
     skipped = known_skips(config, benchmark)
     runnable = []
     for m in models:
@@ -157,16 +225,22 @@ def checkpoint_rules_out(config: dict, dataset: str, model: str, plan) -> str:
 def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
     """Models of the benchmark whose check would be skipped for a reason known before running:
     a pretrained checkpoint whose weights file is absent. They get no jobs; the plan warns, and
-    results.tsv and summary.md list them as skipped (the run itself exits 0 for them)."""
+    results.tsv and summary.md list them as skipped (the run itself exits 0 for them). With
+    `strict: true` such a model stops the plan instead (exit 2)."""
+    from embedprobe.core.errors import UsageError
     from embedprobe.models.registry import missing_weights, model_spec
 
     roots = resolve_roots(config)
     skips = {}
-    for model in config["benchmarks"][benchmark]["models"]:
+    for model in selected(config, benchmark, "models"):
         spec = exit_on_error(model_spec, config, model)
         missing = missing_weights(spec, roots)
         if missing:
             reason, fix = missing
+            if config["strict"]:
+                stop(UsageError(
+                    f"benchmark '{benchmark}': {model}: {reason} (strict: true stops here "
+                    "instead of skipping it)", fix=fix))
             # a fix that is a command stays one as printed: the rest is a shell comment
             then = "   # then run again" if fix.startswith("embedprobe ") else ", then run again"
             skips[model] = {"status": "skipped", "reason": reason, "fix": fix + then}
@@ -174,31 +248,77 @@ def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
 
 
 _WARNED: set = set()
+_DATA_SKIPS: dict = {}
+
+
+def data_skip(config: dict, dataset: str) -> dict | None:
+    """{status, reason, fix} when the dataset's files are missing (none found; no generator
+    writes them) and the run is not strict: its pairs get no jobs, results.tsv and summary.md
+    list them as skipped, and the other datasets run. Else None (a partial dataset is refused
+    where its index job is planned, unless allow_partial)."""
+    from embedprobe.datasets.registry import data_status, dataset_root, fix_for
+
+    entry = lookup(config, "datasets", dataset)
+    if "generator" in entry or config["strict"]:
+        return None
+    root = dataset_root(config, resolve_roots(config), dataset)
+    key = (dataset, str(root), entry.get("format"), entry["path"])
+    if key not in _DATA_SKIPS:  # one scan of the folder per plan
+        status = exit_on_error(data_status, config, resolve_roots(config), dataset)
+        _DATA_SKIPS[key] = None if status.state != "missing" else {
+            "status": "skipped", "reason": f"data not found in {status.root} "
+                                           f"({status.found}/{status.expected} recordings)",
+            "fix": fix_for(config, dataset, status) + ", then run again"}
+    return _DATA_SKIPS[key]
+
+
+def not_run_pairs(config: dict, benchmark: str, dataset: str) -> dict[str, dict]:
+    """Model -> {status, reason, fix} for the pairs of this dataset skipped before running:
+    those whose weights are absent (known_skips) and, when the dataset's data is missing,
+    every other model that would run. What aggregate lists as skipped rows."""
+    skips = known_skips(config, benchmark)
+    missing = data_skip(config, dataset)
+    if missing:
+        return {m: missing for m in runnable_models(config, benchmark, dataset)} | skips
+    return skips
 
 
 def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
-    """The plan's `warning:` line per pair skipped before running (once per pair)."""
+    """The plan's `warning:` line per pair skipped before running (once per pair), and per
+    dataset skipped for missing data (once per dataset)."""
+    # a capped run (limit_batches) writes no results.tsv
+    listed = "" if config["limit_batches"] else ", and results.tsv and summary.md list"
+    missing = data_skip(config, dataset)
+    if missing and (dataset, "data") not in _WARNED:  # all its pairs are skipped
+        _WARNED.add((dataset, "data"))
+        print(f"warning: {dataset} will be skipped: {missing['reason']}; the other datasets "
+              f"run{listed and listed + ' its pairs as skipped'}\nfix: {missing['fix']}",
+              file=sys.stderr)
+    folds = config["benchmarks"][benchmark]["folds"]
     for model, skip in known_skips(config, benchmark).items():
         if (dataset, model) in _WARNED:
             continue
         _WARNED.add((dataset, model))
         print(f"warning: {dataset}/{model} will be skipped: {skip['reason']}; the other pairs "
-              f"run, and results.tsv and summary.md list it as skipped (0/"
-              f"{config['benchmarks'][benchmark]['folds']} folds)\nfix: {skip['fix']}",
-              file=sys.stderr)
+              f"run{listed and f'{listed} it as skipped (0/{folds} folds)'}\n"
+              f"fix: {skip['fix']}", file=sys.stderr)
 
 
 def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> list[str]:
-    bench = config["benchmarks"][benchmark]
+    """The probe folds of the dataset's pairs the run plans (none for a dataset skipped for
+    missing data; the selected folds, or every fold)."""
     warn_known_skips(config, benchmark, dataset)
+    if data_skip(config, dataset):
+        return []
+    folds = exit_on_error(benchmark_folds, config, benchmark)
     return [
         pattern("fold_result", roots, benchmark=benchmark, dataset=dataset, model=model, fold=k)
         for model in runnable_models(config, benchmark, dataset)
-        for k in range(bench["folds"])
+        for k in folds
     ]
 
 
 def benchmark_fold_results(config: dict, roots: dict, benchmark: str) -> list[str]:
     """Every probe fold of a benchmark, over its datasets: what its memory panel waits for."""
-    return [path for dataset in config["benchmarks"][benchmark]["datasets"]
+    return [path for dataset in selected(config, benchmark, "datasets")
             for path in fold_results(config, roots, benchmark, dataset)]

@@ -9,6 +9,7 @@ headline), and which figures each pair gets.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,7 @@ class FoldJob:
     store: object  # cache.EmbeddingStore, open
     groups: dict[str, int]  # subject -> fold group
     fold: int
+    progress: Callable[[int, int, str], None] | None = None  # probing.logistic.Progress
 
 
 class Task:

@@ -45,7 +45,8 @@ class BrainAge(Task):
         result = fit_age_fold(means[train], ages[train], means[masks["test"]],
                               ages[masks["test"]],
                               alpha_grid=tuple(probe.get("alpha_grid", ALPHA_GRID)),
-                              age_bins=AGE_BINS, seed=job.bench["fold_seed"] + job.fold)
+                              age_bins=AGE_BINS, seed=job.bench["fold_seed"] + job.fold,
+                              progress=job.progress)
         record = {
             "n_train": int(train.sum()), "n_test": int(masks["test"].sum()),
             "test_subjects": subjects[masks["test"]].tolist(),

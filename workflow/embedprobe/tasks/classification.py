@@ -29,7 +29,7 @@ def fit_logistic_fold(job: FoldJob) -> tuple[dict, dict]:
         X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
         X[masks["test"]], y[masks["test"]],
         C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
-        n_jobs=job.config["probe"]["n_jobs"],
+        n_jobs=job.config["probe"]["n_jobs"], progress=job.progress,
     )
     record = {
         "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),

@@ -29,6 +29,7 @@ import numpy as np
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.probing.logistic import (
     C_GRID,
+    FitCounter,
     Progress,
     best_C,
     by_C_json,
@@ -144,20 +145,16 @@ def fit_seizure_probe(
 
     scaler = Standardizer.fit(X_train)
     Z_train = scaler.transform(X_train)
-    done = 0
+    fits = FitCounter(progress, len(grid))
 
     def fit(C: float):
-        nonlocal done
         model = LogisticRegression(C=C, class_weight="balanced", max_iter=max_iter, tol=tol)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(Z_train, y_train)
         val_proba = _sigmoid(decision(X_val, scaler, model.coef_, model.intercept_)[:, 0])
         auprc = float(average_precision_score(y_val, val_proba))
-        done += 1
-        if progress is not None:
-            progress(done, len(grid), f"C={C:g}: val AUPRC {auprc:.4f} "
-                                      f"({int(model.n_iter_[0])} iterations)")  # fmt: skip
+        fits.step(f"C={C:g}: val AUPRC {auprc:.4f} ({int(model.n_iter_[0])} iterations)")
         return model, val_proba, auprc
 
     fitted = dict(zip(grid, map_in_threads(fit, grid, n_jobs), strict=True))

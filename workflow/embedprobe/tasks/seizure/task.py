@@ -84,7 +84,7 @@ class SeizureDetection(Task):
             X[masks["test"]], y[masks["test"]], timeline,
             C_grid=tuple(probe.get("C_grid", C_GRID)),
             max_fp_per_hour=float(probe.get("fixed_fp_per_hour", 1.0)),
-            n_jobs=job.config["probe"]["n_jobs"])
+            n_jobs=job.config["probe"]["n_jobs"], progress=job.progress)
         record = {
             "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
             "n_test": int(masks["test"].sum()),

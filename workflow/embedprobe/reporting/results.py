@@ -1,0 +1,303 @@
+"""A benchmark's results as rows: what `embedprobe results` prints and the API returns.
+
+One row per (dataset, model) from each dataset's results.tsv (the aggregate's table), or with
+`per_fold` one row per fold from the fold JSONs. Each row carries the task's headline (mean +-
+SD), folds done/expected, the status, the headline's chance level where one is known and the
+score normalised against it, and with a reference table the published numbers beside ours.
+
+The task is handed in (reporting sits below tasks): its `metrics` (the first is the headline)
+and `lower_is_better` are all this module asks of it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from embedprobe.core.errors import UsageError
+from embedprobe.core.paths import failure_record, output_path
+
+FORMATS = ("table", "csv", "md", "json")
+REFERENCE_COLUMNS = ("dataset", "model", "metric", "value")
+# The score of a perfect prediction, where it is not 1.
+BEST = {"mae": 0.0, "fa_per_24h": 0.0}
+
+
+def chance_level(metric: str, values) -> float | None:
+    """What a predictor that learnt nothing scores on `metric`, or None where the records do not
+    say. `values` is a results.tsv row or a fold record (flattened): balanced accuracy 1/C (C:
+    `n_classes`), kappa and MCC 0, AUROC 0.5, MAE the dummy regressor's (predicting the
+    training mean: `baseline_mae_mean` in results.tsv, `baseline_mae` in a fold record)."""
+    if metric == "balanced_accuracy":
+        n_classes = _number(values.get("n_classes"))
+        return 1.0 / n_classes if n_classes else None
+    if metric in ("kappa", "mcc"):
+        return 0.0
+    if metric == "auroc":
+        return 0.5
+    if metric == "mae":
+        return _number(values.get("baseline_mae_mean", values.get("baseline_mae")))
+    return None
+
+
+def normalised_score(metric: str, score, chance) -> float | None:
+    """(score - chance) / (best - chance): 0 at chance, 1 at a perfect score (best is 1, or 0
+    for an error such as MAE, so that the normalised score grows as the error shrinks)."""
+    score, chance = _number(score), _number(chance)
+    best = BEST.get(metric, 1.0)
+    if score is None or chance is None or best == chance:
+        return None
+    return round((score - chance) / (best - chance), 4)
+
+
+def read_reference(path: Path, metrics) -> pd.DataFrame:
+    """A table of published numbers: columns dataset, model, metric, value (TSV, or CSV when the
+    file ends in .csv); each metric one the task reports."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"--reference {path}: no such file",
+                         fix="name a TSV or CSV file with columns dataset, model, metric, value")
+    sep = "," if path.suffix.lower() == ".csv" else "\t"
+    try:
+        table = pd.read_csv(path, sep=sep, dtype={"dataset": str, "model": str, "metric": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--reference {path}: not a readable table ({exc})",
+                         fix="write one row per number: dataset, model, metric, value") from None
+    missing = [c for c in REFERENCE_COLUMNS if c not in table.columns]
+    if missing:
+        header = ("," if sep == "," else "<TAB>").join(REFERENCE_COLUMNS)
+        raise UsageError(f"--reference {path}: no column {', '.join(missing)} (it has "
+                         f"{', '.join(map(str, table.columns))})",
+                         fix=f"give it the header line {header}")
+    unknown = sorted(set(table["metric"]) - set(metrics))
+    if unknown:
+        raise UsageError(f"--reference {path}: metric {', '.join(unknown)} is not one this "
+                         "benchmark reports", fix=f"use one of: {', '.join(metrics)}")
+    values = pd.to_numeric(table["value"], errors="coerce")
+    if values.isna().any():
+        bad = table.loc[values.isna(), "value"].iloc[0]
+        raise UsageError(f"--reference {path}: value {bad!r} is not a number",
+                         fix="write each value as a number (0.71, not 71% or 0.71 +- 0.02)")
+    return table.assign(value=values)
+
+
+def result_rows(benchmark: str, bench: dict, task, roots: dict,
+                reference: pd.DataFrame | None = None) -> tuple[list[dict], list[str]]:
+    """(one row per (dataset, model) of the benchmark's results.tsv tables, notes for stderr).
+
+    No table at all is a usage error whose fix is the command that writes them."""
+    tables, notes = _tables(benchmark, bench, roots)
+    headline = task.metrics[0]
+    rows = []
+    for dataset, table in tables.items():
+        for record in table.to_dict("records"):
+            rows.append(_pair_row(benchmark, dataset, record, task, headline))
+    return _with_reference(rows, reference, notes), notes
+
+
+def fold_rows(benchmark: str, bench: dict, task, roots: dict,
+              reference: pd.DataFrame | None = None) -> tuple[list[dict], list[str]]:
+    """(one row per fold of every pair in the benchmark's results.tsv tables, notes): the
+    fold's status (ok; failed with its failure record's message; missing) and metrics."""
+    tables, notes = _tables(benchmark, bench, roots)
+    headline, expected = task.metrics[0], bench["folds"]
+    rows = []
+    for dataset, table in tables.items():
+        for model in table["model"].astype(str):
+            for fold in range(expected):
+                rows.append(_fold_row(benchmark, dataset, model, fold, expected, task,
+                                      headline, roots))
+    return _with_reference(rows, reference, notes), notes
+
+
+def format_rows(rows: list[dict], task, fmt: str, per_fold: bool = False) -> str:
+    """The rows as a table (aligned text), markdown, CSV or JSON (a list of objects)."""
+    if fmt == "json":
+        return json.dumps([{k: _plain(v) for k, v in row.items()} for row in rows], indent=2)
+    if fmt == "csv":
+        return pd.DataFrame(rows).to_csv(index=False)
+    headline = task.metrics[0]
+    columns, cells = _display(rows, headline, per_fold)
+    if fmt == "md":
+        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(row) + " |" for row in cells]
+    else:
+        widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+                  for row in cells]
+    reasons = [f"{r['dataset']}/{r['model']}" + (f" fold {r['fold']}" if per_fold else "")
+               + f" {r['status']}: {r['reason']}" for r in rows
+               if r["status"] != "ok" and r.get("reason")]
+    direction = "lower" if task.lower_is_better else "higher"
+    title = (f"{rows[0]['benchmark']}: {headline} ({direction} is better)"
+             + (", per fold" if per_fold else ", mean +- SD over folds") if rows else "")
+    if fmt == "md":  # paragraphs and a list around the table
+        return "\n".join([title, "", *lines, *([""] if reasons else []),
+                          *(f"- {r}" for r in reasons)])
+    return "\n".join([title, *lines, *(f"  {r}" for r in reasons)])
+
+
+# ------------------------------------------------------------------------------ the rows
+
+
+def _tables(benchmark: str, bench: dict, roots: dict) -> tuple[dict[str, pd.DataFrame],
+                                                                list[str]]:
+    tables, absent = {}, []
+    for dataset in bench["datasets"]:
+        path = output_path("results", roots, benchmark=benchmark, dataset=dataset)
+        if path.is_file():
+            tables[dataset] = pd.read_csv(path, sep="\t", dtype={"model": str, "folds": str})
+        else:
+            absent.append(str(path))
+    if not tables:
+        raise UsageError(f"no results for benchmark '{benchmark}' yet: "
+                         f"{', '.join(absent)} not written",
+                         fix=snakemake_command(benchmark))
+    notes = [f"note: no results yet for {Path(p).parent.name} ({p}); the other datasets "
+             "are shown" for p in absent]
+    return tables, notes
+
+
+def snakemake_command(target: str) -> str:
+    """The snakemake command that runs `target` with the --configfile and --config settings of
+    the embedprobe command being run (a `fix:` to copy)."""
+    import shlex
+
+    from embedprobe.core import overrides
+
+    files, assignments = [], []
+    if overrides.INVOCATION:
+        _, files, assignments = overrides.split_overrides(list(overrides.INVOCATION[1:]))
+    return shlex.join(["snakemake", *(a for f in files for a in ("--configfile", f)), target,
+                       *(["--config", *assignments] if assignments else [])])
+
+
+def _pair_row(benchmark: str, dataset: str, record: dict, task, headline: str) -> dict:
+    done, expected = (int(x) for x in str(record["folds"]).split("/"))
+    status = record.get("status") if isinstance(record.get("status"), str) else "ok"
+    mean, sd = _number(record.get(f"{headline}_mean")), _number(record.get(f"{headline}_sd"))
+    chance = chance_level(headline, record) if done else None
+    row = {"benchmark": benchmark, "dataset": dataset, "model": str(record["model"]),
+           "metric": headline, "mean": mean, "sd": sd if done else None,
+           "folds": f"{done}/{expected}", "folds_done": done, "folds_expected": expected,
+           "status": status or "ok", "chance": _rounded(chance),
+           "normalised": normalised_score(headline, mean, chance),
+           "reason": _text(record.get("reason")), "fix": _text(record.get("fix"))}
+    for metric in task.metrics:
+        row[f"{metric}_mean"] = _number(record.get(f"{metric}_mean"))
+        row[f"{metric}_sd"] = _number(record.get(f"{metric}_sd")) if done else None
+    for metric in task.pooled:
+        row[f"{metric}_pooled"] = _number(record.get(f"{metric}_pooled"))
+    chosen = record.get("chosen")  # one fold's (a run of selected folds) reads as a number
+    row["chosen"] = chosen if isinstance(chosen, str) else (
+        f"{chosen:g}" if _number(chosen) is not None else "")
+    return row
+
+
+def _fold_row(benchmark: str, dataset: str, model: str, fold: int, expected: int, task,
+              headline: str, roots: dict) -> dict:
+    path = output_path("fold_result", roots, benchmark=benchmark, dataset=dataset, model=model,
+                       fold=fold)
+    record, status, reason = {}, "missing", ""
+    if path.is_file():
+        record = json.loads(path.read_text())
+        status = record.get("status", "ok")
+    if failure_record(path).is_file() and status != "ok":
+        failure = json.loads(failure_record(path).read_text())
+        status = "failed"
+        reason = f"{failure.get('category')}: {(failure.get('message') or '').splitlines()[0]}"
+    metrics = record.get("metrics", {})
+    flat = {**record, **metrics}
+    score = _number(metrics.get(headline))
+    chance = chance_level(headline, flat) if record else None
+    row = {"benchmark": benchmark, "dataset": dataset, "model": model, "fold": fold,
+           "folds_expected": expected, "status": status, "metric": headline, "value": score,
+           "chance": _rounded(chance), "normalised": normalised_score(headline, score, chance),
+           "reason": reason}
+    for metric in task.metrics:
+        row[metric] = _number(metrics.get(metric))
+    row["chosen"] = _number(record.get("chosen"))
+    row["n_test"] = int(record["n_test"]) if "n_test" in record else None
+    row["seconds"] = _number(record.get("seconds"))
+    return row
+
+
+def _with_reference(rows: list[dict], reference: pd.DataFrame | None,
+                    notes: list[str]) -> list[dict]:
+    """Each row with `reference_<metric>` for every metric the reference table gives."""
+    if reference is None:
+        return rows
+    published = {(str(r.dataset), str(r.model), str(r.metric)): float(r.value)
+                 for r in reference.itertuples()}
+    metrics = list(dict.fromkeys(reference["metric"].astype(str)))
+    ours = {(r["dataset"], r["model"]) for r in rows}
+    unmatched = sorted({(d, m) for d, m, _ in published} - ours)
+    if unmatched:
+        notes.append("note: the reference's " + ", ".join(f"{d}/{m}" for d, m in unmatched)
+                     + " match no row of ours")
+    for row in rows:
+        for metric in metrics:
+            row[f"reference_{metric}"] = published.get((row["dataset"], row["model"], metric))
+    return rows
+
+
+# ------------------------------------------------------------------------- what is shown
+
+
+def _display(rows: list[dict], headline: str, per_fold: bool) -> tuple[list[str],
+                                                                        list[list[str]]]:
+    published = f"reference_{headline}"
+    with_reference = any(published in r for r in rows)
+    if per_fold:
+        columns = ["dataset", "model", "fold", headline, "chance", "normalised", "status"]
+    else:
+        columns = ["dataset", "model", f"{headline} (mean +- SD)", "folds", "status", "chance",
+                   "normalised"]
+    columns += ["published"] if with_reference else []
+    cells = []
+    for r in rows:
+        if per_fold:
+            line = [r["dataset"], r["model"], str(r["fold"]), _fixed(r["value"]),
+                    _fixed(r["chance"]), _fixed(r["normalised"]), r["status"]]
+        else:
+            score = (f"{r['mean']:.3f} +- {r['sd']:.3f}" if r["mean"] is not None
+                     and r["sd"] is not None else "-")
+            line = [r["dataset"], r["model"], score, r["folds"], r["status"], _fixed(r["chance"]),
+                    _fixed(r["normalised"])]
+        cells.append(line + ([_fixed(r.get(published))] if with_reference else []))
+    return columns, cells
+
+
+def _number(value) -> float | None:
+    """A finite float, or None (NaN, empty, absent, not a number)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _fixed(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _plain(value):
+    """JSON-ready: numpy scalars as Python numbers, NaN as null."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
