@@ -244,7 +244,8 @@ def test_usage_errors_exit_2_with_the_fix(workdir, tmp_path):
 
 
 def test_a_pair_with_one_fold_keeps_its_chosen_value(tmp_path):
-    """results.tsv's `chosen` of a one-fold pair is read back as a number."""
+    """results.tsv's `chosen` of a one-fold pair is read back as the text it was written as
+    ("0.1", not NaN or a float's rendering)."""
     roots = roots_in(tmp_path)
     write_results_table(roots, "demo", "sleep_edf_demo", "sleep_staging", 5, {
         "biot_random": [sleep_fold(0.7)]})

@@ -217,8 +217,8 @@ def cmd_check(args, config, roots):
 
 
 def cmd_summary(args, config, roots):
-    import pandas as pd
 
+    from embedprobe.reporting.aggregate import read_results
     from embedprobe.reporting.figures import plot_scores
     from embedprobe.reporting.summary import read_quality, summary_markdown
     from embedprobe.tasks.registry import benchmark_task
@@ -226,7 +226,7 @@ def cmd_summary(args, config, roots):
     task = benchmark_task(config, args.benchmark)
     tables = {}
     for path in args.tables:
-        table = pd.read_csv(path, sep="\t")
+        table = read_results(path)
         tables[str(table["dataset"].iloc[0]) if len(table) else Path(path).parent.name] = table
     quality = read_quality(args.quality or ())  # the datasets' index *.quality.tsv
     markdown = summary_markdown(tables, task, args.benchmark, quality)

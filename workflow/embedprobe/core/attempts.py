@@ -22,9 +22,9 @@ run), so the next attempt reads only what this one leaves.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from embedprobe.core.errors import read_failure_record
 from embedprobe.core.paths import failure_record
 
 RETRY_CATEGORIES = frozenset({"oom"})
@@ -39,16 +39,6 @@ def worth_retrying(record: dict | None) -> bool:
         return True
     return (record.get("category") in RETRY_CATEGORIES
             or record.get("exception") in RETRY_EXCEPTIONS)
-
-
-def read_record(path: Path) -> dict | None:
-    """The failure record, or None when there is none; one that cannot be read counts as
-    none (a job killed while writing it)."""
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def refusal(record: dict, path: Path, attempt: int) -> str:
@@ -68,7 +58,7 @@ def begin_attempt(output: str | Path, attempt: int) -> str | None:
     """Before an embed or probe job does anything: None to run this attempt (its predecessor's
     record, if any, removed), or the text to print and exit 1 with (module docstring)."""
     path = failure_record(output)
-    record = read_record(path) if attempt > 1 else None
+    record = read_failure_record(output) if attempt > 1 else None
     if record is not None and not worth_retrying(record):
         return refusal(record, path, attempt)
     path.unlink(missing_ok=True)

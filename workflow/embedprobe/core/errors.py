@@ -93,6 +93,16 @@ def write_failure_record(output: str | Path, error: BaseException, step: str) ->
     return record_path
 
 
+def read_failure_record(output: str | Path) -> dict | None:
+    """The failure record of `output`, or None when there is none; one that cannot be read
+    counts as none (a job killed while writing it)."""
+    try:
+        record = json.loads(failure_record(output).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def remove_failure_record(output: str | Path) -> None:
     """A step that now succeeded drops the record of its earlier failure."""
     failure_record(output).unlink(missing_ok=True)

@@ -22,7 +22,7 @@ and optionally `subjects_table(root) -> dict[str, float]` (subject -> age) for b
 A look-alike generator for tests and demos (registry.FORMATS) exposes
 `write_lookalike(root, settings: dict) -> list[Path]`, settings being the dataset's
 `generator:` entry in config/datasets.yaml; MANIFEST.tsv is written last
-(demo_data.write_manifest): its presence marks a complete dataset.
+(datasets/synth/files.write_manifest): its presence marks a complete dataset.
 """
 
 from __future__ import annotations

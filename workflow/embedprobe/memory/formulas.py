@@ -19,7 +19,7 @@ Inputs (bytes unless said otherwise):
     the probes' import baselines); without it the calibration table's baseline counts.
   probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (fits at once, in threads),
     n_fits (values of C), dtype_bytes (of the cached embeddings). It models the probe job:
-    probe_fold loads the whole store and cuts the fold's splits, probe.fit_logistic_probe
+    pipeline/fold_job loads the whole store and cuts the fold's splits, fit_logistic_probe
     (method "fast") standardises one float32 copy of the training rows, builds a p x p
     preconditioner and runs preconditioned L-BFGS fits that share that copy.
   probe_seizure: n_train, n_val, n_test, dim, n_jobs, n_fits, dtype_bytes: the seizure probe

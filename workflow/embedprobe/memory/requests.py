@@ -10,18 +10,13 @@ from __future__ import annotations
 import math
 
 from embedprobe.core.units import MIB
-
-
-def _estimate(estimate_path, job_key: str) -> dict:
-    from embedprobe.memory.records import job_estimate
-
-    return job_estimate(estimate_path, job_key)
+from embedprobe.memory.records import job_estimate
 
 
 def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -> int:
     """The preflight request, scaled on retries (x memory_retry_factor per attempt) and capped
     at the limit; `memory_first_request_factor` < 1 shrinks the first attempt on purpose."""
-    estimate = _estimate(estimate_path, job_key)
+    estimate = job_estimate(estimate_path, job_key)
     if attempt == 1:
         factor = float(config["memory_first_request_factor"])
     else:
@@ -33,13 +28,13 @@ def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -
 
 def runtime_minutes(estimate_path, job_key: str, attempt: int) -> int:
     """The preflight runtime, doubled on each retry (a timeout is a failure too)."""
-    return int(_estimate(estimate_path, job_key)["runtime_min"] * 2 ** (attempt - 1))
+    return int(job_estimate(estimate_path, job_key)["runtime_min"] * 2 ** (attempt - 1))
 
 
 def gpu_request_mb(estimate_path, job_key: str) -> int:
     """The GPU memory the preflight predicted; 0 for an estimate made before the device was
     cuda (the HTCondor plugin then sets nothing)."""
-    return (_estimate(estimate_path, job_key).get("device") or {}).get("request_mb", 0)
+    return (job_estimate(estimate_path, job_key).get("device") or {}).get("request_mb", 0)
 
 
 def check_memory_mb(config: dict, on_gpu: bool) -> int:

@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedprobe.core.errors import EmbedprobeError, UsageError
+from embedprobe.core.errors import EmbedprobeError, UsageError, read_failure_record
 from embedprobe.core.paths import failure_record, pattern
 
 # The rules whose jobs `status` lists, and the output (core/paths.py name) that stands for the job.
@@ -300,10 +300,7 @@ def _verdict(job: dict, output: Path, attempt: SchedulerJob | None, marked: bool
     record = failure_record(output)
     exists = output.exists()
     if record.is_file() and (not exists or record.stat().st_mtime >= output.stat().st_mtime):
-        try:
-            failure = json.loads(record.read_text())
-        except (OSError, json.JSONDecodeError):
-            failure = {}
+        failure = read_failure_record(output) or {}
         message = (failure.get("message") or "").splitlines()
         return ("failed", f"{failure.get('step', job['rule'])} failed "
                 f"({failure.get('category', '?')}): {message[0] if message else record}",

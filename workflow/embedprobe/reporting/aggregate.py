@@ -92,6 +92,11 @@ def pair_status(row) -> str:
     return status if isinstance(status, str) and status else "ok"
 
 
+def read_results(path: str | Path) -> pd.DataFrame:
+    """A results.tsv as write_results wrote it (model names and `folds` stay text)."""
+    return pd.read_csv(path, sep="\t", dtype={"model": str, "folds": str})
+
+
 def write_results(table: pd.DataFrame, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, sep="\t", index=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from embedprobe.reporting.aggregate import pair_status
+from embedprobe.reporting.aggregate import pair_status, read_results
 
 
 def leaderboard_rows(tables: dict[tuple[str, str], pd.DataFrame], headlines: dict[str, str]
@@ -42,7 +42,7 @@ def read_tables(table_paths) -> dict[tuple[str, str], pd.DataFrame]:
     tables = {}
     for path in table_paths:
         path = Path(path)
-        tables[(path.parent.parent.name, path.parent.name)] = pd.read_csv(path, sep="\t")
+        tables[(path.parent.parent.name, path.parent.name)] = read_results(path)
     return tables
 
 

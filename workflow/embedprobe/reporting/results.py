@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from embedprobe.core.errors import UsageError
-from embedprobe.core.paths import failure_record, output_path
+from embedprobe.core.errors import UsageError, read_failure_record
+from embedprobe.core.paths import output_path
+from embedprobe.reporting.aggregate import read_results
 
 FORMATS = ("table", "csv", "md", "json")
 REFERENCE_COLUMNS = ("dataset", "model", "metric", "value")
@@ -151,7 +152,7 @@ def _tables(benchmark: str, bench: dict, roots: dict) -> tuple[dict[str, pd.Data
     for dataset in bench["datasets"]:
         path = output_path("results", roots, benchmark=benchmark, dataset=dataset)
         if path.is_file():
-            tables[dataset] = pd.read_csv(path, sep="\t", dtype={"model": str, "folds": str})
+            tables[dataset] = read_results(path)
         else:
             absent.append(str(path))
     if not tables:
@@ -207,10 +208,11 @@ def _fold_row(benchmark: str, dataset: str, model: str, fold: int, expected: int
     if path.is_file():
         record = json.loads(path.read_text())
         status = record.get("status", "ok")
-    if failure_record(path).is_file() and status != "ok":
-        failure = json.loads(failure_record(path).read_text())
+    failure = read_failure_record(path) if status != "ok" else None
+    if failure is not None:
         status = "failed"
-        reason = f"{failure.get('category')}: {(failure.get('message') or '').splitlines()[0]}"
+        first_line = (failure.get("message") or "").partition("\n")[0]
+        reason = f"{failure.get('category')}: {first_line}"
     metrics = record.get("metrics", {})
     flat = {**record, **metrics}
     score = _number(metrics.get(headline))

@@ -12,13 +12,13 @@ through the rules (their inputs are then newer).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from embedprobe.core.errors import read_failure_record
 from embedprobe.core.paths import failure_record, output_path
-from embedprobe.core.selection import parse_folds, selected
+from embedprobe.core.selection import benchmark_folds, selected
 from embedprobe.smk.plan import not_run_pairs, present_datasets, runnable_models
 
 STEPS = ("check", "preflight", "embed", "probe")
@@ -43,7 +43,7 @@ def failure_records(roots: dict, benchmark: str, dataset: str, model: str,
 
 def _pair_trouble(records: list[tuple[str, Path]]) -> dict:
     step, path = records[0]
-    record = json.loads(path.read_text())
+    record = read_failure_record(path.with_name(path.name.removesuffix(".failure.json"))) or {}
     return {"status": "failed", "reason": f"{step} failed ({record.get('category')}): "
                                           f"{_first_line(record.get('message', ''))}",
             "fix": record.get("fix") or f"see {path}"}
@@ -64,7 +64,7 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
     lines = []
     for benchmark, bench in config["benchmarks"].items():
         folds, written = bench["folds"], {}
-        chosen = _planned_folds(config, benchmark)
+        chosen = benchmark_folds(config, benchmark)
         for dataset in present_datasets(config, benchmark):
             not_run, fold_paths, touched = {}, [], False
             for model in runnable_models(config, benchmark, dataset):
@@ -102,14 +102,6 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
                      f"{', '.join(map(str, written.values()))} and {summary}; the run failed, "
                      "so the next run redoes the failed jobs only")
     return lines
-
-
-def _planned_folds(config: dict, benchmark: str) -> list[int]:
-    """The folds the run planned: the selection (its folds within the benchmark's range),
-    else every fold."""
-    folds = config["benchmarks"][benchmark]["folds"]
-    chosen = parse_folds(config.get("folds"))
-    return list(range(folds)) if chosen is None else [k for k in chosen if k < folds]
 
 
 def quality_paths(roots: dict, bench: dict) -> list[Path]:

@@ -261,10 +261,11 @@ def data_skip(config: dict, dataset: str) -> dict | None:
     entry = lookup(config, "datasets", dataset)
     if "generator" in entry or config["strict"]:
         return None
-    root = dataset_root(config, resolve_roots(config), dataset)
+    roots = resolve_roots(config)
+    root = dataset_root(config, roots, dataset)
     key = (dataset, str(root), entry.get("format"), entry["path"])
     if key not in _DATA_SKIPS:  # one scan of the folder per plan
-        status = exit_on_error(data_status, config, resolve_roots(config), dataset)
+        status = exit_on_error(data_status, config, roots, dataset)
         _DATA_SKIPS[key] = None if status.state != "missing" else {
             "status": "skipped", "reason": f"data not found in {status.root} "
                                            f"({status.found}/{status.expected} recordings)",

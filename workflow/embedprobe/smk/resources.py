@@ -85,12 +85,9 @@ def gpu_resources(config: dict, job_key: str | None = None) -> dict:
 def small_job_resources(config: dict, minutes: int, runs_model: bool = False) -> dict:
     """A small job's memory (`memory_small_job_mb`) and runtime. One that runs the model
     (check) asks, on a GPU, for one and for the host memory CUDA's libraries take."""
-    if runs_model:
-        mem_mb = check_memory_mb(config, embed_device(config) == "cuda")
-        return {**gpu_resources(config), "mem_mb": mem_mb, "htcondor_request_mem_mb": mem_mb,
-                "runtime": minutes}
-    return {"mem_mb": config["memory_small_job_mb"],
-            "htcondor_request_mem_mb": config["memory_small_job_mb"], "runtime": minutes}
+    mem_mb = check_memory_mb(config, runs_model and embed_device(config) == "cuda")
+    gpu = gpu_resources(config) if runs_model else {}
+    return {**gpu, "mem_mb": mem_mb, "htcondor_request_mem_mb": mem_mb, "runtime": minutes}
 
 
 def probe_key(wildcards) -> str:

@@ -32,8 +32,7 @@ import scipy.io
 
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
-from embedprobe.datasets.sleep_edf.lookalike import write_manifest
-from embedprobe.datasets.synth.files import start_rewrite
+from embedprobe.datasets.synth.files import start_rewrite, write_manifest
 from embedprobe.datasets.synth.motor_imagery import (
     Cue,
     balanced_classes,

@@ -1,7 +1,7 @@
 """A CHB-MIT look-alike: chbNN/chbNN_MM.edf and chbNN-summary.txt as PhysioNet lays them out.
 
   <root>/chbNN/chbNN_MM.edf        256 Hz, 1 s records, bipolar channels derived from synthetic
-                                   electrodes (datasets/seizure_synth.py): the 23-channel layout
+                                   electrodes (datasets/synth/seizure.py): the 23-channel layout
                                    with T8-P8 twice; chb02's last file has the 28-channel layout
                                    with five dummy channels "-" (flat), as chb11-chb15 files do
   <root>/chbNN/chbNN-summary.txt   channel list, then per file its name, clock times (hours go

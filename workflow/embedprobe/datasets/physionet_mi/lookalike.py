@@ -10,7 +10,7 @@ Settings (config/datasets.yaml `generator:`): subjects (S001...), runs (any of 1
 the imagery runs), trials_per_run (cues per run, 15 as in the real runs: ~125 s), seed. Baseline
 runs 1 and 2 are 61 s with a single T0 (eyes closed in run 2: more alpha). Cue classes are
 balanced within a run (T1/T2 alternate taking the odd one out). Signals: see
-motor_imagery_signals.py. Fixed header dates, so the same settings write the same bytes.
+datasets/synth/motor_imagery.py. Fixed header dates, so the same settings write the same bytes.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ import numpy as np
 
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
-from embedprobe.datasets.sleep_edf.lookalike import write_manifest
-from embedprobe.datasets.synth.files import start_rewrite
+from embedprobe.datasets.synth.files import start_rewrite, write_manifest
 from embedprobe.datasets.synth.motor_imagery import (
     Cue,
     balanced_classes,

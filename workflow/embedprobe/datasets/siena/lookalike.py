@@ -3,7 +3,7 @@
   <root>/PNxx/PNxx-N.edf                512 Hz, 1 s records: 29 unipolar EEG channels in the
                                         real files' order ("EEG Fp1", ..., old temporal names
                                         T3-T6, "EEG Fc1" spelling) from synthetic electrodes
-                                        (datasets/seizure_synth.py), then "EKG EKG", and "SPO2",
+                                        (datasets/synth/seizure.py), then "EKG EKG", and "SPO2",
                                         "HR", "MK" (flat, as in the real files); PN02 spells two
                                         electrodes in capitals ("EEG FP2", "EEG CZ")
   <root>/PNxx/Seizures-list-PNxx.txt    "Seizure n K" blocks with clock times hh.mm.ss, in the

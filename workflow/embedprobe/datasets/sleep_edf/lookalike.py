@@ -33,6 +33,7 @@ import numpy as np
 import scipy.fft
 
 from embedprobe.core.errors import UsageError
+from embedprobe.datasets.synth.files import MANIFEST, write_manifest
 
 SFREQ = 100  # Hz, the EEG/EOG rate of the real files
 SLOW_SFREQ = 1  # Hz, EMG submental and Temp rectal in the real cassette files
@@ -40,7 +41,6 @@ EPOCH_SECONDS = 30
 EPOCH_SAMPLES = EPOCH_SECONDS * SFREQ
 CASSETTE_DIR = "sleep-cassette"
 SUBJECTS_TABLE = "SC-subjects.xls"
-MANIFEST = "MANIFEST.tsv"
 AGE_RANGE = (25.0, 95.0)
 FIRST_NIGHT_DATE = dt.date(1989, 4, 24)  # fixed dates keep the bytes reproducible
 RECORDING_START = dt.time(22, 0, 0)
@@ -393,16 +393,6 @@ def write_subjects_table(path: Path, plans: Sequence[NightPlan]) -> Path:
         sheet.write(row, 4, (off.hour * 3600 + off.minute * 60 + off.second) / 86400, time_style)
     book.save(str(path))
     return path
-
-
-def write_manifest(root: Path, files: Sequence[Path]) -> Path:
-    """MANIFEST.tsv (file relative to root, bytes), written atomically: its presence = complete."""
-    lines = ["file\tbytes"] + [
-        f"{f.relative_to(root).as_posix()}\t{f.stat().st_size}" for f in files
-    ]
-    partial = root / (MANIFEST + ".partial")
-    partial.write_text("\n".join(lines) + "\n")
-    return partial.replace(root / MANIFEST)
 
 
 def _refuse_other_recordings(folder: Path, plans: Sequence[NightPlan]) -> None:

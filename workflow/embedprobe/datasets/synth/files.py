@@ -1,12 +1,14 @@
-"""What every look-alike generator does before it writes files under an existing folder."""
+"""What every look-alike generator does before and after it writes its files: refuse to mix
+with files it would not write, and mark completion with MANIFEST.tsv, written last."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from embedprobe.core.errors import UsageError
-from embedprobe.datasets.sleep_edf.lookalike import MANIFEST
+
+MANIFEST = "MANIFEST.tsv"
 
 
 def start_rewrite(root: Path, ours: Iterable[str], pattern: str, kind: str,
@@ -25,3 +27,13 @@ def start_rewrite(root: Path, ours: Iterable[str], pattern: str, kind: str,
         raise UsageError(f"{root} holds {len(others)} {kind} files this look-alike would not "
                          f"write ({others[0]}, ...)",
                          fix=f"delete {root} or write the look-alike into an empty folder")
+
+
+def write_manifest(root: Path, files: Sequence[Path]) -> Path:
+    """MANIFEST.tsv (file relative to root, bytes), written atomically: its presence = complete."""
+    lines = ["file\tbytes"] + [
+        f"{f.relative_to(root).as_posix()}\t{f.stat().st_size}" for f in files
+    ]
+    partial = root / (MANIFEST + ".partial")
+    partial.write_text("\n".join(lines) + "\n")
+    return partial.replace(root / MANIFEST)

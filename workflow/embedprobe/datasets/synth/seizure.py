@@ -25,8 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.fft
 
-from embedprobe.datasets.sleep_edf.lookalike import write_manifest
-from embedprobe.datasets.synth.files import start_rewrite
+from embedprobe.datasets.synth.files import start_rewrite, write_manifest
 
 MIN_SEIZURE_S, MAX_SEIZURE_S = 20, 90
 SEIZURE_GAP_S = 20  # between two seizures of one file
