@@ -6,8 +6,11 @@ Every workload is the code a workflow job runs, in its own child process, measur
 data and runs the jobs (the validation scripts run the same workloads):
 
   embed           `embedprobe check`, then `embedprobe embed` (run_embed: reader threads, the
-                  Encoder, preprocessing, the HDF5 store) on generated Sleep-EDF demo nights;
-                  its inputs are the ones preflight builds from the check JSON and the index
+                  Encoder, preprocessing, the HDF5 store) on generated Sleep-EDF demo nights
+                  (2 channels read at 100 Hz: the windows and activations dominate) and on
+                  CHB-MIT look-alike files (16-18 channels read at 256 Hz: the readers' read
+                  and filtered signal dominates, which Sleep-EDF alone cannot fit); its inputs
+                  are the ones preflight builds from the check JSON and the index
                   (preflight.embed_inputs)
   probe_logistic  `embedprobe probe` (pipeline/fold_job -> probing/logistic.fit_logistic_probe,
                   the fast method) on an HDF5 store of hard synthetic embeddings; inputs from
@@ -79,6 +82,7 @@ from embedprobe.memory.workloads import (  # noqa: E402
     probe_config,
     probe_inputs,
     run_check,
+    seizure_embed_set,
     seizure_set,
     seizure_store,
     write_estimate,
@@ -197,12 +201,14 @@ CHILDREN = {
 PLANS = {
     # Sizes differ from scripts/validate_memory.py's grid, so the validation is out of sample.
     # embed: (model, hours of sleep a night); 2 subjects x 2 nights each
+    # embed_seizure: (model, 10 s windows a file, files a patient) of a CHB-MIT look-alike of
+    # 2 patients; files of 600 windows: BIOT's statistic reads 100 min, its largest stretch 85
     # probe_logistic: (rows, width, parallel fits); probe_ridge: (training subjects, width)
     # subject_means: (rows, width); embed_repeats: runs of each embed job (the highest peak counts)
     "quick": {
         "embed_repeats": 2,
-        "embed": [("biot_random", 1.0), ("cbramod_random", 2.0), ("labram_random", 0.25),
-                  ("biot_random", 2.5), ("labram_random", 1.0)],
+        "embed": [("biot_random", 0.5), ("cbramod_random", 1.0), ("labram_random", 0.25)],
+        "embed_seizure": [("biot_random", 600, 1), ("cbramod_random", 256, 2)],
         "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (80_000, 128, 1),
                            (24_000, 512, 1), (12_000, 1024, 1), (30_000, 1536, 1),
                            (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2)],
@@ -220,6 +226,8 @@ PLANS = {
         "embed_repeats": 3,
         "embed": [("biot_random", 1.0), ("biot_random", 4.0), ("cbramod_random", 2.0),
                   ("labram_random", 0.25), ("labram_random", 2.5)],
+        "embed_seizure": [("biot_random", 600, 1), ("biot_random", 256, 2),
+                          ("cbramod_random", 256, 2), ("labram_random", 600, 1)],
         "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
                            (24_000, 512, 1), (12_000, 1024, 1), (40_000, 1536, 1),
                            (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2),
@@ -255,7 +263,18 @@ def _print_run(job: str, label: str, run: MeasuredRun) -> None:
           flush=True)
 
 
-def measure_embed(plan, workdir: Path, repeats: int) -> list[dict]:
+def embed_sets(plan: dict, workdir: Path):
+    """(data set, model, label) of each embed run of a plan: Sleep-EDF demo nights, then
+    CHB-MIT look-alike files."""
+    for model, hours in plan["embed"]:
+        yield demo_set(workdir / f"embed_{hours:g}h", hours), model, f"{model} {hours:g} h"
+    for model, windows, files in plan["embed_seizure"]:
+        data = seizure_embed_set(workdir / f"embed_chbmit_{windows}x{files}", windows,
+                                 files=files)
+        yield data, model, f"{model} CHB-MIT 2x{files} files of {windows} windows"
+
+
+def measure_embed(plan: dict, workdir: Path, repeats: int) -> list[dict]:
     """Each embed job `repeats` times; the highest peak counts.
 
     The same job peaks differently from run to run (seen: 779 to 878 MB): the reader threads'
@@ -263,8 +282,7 @@ def measure_embed(plan, workdir: Path, repeats: int) -> list[dict]:
     the unlucky run, so the fit takes the worst one seen.
     """
     runs = []
-    for model, hours in plan:
-        demo = demo_set(workdir / f"embed_{hours:g}h", hours)
+    for demo, model, label in embed_sets(plan, workdir):
         _, check = run_check(demo, model)
         inputs = embed_inputs(demo, check)
         predicted = estimate("embed_cpu", inputs, load_calibration(), None)
@@ -272,10 +290,10 @@ def measure_embed(plan, workdir: Path, repeats: int) -> list[dict]:
         peaks = []
         for _ in range(repeats):
             run = measure(embed_argv(demo, model, estimate_path, demo.folder / f"{model}.h5"),
-                          f"embed {model} {hours} h")
-            _print_run("embed", f"{model}, {demo.n_windows} windows, {hours:g} h nights", run)
+                          f"embed {label}")
+            _print_run("embed", f"{label}, {demo.n_windows} windows", run)
             peaks.append(run.peak_bytes)
-        runs.append({"inputs": inputs, "peak": max(peaks), "label": f"{model} {hours:g} h"})
+        runs.append({"inputs": inputs, "peak": max(peaks), "label": label})
     return runs
 
 
@@ -414,7 +432,7 @@ def calibrate(mode: str, workdir: Path, old: dict,
             fitted(job, {"baseline_bytes": baseline[step]}, "measured")
 
     workloads = {
-        "embed_cpu": lambda: measure_embed(plan["embed"], workdir, plan["embed_repeats"]),
+        "embed_cpu": lambda: measure_embed(plan, workdir, plan["embed_repeats"]),
         "probe_logistic": lambda: measure_probe_logistic(plan["probe_logistic"], workdir),
         "probe_ridge": lambda: measure_probe_ridge(plan["probe_ridge"], workdir),
         "aggregate_subject_mean": lambda: measure_subject_means(plan["subject_means"], workdir),
@@ -491,11 +509,15 @@ def drift_table(old: dict, new: dict) -> list[str]:
 
 # Jobs of the size the benchmarks run, to show what a new table changes in practice.
 REFERENCE_JOBS = {
-    "embed BIOT, batch 32, 8 h night at 100 Hz, 2 reader threads": ("embed_cpu", {
-        "batch_size": 32, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
-        "weights_bytes": 13_000_000, "recording_bytes": 2 * 8 * 3600 * 100 * 8,
-        "resample_ratio": 2.0, "n_workers": 2, "n_windows": 200_000, "night_windows": 960,
-        "batch_activation_bytes": 120 * MIB, "activation_batch_size": 32}),
+    # 16 inputs from 2 channels read; parts of 512 windows (4.3 h, with the filters' reach),
+    # the statistic over a whole 22-h Sleep-EDF recording
+    "embed BIOT, batch 32, Sleep-EDF (22 h recordings at 100 Hz), 2 reader threads": (
+        "embed_cpu", {
+            "batch_size": 32, "n_channels": 16, "n_samples": 6000, "feature_dim": 256,
+            "weights_bytes": 13_000_000, "recording_bytes": 2 * (512 * 3000 + 5000) * 8,
+            "statistic_bytes": 2 * 22 * 3600 * 100 * 8, "resample_ratio": 2.0,
+            "n_workers": 2, "n_windows": 200_000, "night_windows": 512,
+            "batch_activation_bytes": 700 * MIB, "activation_batch_size": 32}),
     "staging probe fold, 160k/20k/20k x 256, 5 classes, 2 parallel fits": ("probe_logistic", {
         "n_train": 160_000, "n_val": 20_000, "n_test": 20_000, "dim": 256, "n_classes": 5,
         "n_jobs": 2, "n_fits": 6}),

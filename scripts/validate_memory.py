@@ -5,9 +5,12 @@ A grid of real jobs (embedprobe.memory.workloads, the calibration's workloads), 
 own child process and measured by the kernel (its ru_maxrss from wait4, peaks.run_measured),
 each predicted the way the workflow predicts it:
 
-  embed           3 registered models x 3 night lengths of the Sleep-EDF demo (4 nights each):
-                  `embedprobe check`, preflight.run_preflight (the shipped calibration), then the
-                  `embedprobe embed` job with that preflight JSON as its --estimate
+  embed           3 registered models x 3 night lengths of the Sleep-EDF demo (4 nights each),
+                  and 2 models x 2 file layouts of a CHB-MIT look-alike (2 patients, 10 s
+                  windows of 16-18 channels at 256 Hz: BIOT with its recording statistic,
+                  CBraMod without): `embedprobe check`, preflight.run_preflight (the shipped
+                  calibration), then the `embedprobe embed` job with that preflight JSON as its
+                  --estimate
   logistic probe  3 feature widths x 3 row counts of hard synthetic embeddings in an HDF5 store:
                   the `embedprobe probe` job (sleep staging, fold 0), inputs from
                   the task's probe_memory, estimate from estimate.fit_knobs
@@ -78,6 +81,11 @@ GRIDS = {
     "full": {
         "embed_models": ("biot_random", "cbramod_random", "labram_random"),
         "embed_hours": (1 / 6, 0.75, 3.0),
+        # CHB-MIT look-alike files (windows a file, files of each of 2 patients): parts of one
+        # size, 128 windows (a part a file) or 512 (two a file: BIOT's statistic reads twice
+        # its largest stretch)
+        "seizure_embed_models": ("biot_random", "cbramod_random"),
+        "seizure_embed_files": ((128, 2), (1024, 1)),
         "probe_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
                        2048: (10_000, 20_000, 40_000)},
         "ridge_widths": (200, 256, 2048),
@@ -89,6 +97,8 @@ GRIDS = {
     "quick": {
         "embed_models": ("biot_random",),
         "embed_hours": (1 / 6, 0.5, 0.75),
+        "seizure_embed_models": ("biot_random",),
+        "seizure_embed_files": ((128, 2),),
         "probe_rows": {200: (8_000, 16_000, 32_000), 256: (8_000, 16_000, 32_000),
                        2048: (4_000, 8_000, 16_000)},
         "ridge_widths": (200, 256, 2048),
@@ -162,28 +172,49 @@ def measure_embed(demo, model: str, preflight_path: Path, contention: str | None
     return run
 
 
+def embed_sets(grid: dict, workdir: Path, contended: bool):
+    """(data set, its size in words, models, contention) of each embed row: Sleep-EDF demo
+    nights, then CHB-MIT look-alike files; with `contended`, one night length beside a CPU
+    load and with a slow model."""
+    if contended:
+        demo = workloads.demo_set(workdir / f"embed_{grid['contended_hours']:.3g}h",
+                                  grid["contended_hours"])
+        for contention in (c for c in CONTENTIONS if c):
+            yield demo, _nights(demo), grid["embed_models"], contention
+        return
+    for hours in grid["embed_hours"]:
+        demo = workloads.demo_set(workdir / f"embed_{hours:.3g}h", hours)
+        yield demo, _nights(demo), grid["embed_models"], None
+    for windows, files in grid["seizure_embed_files"]:
+        demo = workloads.seizure_embed_set(workdir / f"embed_chbmit_{windows}x{files}",
+                                           windows, files=files)
+        size = (f"{demo.n_windows} windows, {2 * files} CHB-MIT look-alike files of "
+                f"{demo.hours * 60:.0f} min")
+        yield demo, size, grid["seizure_embed_models"], None
+
+
+def _nights(demo) -> str:
+    return f"{demo.n_windows} windows, {demo.hours * 60:.0f} min sleep/night"
+
+
 def embed_rows(grid: dict, workdir: Path, contended: bool = False) -> Iterator[Row]:
-    """The embed job of each model on each night length, predicted by run_preflight; with
-    `contended`, at one night length beside a CPU load and with a slow model."""
+    """The embed job of each model on each data set, predicted by run_preflight."""
     from embedprobe.memory.preflight import run_preflight
 
-    checks: dict[str, Path] = {}
-    plan = ([(grid["contended_hours"], c) for c in CONTENTIONS if c] if contended
-            else [(hours, None) for hours in grid["embed_hours"]])
-    for hours, contention in plan:
-        demo = workloads.demo_set(workdir / f"embed_{hours:.3g}h", hours)
-        for model in grid["embed_models"]:
-            if model not in checks:  # the check depends on the model and the data's format
-                checks[model], _ = workloads.run_check(demo, model)
+    checks: dict[tuple[str, str], Path] = {}
+    for demo, size, models, contention in embed_sets(grid, workdir, contended):
+        for model in models:
+            key = (model, demo.dataset)  # the check depends on the model and the data's format
+            if key not in checks:
+                checks[key], _ = workloads.run_check(demo, model)
             preflight_path = demo.folder / "preflight" / f"{model}.json"
             # Only the embed job: the demo benchmarks' probe folds need more than its subjects.
             config = {**demo.config, "benchmarks": {}}
             with contextlib.redirect_stderr(io.StringIO()):
-                record = run_preflight(config, demo.roots, workloads.DEMO_DATASET, model,
-                                       checks[model], demo.index, preflight_path)
+                record = run_preflight(config, demo.roots, demo.dataset, model, checks[key],
+                                       demo.index, preflight_path)
             run = measure_embed(demo, model, preflight_path, contention)
-            nights = f"{demo.n_windows} windows, {hours * 60:.0f} min sleep/night"
-            yield _row("embed", model, nights + CONTENTIONS[contention],
+            yield _row("embed", model, size + CONTENTIONS[contention],
                        record["jobs"]["embed"], run)
 
 

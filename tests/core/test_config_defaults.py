@@ -75,7 +75,7 @@ def test_a_units_length_has_one_default_per_labelling_task():
     config["datasets"]["physionet_mi_demo"].pop("epoch_seconds", None)
     config["datasets"]["sleep_edf_demo"]["epoch_seconds"] = 20
     assert unit_seconds(config, "chbmit_demo") == 10.0
-    assert unit_seconds(config, "physionet_mi_demo") == 4.0
+    assert unit_seconds(config, "physionet_mi_demo") == 3.0
     assert unit_seconds(config, "sleep_edf_demo") == 20.0
     # the model's window follows the unit where the unit is shorter
-    assert model_spec(config, "biot_random", "physionet_mi_demo").window_seconds == 4.0
+    assert model_spec(config, "biot_random", "physionet_mi_demo").window_seconds == 3.0

@@ -14,6 +14,7 @@ from embedprobe.datasets import registry
 from embedprobe.datasets.base import Event
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
 from embedprobe.datasets.chbmit import reader as chbmit
+from embedprobe.pipeline.channel_maps import input_positions
 
 from helpers.seizure import band_power_auroc, check_channel_map
 
@@ -127,13 +128,17 @@ def test_settings_are_checked(tmp_path):
 
 
 def test_a_band_power_probe_finds_the_seizures(lookalike):
-    """The signature survives BIOT's per-window, per-channel scaling on its 16 channels."""
+    """The signature survives BIOT's per-window, per-channel scaling on its 16 channels; the
+    look-alike is made hard (seizure-like background, focal and low-voltage seizures), so a
+    band-power probe finds most seizures, not all."""
     root, _, _ = lookalike
     biot = check_channel_map("chbmit", set(chbmit.read_header(
         chbmit.find_recordings(root)[0]).channels))["biot"]
     auroc, windows, positives = band_power_auroc(chbmit, root, biot.recorded)
     assert windows == 10 * SECONDS // 10 and positives >= 20
-    assert auroc > 0.9
+    # 0.70 at seed 0 (0.75-0.83 at seeds 1-3); shuffled labels: 0.48 on average, at most 0.59
+    # in 20 draws
+    assert 0.65 < auroc < 0.9
 
 
 def test_the_channel_map_fits_both_layouts(lookalike):
@@ -143,8 +148,24 @@ def test_the_channel_map_fits_both_layouts(lookalike):
     with_dummies = set(chbmit.read_header([r for r in recs if r.recording == "chb02_02"][0])
                        .channels)
     plans = check_channel_map("chbmit", standard & with_dummies)
-    assert plans["biot"].recorded[:4] == ("FP1-F7", "F7-T7", "T7-P7", "P7-O1")
-    assert plans["eegpt"].model_names == plans["labram"].model_names
+    double_banana = ("FP1-F7", "F7-T7", "T7-P7", "P7-O1", "FP2-F8", "F8-T8", "T8-P8", "P8-O2",
+                     "FP1-F3", "F3-C3", "C3-P3", "P3-O1", "FP2-F4", "F4-C4", "C4-P4", "P4-O2")
+    # BIOT: every one of its 16 slots filled by the recorded derivation of its name (T8-P8 is
+    # recorded twice: the first copy)
+    assert plans["biot"].model_names == double_banana
+    assert plans["biot"].recorded == tuple(
+        "T8-P8-0" if name == "T8-P8" else name for name in double_banana)
+    assert list(input_positions(plans["biot"])) == list(range(16))
+    # LaBraM knows 8 bipolar names, the temporal chains; the other derivations are dropped
+    assert plans["labram"].model_names == double_banana[:8]
+    # CBraMod: all 18 derivations the reference hands a model, midline included
+    assert plans["cbramod"].recorded[16:] == ("FZ-CZ", "CZ-PZ")
+    assert len(plans["cbramod"].recorded) == 18
+    # EEGPT: each derivation named by one electrode, 18 different (the reference's table: the
+    # temporal chains by their second electrode, the others and the midline by their first)
+    assert plans["eegpt"].model_names == ("F7", "T7", "P7", "O1", "F8", "T8", "P8", "O2",
+                                          "FP1", "F3", "C3", "P3", "FP2", "F4", "C4", "P4",
+                                          "FZ", "PZ")
 
 
 def test_registered_by_format():

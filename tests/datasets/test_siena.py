@@ -147,13 +147,17 @@ def test_settings_are_checked(tmp_path):
 
 
 def test_a_band_power_probe_finds_the_seizures(lookalike):
-    """The signature survives per-window, per-channel scaling on the 19 10-20 electrodes."""
+    """The signature survives per-window, per-channel scaling on the 19 10-20 electrodes; the
+    look-alike is made hard (seizure-like background, focal and low-voltage seizures), so a
+    band-power probe finds most seizures, not all."""
     root, _, _ = lookalike
     plans = check_channel_map("siena", set(siena.read_header(
         siena.find_recordings(root)[0]).channels))
     auroc, windows, positives = band_power_auroc(siena, root, plans["cbramod"].recorded)
     assert windows == 10 * SECONDS // 10 and positives >= 20
-    assert auroc > 0.9
+    # 0.80 at seed 0 (0.80-0.84 at seeds 1-3); shuffled labels: 0.49 on average, at most 0.62
+    # in 20 draws
+    assert 0.7 < auroc < 0.9
 
 
 def test_registered_by_format():

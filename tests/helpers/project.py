@@ -32,17 +32,21 @@ def have(tool: str) -> bool:
     return shutil.which(tool) is not None
 
 
-# The `*_pretrained` entries of config/models.yaml name hub checkpoints
-# (tests/models/test_hub_weights.py); the tests of the local-file path (copy a checkpoint under
-# weights_root) use these files: BIOT's a torch pickle as its authors publish it, the others
-# safetensors.
-LOCAL_WEIGHTS = {"biot_pretrained": "biot_pretrained.pt"} | {
+# The hub entries of config/models.yaml (`weights: hf:...`: the `*_pretrained` ones and
+# biot_six_datasets; tests/models/test_hub_weights.py) name hub checkpoints; the tests of the
+# local-file path (copy a checkpoint under weights_root) use these files: BIOT's a torch pickle
+# as its authors publish it, the others safetensors.
+LOCAL_WEIGHTS = {"biot_pretrained": "biot_pretrained.pt",
+                 "biot_six_datasets": "biot_six_datasets.pt"} | {
     f"{family}_pretrained": f"{family}_pretrained.safetensors"
     for family in ("labram", "cbramod", "eegpt")}
 
 
 def with_local_weights(config: dict) -> dict:
-    """The config with each `*_pretrained` entry reading a local file under weights_root."""
+    """The config with each hub entry reading a local file under weights_root."""
+    hub_entries = {m for m, e in config["models"].items() if e["weights"].startswith("hf:")}
+    unnamed = hub_entries - set(LOCAL_WEIGHTS)
+    assert not unnamed, f"LOCAL_WEIGHTS names no local file for {sorted(unnamed)}"
     for model, path in LOCAL_WEIGHTS.items():
         config["models"][model]["weights"] = path
         config["models"][model].pop("revision", None)

@@ -31,6 +31,8 @@ def random_inputs(job: str, rng: random.Random) -> dict:
             "n_channels": rng.randint(1, 64), "n_samples": rng.randint(100, 10_000),
             "feature_dim": rng.randint(8, 4096), "weights_bytes": rng.uniform(1e5, 1e9),
             "recording_bytes": rng.uniform(1e6, 2e9), "resample_ratio": rng.uniform(0.5, 3),
+            # BIOT's whole-recording statistic, or none (0)
+            "statistic_bytes": rng.choice([0, rng.uniform(1e6, 4e9)]),
             "n_workers": rng.randint(0, 4), "n_windows": rng.randint(0, 500_000),
             "night_windows": rng.randint(1, 2_000),
             "batch_activation_bytes": rng.uniform(1e5, 1e9), "activation_batch_size": low,

@@ -187,7 +187,39 @@ GPU_PAGE_LOCKED = {
 }
 
 
+# Reference preprocessing (the readers filter, BIOT reads a recording statistic first): each
+# reader's part is the larger of the signal it reads and filters and the windows it makes
+# (every model input: BIOT's 16 slots from 2 channels read), and the embed inputs carry
+# statistic_bytes (0 unless given). In every case here the signal outgrows the windows (2
+# inputs) and there is no statistic: every number stays; only the term's name and the
+# inputs in the outcome, and so its hash, are new.
+# case/calibration -> sha256[:16] of the outcome
+READERS_CHANGED = {
+    "embed_cpu/biot 8 h/defaults": "321d1ca0ca9b11e4",
+    "embed_cpu/biot 8 h/table": "6d7a8f5001dbc662",
+    "embed_cpu/defaults filled/defaults": "da35b889b012550b",
+    "embed_cpu/defaults filled/table": "75f0002b47a31b9f",
+    "embed_cpu/no readers, measured, cluster/defaults": "51db18a8c3d5dfb2",
+    "embed_cpu/no readers, measured, cluster/table": "17fd26ecde30d3aa",
+    "embed_gpu/below the smallest measured/defaults": "e4538be92d7d010c",
+    "embed_gpu/below the smallest measured/table": "08fae4554afc00a2",
+    "embed_gpu/reserved peaks, context/defaults": "6c5c460f15aa075a",
+    "embed_gpu/reserved peaks, context/table": "5512f886b34fbccd",
+    "embed_gpu/small gpu/defaults": "cfe491316bdb131c",
+    "embed_gpu/small gpu/table": "7155d7181dc99104",
+    "embed_gpu_device/allocated peaks/defaults": "fb635b832ff72cfa",
+    "embed_gpu_device/allocated peaks/table": "1273ff48d70e4ce1",
+    "embed_gpu_device/reserved peaks/defaults": "6b2541504d3a0d84",
+    "embed_gpu_device/reserved peaks/table": "8c88108ac32e5c8b",
+}
+
+
 def expected(key: str) -> tuple:
+    before = expected_before_readers(key)
+    return (*before[:-1], READERS_CHANGED[key]) if key in READERS_CHANGED else before
+
+
+def expected_before_readers(key: str) -> tuple:
     total, fitted, request_mb, *rest, digest = RECORDED[key]
     if key in CHANGED:
         request_mb, digest = CHANGED[key]
@@ -236,3 +268,7 @@ def test_every_job_type_before_the_refactor_is_covered():
 def test_the_page_locked_copies_cover_exactly_the_gpu_host_job_type():
     assert set(GPU_PAGE_LOCKED) == {key.rsplit("/", 1)[0] for key in RECORDED
                                     if key.startswith("embed_gpu/")}
+
+
+def test_the_readers_part_covers_exactly_the_embed_job_types():
+    assert set(READERS_CHANGED) == {key for key in RECORDED if key.startswith("embed")}

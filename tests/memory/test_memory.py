@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import re
@@ -136,12 +137,23 @@ def test_run_measured_reports_kills_timeouts_and_output():
         run_measured(["embedprobe-no-such-program"])
 
 
+def touched_pages(size: int) -> mmap.mmap:
+    """`size` bytes of fresh anonymous memory, every page written: resident whatever malloc
+    keeps from earlier tests in this process (a heap that reuses freed memory grows by 0)."""
+    pages = mmap.mmap(-1, size)
+    for offset in range(0, size, mmap.PAGESIZE):
+        pages[offset] = 1
+    return pages
+
+
 def test_peak_growth_of_a_step_after_a_higher_peak():
-    earlier = b"x" * (300 * MIB)
-    del earlier
+    touched_pages(300 * MIB).close()
 
     def step():
-        return len(b"x" * (100 * MIB))
+        pages = touched_pages(100 * MIB)
+        size = len(pages)
+        pages.close()
+        return size
 
     result, growth = measure_peak_growth(step)
     assert result == 100 * MIB

@@ -656,8 +656,9 @@ def real_store(path: Path, rows: int, dim: int) -> pd.DataFrame:
     X = rng.standard_normal((rows, dim), dtype=np.float32)
     labels = (X[:, :5] + rng.standard_normal((rows, 5), dtype=np.float32)).argmax(axis=1)
     subject = np.arange(rows) * 10 // rows
-    table = pd.DataFrame({"recording": [f"S{s:02d}N1" for s in subject],
-                          "subject": [f"S{s:02d}" for s in subject],
+    # Sleep-EDF's names: the demo's fold_strata splits cassette (SC) from telemetry (ST)
+    table = pd.DataFrame({"recording": [f"SC4{s:02d}1E0" for s in subject],
+                          "subject": [f"SC4{s:02d}" for s in subject],
                           "start": (np.arange(rows) % 1000) * 3000,
                           "label": labels.astype(np.int8)})
     identity = cache.CacheIdentity(

@@ -8,9 +8,12 @@ import sys
 
 import pandas as pd
 import pytest
+from mne.io import read_raw_edf
 
+from embedprobe.datasets.registry import dataset_root
 from embedprobe.memory.records import estimate_path, job_estimate
 from embedprobe.pipeline.check import write_result
+from embedprobe.pipeline.filters import FilterStep, reach
 from embedprobe.smk.job_configs import preflight_job_config_json
 
 from helpers.check_config import DATASET, checked_pair
@@ -27,6 +30,11 @@ def pair(demo_root, tmp_path_factory):
     check_path = tmp / "check.json"
     write_result(check, check_path)
     return config, index, check_path
+
+
+def config_data(config: dict):
+    """The demo's folder under the config's data root."""
+    return dataset_root(config, config, DATASET)
 
 
 def preflight(config: dict, check_path, index, out, *args) -> subprocess.CompletedProcess:
@@ -50,11 +58,19 @@ def test_the_pair_s_preflight_sizes_embed_alone_whatever_the_benchmarks(pair, tm
     inputs = record["jobs"]["embed"]["inputs"]
     assert inputs["n_windows"] == len(table)
     # the readers' unit is a part of a night (at most 512 windows), read over only the stretch
-    # its windows span (and the resampling filter's reach): not the whole file
+    # its windows span, with the resampling filter's reach (24 samples at 100 -> 200 Hz) and
+    # the 0.5 Hz high-pass's on each side: not the whole file; its 2 channels read as float64
+    # (BIOT's 16 inputs size the windows, not the read)
     by_recording = table.groupby("recording")["start"]
     assert inputs["night_windows"] == min(512, by_recording.size().max())
+    assert inputs["n_channels"] == 16
     spanned = (by_recording.max() - by_recording.min()).max() + 3000  # 30-s windows at 100 Hz
-    assert 2 * 8 * spanned <= inputs["recording_bytes"] <= 2 * 8 * (spanned + 100)
+    high_pass = reach((FilterStep("highpass", (0.5,)),), 100.0)
+    assert inputs["recording_bytes"] == 2 * 8 * (spanned + 2 * (24 + high_pass))
+    # BIOT divides by its recording's statistic: each reader first reads a whole recording
+    longest = max(read_raw_edf(f, include=["EEG Fpz-Cz"], verbose="error").n_times
+                  for f in (config_data(config) / "sleep-cassette").glob("*-PSG.edf"))
+    assert inputs["statistic_bytes"] == 2 * 8 * longest
     none = tmp_path / "none.json"
     assert preflight({**config, "benchmarks": {}}, check_path, index, none).returncode == 0
     assert json.loads(none.read_text())["jobs"] == record["jobs"]

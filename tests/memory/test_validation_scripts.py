@@ -13,10 +13,16 @@ from helpers.project import PROJECT
 
 sys.path.insert(0, str(PROJECT / "scripts"))
 
+from calibrate_memory import PLANS  # noqa: E402
 from validate_fresh_clone import run_line  # noqa: E402
-from validate_memory import cpu_load  # noqa: E402
+from validate_memory import GRIDS, cpu_load  # noqa: E402
 
+from embedprobe.core.config import load_config  # noqa: E402
+from embedprobe.memory.workloads import SEIZURE_DATASET  # noqa: E402
+from embedprobe.models.registry import model_spec  # noqa: E402
 from embedprobe.pipeline.embed import EmbedSettings  # noqa: E402
+from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing  # noqa: E402
+from embedprobe.pipeline.window_source import PART_WINDOWS  # noqa: E402
 
 
 def runs(peaks, requests, statuses=None) -> pd.DataFrame:
@@ -51,3 +57,22 @@ def test_the_slow_model_is_read_from_the_environment(monkeypatch):
     assert EmbedSettings.from_environment(batch_size=8, reader_threads=2).slow_batch_seconds == 0.25
     monkeypatch.delenv("EMBEDPROBE_FAULT_SLOW_BATCH_S")
     assert EmbedSettings.from_environment(batch_size=8, reader_threads=2).slow_batch_seconds is None
+
+
+def normalisations(models) -> set:
+    config = load_config()
+    return {preprocessing(config, SEIZURE_DATASET,
+                          model_spec(config, model, SEIZURE_DATASET)).normalisation
+            for model in models}
+
+
+def test_the_grids_run_seizure_data_with_and_without_the_recording_statistic():
+    """The embed rows on the CHB-MIT look-alike: BIOT with its recording statistic over files
+    longer than a part (it then reads more than its largest stretch), a model without it."""
+    for grid in (GRIDS["full"], PLANS["quick"], PLANS["full"]):
+        models = grid.get("seizure_embed_models") or [m for m, *_ in grid["embed_seizure"]]
+        assert normalisations(models) == {RECORDING_Q95, None}
+    files = GRIDS["full"]["seizure_embed_files"]
+    assert any(windows > PART_WINDOWS for windows, _ in files)
+    assert any(windows > PART_WINDOWS for _, windows, _ in PLANS["quick"]["embed_seizure"])
+    assert normalisations(GRIDS["quick"]["seizure_embed_models"]) == {RECORDING_Q95}

@@ -27,17 +27,25 @@ from embedprobe import cli
 from embedprobe.core.config import load_config
 from embedprobe.core.errors import WeightsError
 from embedprobe.datasets.sleep_edf.lookalike import generate
-from embedprobe.models import hub
+from embedprobe.models import checkpoints, hub
 from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import RANDOM, build_model, model_spec
+from embedprobe.pipeline.channel_maps import channel_plan
 from embedprobe.pipeline.check import FAILED, OK, RULED_OUT, SKIPPED, check_pair
 from embedprobe.smk import plan as smk_plan
 from embedprobe.smk.job_configs import not_run_file
 from embedprobe.smk.plan import known_skips, runnable_models
 
 DATASET = "sleep_edf_demo"
-BIOT_REPO = "braindecode/biot-pretrained-six-datasets-18chs"
+# biot_pretrained: the reference suite's PREST checkpoint; biot_six_datasets: the 18-token one.
+BIOT_REPO = "braindecode/biot-pretrained-prest-16chs"
+SIX_DATASETS_REPO = "braindecode/biot-pretrained-six-datasets-18chs"
+# The published BIOT layouts: channel tokens (braindecode's test_pretrained_hub_models: 16 for
+# -prest-16chs, 18 for the others), 200 Hz and the 10 s pretraining window (NeuroAtlas
+# backbones/biot.py: "BIOT's pretraining window is 10 s"); the rest BIOT's defaults.
+BIOT_LAYOUTS = {BIOT_REPO: dict(n_chans=16, sfreq=200, n_times=2000),
+                SIX_DATASETS_REPO: dict(n_chans=18, sfreq=200, n_times=2000)}
 EEGPT_REPO = "braindecode/eegpt-pretrained"
 REAL_DOWNLOAD = huggingface_hub.snapshot_download
 # A small EEGPT (the published one is 8 x 512): what its checkpoint and the model entry share.
@@ -50,6 +58,19 @@ def publish(hub_dir: Path, repo: str, spec, n_chans: int, seed: int = 5, **chang
     """A repo as braindecode publishes it: save_pretrained of a (random) model."""
     spec = dataclasses.replace(spec, weights=RANDOM, seed=seed, **changes)
     model, _ = build_model(spec, n_chans, roots={})
+    folder = hub_dir / repo
+    if folder.exists():
+        shutil.rmtree(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+def publish_biot(hub_dir: Path, repo: str, seed: int = 5) -> Path:
+    """A BIOT repo in its published layout, written by braindecode's save_pretrained."""
+    import braindecode.models
+
+    torch.manual_seed(seed)
+    model = braindecode.models.BIOT(n_outputs=2, **BIOT_LAYOUTS[repo])
     folder = hub_dir / repo
     if folder.exists():
         shutil.rmtree(folder)
@@ -107,12 +128,12 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture
 def env(tiny, tmp_path, monkeypatch):
-    """A fresh weights root, a fake hub publishing BIOT with 18 channel tokens."""
+    """A fresh weights root, a fake hub publishing BIOT's PREST checkpoint (16 tokens)."""
     root, config, index = tiny
     config = json.loads(json.dumps(config)) | {"weights_root": str(tmp_path / "weights")}
     roots = {k: config[k] for k in ("data_root", "cache_root", "results_root", "weights_root")}
     fake = FakeHub(tmp_path / "published")
-    publish(fake.hub_dir, BIOT_REPO, model_spec(config, "biot_pretrained"), n_chans=18)
+    publish_biot(fake.hub_dir, BIOT_REPO)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
     monkeypatch.setenv("EMBEDPROBE_WEIGHTS_ROOT", roots["weights_root"])
     return config, roots, fake, index
@@ -131,15 +152,17 @@ def commit_of(repo: str, revision: str = "main") -> str:
 
 
 def test_the_shipped_repos_are_those_braindecode_documents():
-    """config/models.yaml's *_pretrained entries name the repos that the installed braindecode's
-    own docstrings load with from_pretrained (the source the README cites for each name)."""
+    """config/models.yaml's hub entries name the repos that the installed braindecode's own
+    docstrings load with from_pretrained (the source the README cites for each name); BIOT's
+    is the reference suite's PREST 16-channel checkpoint, the 18-token one has its own id."""
     import braindecode
     import braindecode.models
 
     config = load_config()
-    pretrained = {m: e for m, e in config["models"].items() if m.endswith("_pretrained")}
+    pretrained = {m: e for m, e in config["models"].items() if hub.hub_repo(e["weights"])}
     assert {m: hub.hub_repo(e["weights"]) for m, e in pretrained.items()} == {
         "biot_pretrained": BIOT_REPO,
+        "biot_six_datasets": SIX_DATASETS_REPO,
         "labram_pretrained": "braindecode/labram-pretrained",
         "cbramod_pretrained": "braindecode/cbramod-pretrained",
         "eegpt_pretrained": EEGPT_REPO,
@@ -162,7 +185,7 @@ def test_fetch_records_hashes_and_a_rerun_downloads_nothing(env, capsys):
     assert out.startswith(f"biot_pretrained: fetched {BIOT_REPO}@main (commit ")
     entry = json.loads(hub.manifest_path(roots).read_text())[f"{BIOT_REPO}@main"]
     snapshot = (Path(roots["weights_root"]) / "hub" / "models--braindecode--biot-pretrained-"
-                "six-datasets-18chs" / "snapshots" / entry["commit"])
+                "prest-16chs" / "snapshots" / entry["commit"])
     assert sorted(entry["files"]) == ["config.json", "model.safetensors"]  # allow_patterns
     # the revision and the commit it resolved to, as the hub's own refs/ file has it
     assert (entry["revision"], entry["commit"]) == ("main", commit_of(BIOT_REPO))
@@ -208,6 +231,37 @@ def test_check_and_embed_load_the_fetched_checkpoint_offline(env, tmp_path):
     with h5py.File(out, "r") as f:
         assert json.dumps(dict(f.attrs), default=str).count(entry["files"]["model.safetensors"])
         assert np.isfinite(f["embeddings"][:]).all()
+
+
+def test_the_prest_checkpoint_has_16_tokens_and_the_six_datasets_one_18(env):
+    """Both BIOT checkpoints fetched in their published layouts: biot_pretrained (PREST) is
+    built with its 16 channel tokens, biot_six_datasets with 18, for a 2-channel dataset as for
+    any; an 18-channel montage is ruled out for the first and served by the second."""
+    from safetensors.torch import load_file
+
+    config, roots, fake, _ = env
+    publish_biot(fake.hub_dir, SIX_DATASETS_REPO)
+    assert fetch_cli(config, "biot_pretrained", "biot_six_datasets") == 0
+    montage = tuple(f"E{i}" for i in range(18))
+    mismatches = {}
+    for model_id, repo, tokens in [("biot_pretrained", BIOT_REPO, 16),
+                                   ("biot_six_datasets", SIX_DATASETS_REPO, 18)]:
+        checkpoint = hub.locate(repo, "main", roots).checkpoint
+        published = checkpoint.config()
+        assert (published["n_chans"], published["sfreq"], published["n_times"]) == (
+            tokens, 200, 2000)
+        spec = model_spec(config, model_id, DATASET)
+        model, digest = build_model(spec, 2, roots)
+        assert digest == checkpoint.sha256
+        loaded = model.encoder.channel_tokens.weight
+        assert tuple(loaded.shape) == (tokens, 256)
+        saved = load_file(str(fake.hub_dir / repo / "model.safetensors"))
+        assert torch.equal(loaded, saved["encoder.channel_tokens.weight"])
+        mismatches[model_id] = checkpoints.checkpoint_mismatch(spec, published, 18, montage)
+    assert mismatches == {
+        "biot_pretrained": "it has 16 channel tokens, the channel map gives 18 channels "
+                           f"({', '.join(montage)})",
+        "biot_six_datasets": ""}
 
 
 def test_not_fetched_is_a_skip_in_check_and_in_the_plan(env):
@@ -260,15 +314,17 @@ def test_a_missing_file_is_a_skip_with_the_fetch_fix(env):
 
 
 @pytest.mark.parametrize("n_chans, changes, reason", [
-    (1, {}, "it has 1 channel tokens, the channel map gives 2 channels (EEG Fpz-Cz, "
-            "EEG Pz-Oz)"),
-    (18, {"sfreq": 256}, "sfreq 256 in the checkpoint, 200 from the model entry"),
-    (18, {"params": {"embed_dim": 128}},
+    # {n} and {names}: what the dataset's channel map gives BIOT
+    (1, {}, "it has 1 channel tokens, the channel map gives {n} channels ({names})"),
+    (16, {"sfreq": 256}, "sfreq 256 in the checkpoint, 200 from the model entry"),
+    (16, {"params": {"embed_dim": 128}},
      "embed_dim 128 in the checkpoint, 256 from braindecode's default"),
 ])
 def test_a_checkpoint_that_cannot_serve_the_dataset_is_ruled_out(env, n_chans, changes, reason,
                                                                   capsys, monkeypatch):
     config, roots, fake, _ = env
+    names = channel_plan(config, DATASET, "biot").model_names
+    reason = reason.format(n=len(names), names=", ".join(names))
     publish(fake.hub_dir, BIOT_REPO, model_spec(config, "biot_pretrained"), n_chans, **changes)
     assert fetch_cli(config, "biot_pretrained") == 0
     result = check_pair(config, roots, DATASET, "biot_pretrained", 8)

@@ -76,12 +76,14 @@ def roots_for(weights_root: Path) -> dict:
 
 @pytest.mark.parametrize("model_id", MODEL_IDS)
 def test_each_model_embeds_generated_eeg(model_id, night, weights_root):
-    spec = model_spec(CONFIG, model_id)
-    assert spec.sfreq == RATE[spec.family]
+    spec = model_spec(CONFIG, model_id, DATASET)  # a sleep epoch: one 30 s window per family
+    assert spec.sfreq == RATE[spec.family] and spec.window_seconds == 30
     plan = channel_plan(CONFIG, DATASET, spec.family)
     path = weights_path(spec, roots_for(weights_root))
-    if path is not None:  # pretrained: a file written by scripts/make_weights.py, seed 7
-        write_weights(model_id, path, seed=7)
+    if path is not None:  # pretrained: a file written by scripts/make_weights.py, seed 7, for
+        # the channels the map gives the model (BIOT: its slots), and the entry's own 10 s
+        # window (LaBraM's temporal embedding is fitted to 30 s: models/checkpoints.py)
+        write_weights(model_id, path, seed=7, n_chans=len(plan.model_names))
     encoder = Encoder(spec, plan.model_names, roots_for(weights_root))
     # The random variant covers the architecture on two stages; the pretrained one (same
     # architecture, loaded weights) one epoch, to keep EEGPT's share of the time small.
@@ -100,10 +102,12 @@ def test_each_model_embeds_generated_eeg(model_id, night, weights_root):
 def test_scaling_follows_each_models_convention(night):
     signals, stages = night
     raw = cut_windows(signals.astype(np.float32), np.array([0]), 3000)
-    for model_id, factor in [("labram_random", 1e4), ("cbramod_random", 1e4),
-                             ("eegpt_random", 1e3)]:
+    # LaBraM and CBraMod in units of 100 uV (CBraMod clipped at +-100 uV), EEGPT in uV x 1000
+    for model_id, factor, clip in [("labram_random", 1e4, np.inf), ("cbramod_random", 1e4, 1.0),
+                                   ("eegpt_random", 1e9, np.inf)]:
         spec = model_spec(CONFIG, model_id)
-        np.testing.assert_allclose(scale(raw, spec.scaling), raw * factor, rtol=1e-6)
+        np.testing.assert_allclose(scale(raw, spec.scaling), np.clip(raw * factor, -clip, clip),
+                                   rtol=1e-6)
     biot = scale(raw, model_spec(CONFIG, "biot_random").scaling)
     np.testing.assert_allclose(np.quantile(np.abs(biot), 0.95, axis=-1), 1.0, rtol=1e-3)
 

@@ -85,9 +85,13 @@ class touched_under:
 
 def write_checkpoint(config, roots, model, transform):
     """A real state_dict of the model's architecture, each float tensor passed through
-    `transform`, saved where the model's config looks for its weights."""
+    `transform`, saved where the model's config looks for its weights. Built for the inputs
+    the channel plan gives the model (BIOT: all 16 slots, not the 2 recorded channels)."""
+    from embedprobe.pipeline.channel_maps import channel_plan
+
     spec = dataclasses.replace(model_spec(config, model), weights=RANDOM)
-    net, _ = build_model(spec, 2, roots)
+    n_inputs = len(channel_plan(config, DATASET, spec.family).model_names)
+    net, _ = build_model(spec, n_inputs, roots)
     state = {k: transform(v) if v.is_floating_point() else v for k, v in net.state_dict().items()}
     torch.save(state, Path(roots["weights_root"]) / model_spec(config, model).weights)
 
@@ -144,11 +148,12 @@ def test_found_pair_gives_the_documented_row(passed):
     assert result.status == OK and result.note == "" and result.category == ""
     row = table_row(result)
     assert row[:6] == (DATASET, "biot_random", "found (10/10 recordings)",
-                       "not needed for random init", "labels as recorded", "(32, 256) finite")
+                       "not needed for random init", "slots", "(32, 256) finite")
     assert re.fullmatch(r"\d+(\.\d)?s", row[6]) and re.fullmatch(r"\d+ MB", row[7])
-    # What preflight reads: BIOT's width, 2 channels x 30 s at 200 Hz, the model's size.
+    # What preflight reads: BIOT's width, its 16 input slots (2 fed by Sleep-EDF's channels,
+    # 14 zero) x 30 s at 200 Hz, the model's size.
     assert (result.batch_size, result.feature_dim, result.n_chans, result.n_times_epoch) == (
-        32, 256, 2, 6000)
+        32, 256, 16, 6000)
     assert result.n_params > 1_000_000
     assert 0 < result.seconds <= result.total_seconds
     assert result.peak_mb > 100
@@ -163,8 +168,12 @@ def test_found_pair_gives_the_documented_row(passed):
 
 
 def test_first_batch_is_what_embed_reads(setup):
-    """The checked windows are embed's: index rows from build_index, signals from WindowSource."""
-    from embedprobe.pipeline.channel_maps import channel_plan
+    """The checked windows are embed's: index rows from build_index, signals from WindowSource.
+
+    Embed filters its first part's stretch of the recording, check the whole recording: the
+    same windows to float32 rounding (the filters' edges, pipeline/filters.py), not bit for bit.
+    """
+    from embedprobe.pipeline.channel_maps import channel_plan, input_positions
     from embedprobe.pipeline.embed import WindowSource
     from embedprobe.pipeline.index import build_index
 
@@ -172,12 +181,15 @@ def test_first_batch_is_what_embed_reads(setup):
     spec = model_spec(config, "biot_random")
     plan = channel_plan(config, DATASET, spec.family)
     index = build_index(config, roots, DATASET)
-    first = index[index["recording"] == index["recording"].iloc[0]].iloc[:8]
-    expected = WindowSource(config, roots, DATASET, spec, plan, index).load(
-        first["recording"].iloc[0], first)
+    embedded = next(iter(WindowSource(config, roots, DATASET, spec, plan, index).stream(0, 0)))
+    expected = embedded[:8]
     windows = first_batch(config, roots, DATASET, spec, plan, 8)
-    assert windows.shape == (8, 2, 6000) and windows.dtype == np.float32
-    np.testing.assert_array_equal(windows, expected)
+    assert windows.shape == (8, 16, 6000) and windows.dtype == np.float32
+    assert np.abs(windows - expected).max() <= 1e-6 * np.abs(expected).max()
+    # Fpz-Cz feeds slot FP1-F3 (8), Pz-Oz slot P3-O1 (11); the 14 other slots are zero
+    assert list(input_positions(plan)) == [8, 11]
+    assert np.all(windows[:, [8, 11]].std(axis=-1) > 0)
+    assert not np.delete(windows, [8, 11], axis=1).any()
 
 
 def test_missing_data_is_skipped_with_the_fix(tmp_path, passed):
@@ -314,7 +326,7 @@ def test_encoder_crash_is_reported_with_traceback(setup):
     result = check_pair(config, roots, DATASET, "biot_random", 4, encoder_factory=Crashing)
     assert (result.status, result.category) == (FAILED, "model")
     # the first call is embed's own first call, one window (its width probe)
-    assert result.reason == "failed in model: ValueError: cannot take (1, 2, 6000)"
+    assert result.reason == "failed in model: ValueError: cannot take (1, 16, 6000)"
     assert "raise ValueError" in result.extra["traceback"]
 
 
@@ -348,7 +360,8 @@ def test_family_without_entry_is_refused_before_data(setup, demo_root, map_dir):
     assert seen == []
     assert (result.status, result.channel_map, result.data) == (FAILED, "invalid", "not read")
     assert "has no entry for model family 'biot'" in result.reason
-    assert result.fix.startswith("add 'biot:' with rename, labels_as_recorded or skip")
+    # BIOT reads slots: the fix names the one form that fits it
+    assert result.fix.startswith("add 'biot:' with slots or skip")
     assert (no_map.status, no_map.channel_map) == (FAILED, "none")
     assert f"dataset '{DATASET}' has no channel map" in no_map.reason
     assert exit_code([result]) == 1
@@ -364,10 +377,10 @@ def test_table_puts_reason_and_fix_under_each_pair_that_did_not_pass(passed, set
     assert split_row(lines[0]) == ["dataset", "checkpoint", "data", "weights", "channel map",
                                    "forward pass", "time", "peak memory", "node baseline"]
     assert split_row(lines[1])[:6] == [DATASET, "biot_random", "found (10/10 recordings)",
-                                       "not needed for random init", "labels as recorded",
+                                       "not needed for random init", "slots",
                                        "(32, 256) finite"]
     assert split_row(lines[2]) == [DATASET, "biot_pretrained", "found (10/10 recordings)",
-                                   "missing", "labels as recorded", "-", "-", "-", "-"]
+                                   "missing", "slots", "-", "-", "-", "-"]
     assert lines[3].strip() == skipped.reason and lines[4].strip() == f"fix: {skipped.fix}"
     assert len(lines) == 5
     # Columns line up: every row starts its checkpoint cell at the same offset.

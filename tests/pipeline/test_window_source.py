@@ -1,12 +1,15 @@
-"""Model windows as check and embed make them: the same bytes as the pipeline before the rewrite
-(whole-night resampling, a fancy-indexed cut, np.quantile scaling), from threads or reader
-processes, any window starts and lengths; reader processes bounded, cleaned up, and loud when
-one dies."""
+"""Model windows as check and embed make them: the reference protocol's, step by step (whole
+recordings filtered, each window resampled on its own, scaled; BIOT's 16 slots), to float32
+tolerance, and the same bytes from threads or reader processes, any window starts and lengths;
+continuous resampling the same bytes as the pipeline before the rewrite (whole-night
+resampling, a fancy-indexed cut, np.quantile scaling); reader processes bounded, cleaned up,
+and loud when one dies."""
 
 import json
 import os
 import signal
 import time
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -20,9 +23,12 @@ from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory, Usag
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 from embedprobe.datasets.sleep_edf.lookalike import generate
 from embedprobe.models.registry import model_spec
-from embedprobe.pipeline.channel_maps import channel_plan
+from embedprobe.pipeline.channel_maps import ChannelPlan, channel_plan, input_positions
+from embedprobe.pipeline.filters import FilterStep
+from embedprobe.pipeline.filters import reach as filter_reach
 from embedprobe.pipeline.index import build_index
 from embedprobe.pipeline.preprocess import abs_quantile, model_windows, recorded_span
+from embedprobe.pipeline.protocol import Preprocessing
 from embedprobe.pipeline.window_source import (
     PART_WINDOWS,
     PROCESSES,
@@ -33,7 +39,8 @@ from embedprobe.pipeline.window_source import (
 )
 
 DATASET = "sleep_edf_demo"
-FACTORS = {"microvolts": 1e6, "millivolts": 1e3, "0.1mV": 1e4, "none": 1.0}
+LINE_FREQ = 50.0  # the demo's, as Sleep-EDF's (config/datasets.yaml): above Nyquist at 100 Hz
+FACTORS = {"microvolts": 1e6, "millivolts": 1e3, "nanovolts": 1e9, "0.1mV": 1e4, "none": 1.0}
 
 
 def reference_windows(signals, sfreq, to_sfreq, starts, length, scaling):
@@ -50,7 +57,9 @@ def reference_windows(signals, sfreq, to_sfreq, starts, length, scaling):
     if scaling == "percentile95":
         windows /= np.quantile(np.abs(windows), 0.95, axis=-1, keepdims=True) + np.float32(1e-8)
     else:
-        windows *= np.float32(FACTORS[scaling])
+        windows *= np.float32(FACTORS[scaling.removesuffix("_clip")])
+        if scaling.endswith("_clip"):  # CBraMod: +-100 µV, +-1 in units of 100 µV
+            windows = np.clip(windows, -1.0, 1.0)
     return windows
 
 
@@ -58,7 +67,8 @@ RATES = [(100, 200), (100, 100), (250, 200), (256, 200), (200, 256), (128, 200),
          (100, 250)]
 
 
-@pytest.mark.parametrize("scaling", ["percentile95", "0.1mV", "microvolts"])
+@pytest.mark.parametrize("scaling", ["percentile95", "0.1mV", "0.1mV_clip", "microvolts",
+                                     "nanovolts"])
 def test_model_windows_equal_the_whole_night_pipeline_bit_for_bit(scaling):
     """Random recordings, rates, window lengths and starts (unsorted, overlapping, at both ends,
     far apart so that several stretches are resampled): the same bytes."""
@@ -181,35 +191,99 @@ def source_for(demo, model, table=None):
     return WindowSource(config, roots, DATASET, spec, plan, index if table is None else table)
 
 
+def reference_filtered(data, sfreq, line_freq):
+    """A whole recording filtered as the reference's loaders do, with scipy directly: a
+    5th-order Butterworth high-pass at 0.5 Hz, then an iirnotch (Q 30) at the line frequency
+    where it lies below Nyquist, each forwards and backwards in float64, float32 after each."""
+    from scipy.signal import butter, iirnotch, sosfiltfilt
+
+    out = sosfiltfilt(butter(5, 0.5, btype="high", fs=sfreq, output="sos"),
+                      data.astype(np.float64), axis=-1).astype(np.float32)
+    if line_freq < sfreq / 2:
+        b, a = iirnotch(line_freq, 30.0, fs=sfreq)
+        out = sosfiltfilt(np.concatenate([b, a])[None], out.astype(np.float64),
+                          axis=-1).astype(np.float32)
+    return out
+
+
+def reference_each_window(data, sfreq, to_sfreq, starts, length, centre):
+    """The reference's model wrappers: each window cut at the recorded rate, centred per
+    channel (BIOT), then resampled on its own with resample_poly."""
+    length_in = round(length * sfreq / to_sfreq)
+    windows = np.stack([data[:, start:start + length_in] for start in starts])
+    if centre:
+        windows = windows - windows.mean(axis=-1, keepdims=True)
+    if sfreq != to_sfreq:
+        ratio = Fraction(to_sfreq / sfreq).limit_denominator(1000)
+        windows = resample_poly(windows, ratio.numerator, ratio.denominator, axis=-1)
+    return windows.astype(np.float32)
+
+
 def expected_for(source, table):
-    """Each recording read through the reader interface and made by the reference pipeline."""
+    """Each recording read whole through the reader interface and made as the reference
+    protocol makes it, step by step: filtered whole (reference_filtered), each window on its
+    own (reference_each_window), then BIOT's windows divided by the whole filtered recording's
+    95th percentile of |x| in µV, every other model's scaled by its unit; placed in the
+    model's inputs (BIOT: 16 slots, those no recorded channel feeds left zero)."""
+    biot = source.spec.scaling == "percentile95"
+    prep = source.recipe.preprocessing
+    assert (prep.centre_windows, prep.normalisation) == ((True, "recording_q95") if biot
+                                                         else (False, None))
+    positions = input_positions(source.plan)
     parts = []
     for recording, rows in table.groupby("recording", sort=False):
         signals = sleep_edf.read_signals(source.recordings[recording], source.plan.recorded)
-        parts.append(reference_windows(signals.data, signals.sfreq, source.spec.sfreq,
-                                       rows["start"].to_numpy(), source.window_samples,
-                                       source.spec.scaling))
+        data = reference_filtered(signals.data, signals.sfreq, LINE_FREQ)
+        windows = reference_each_window(data, signals.sfreq, source.spec.sfreq,
+                                        rows["start"].to_numpy(), source.window_samples, biot)
+        if biot:
+            q95 = np.quantile(np.abs(data * np.float32(1e6)), 0.95, axis=-1)
+            windows = windows * 1e6 / (q95[None, :, None] + 1e-8)
+        else:
+            windows = windows * FACTORS[source.spec.scaling.removesuffix("_clip")]
+            if source.spec.scaling.endswith("_clip"):
+                windows = np.clip(windows, -1.0, 1.0)
+        inputs = np.zeros((len(rows), len(source.plan.model_names), source.window_samples),
+                          np.float32)
+        inputs[:, positions] = windows
+        parts.append(inputs)
     return np.concatenate(parts)
+
+
+# Windows from a filtered stretch against the whole recording's filtering: float32 rounding
+# (tests/pipeline/test_filters.py), carried through resampling and scaling.
+WINDOW_TOLERANCE = 1e-6
+
+
+def assert_windows_close(got, expected):
+    assert got.shape == expected.shape and got.dtype == np.float32
+    assert np.abs(got - expected).max() <= WINDOW_TOLERANCE * np.abs(expected).max()
 
 
 @pytest.mark.parametrize("model", ["biot_random", "cbramod_random"])
 def test_every_reader_kind_gives_the_reference_bytes(demo, model):
+    """Every reader kind gives the same bytes, and those are the whole-recording pipeline's
+    to float32 tolerance (the filters run on stretches)."""
     source = source_for(demo, model)
     expected = expected_for(source, demo[2])
-    for kind, workers in [(THREADS, 0), (THREADS, 2), (PROCESSES, 1), (PROCESSES, 2)]:
+    first = np.concatenate([w.copy() for w in source.stream(0, 0)])
+    assert_windows_close(first, expected)
+    for kind, workers in [(THREADS, 2), (PROCESSES, 1), (PROCESSES, 2)]:
         got = np.concatenate([w.copy() for w in source.stream(0, workers, kind)])
-        assert got.tobytes() == expected.tobytes(), (kind, workers)
-    # resuming mid-index starts at that row, mid-recording too
+        assert got.tobytes() == first.tobytes(), (kind, workers)
+    # resuming mid-index starts at that row, mid-recording too (bit for bit:
+    # test_a_resumed_stream_makes_the_fresh_streams_windows_bit_for_bit)
     tail = np.concatenate([w.copy() for w in source.stream(100, 2, PROCESSES)])
-    assert tail.tobytes() == expected[100:].tobytes()
+    assert tail.tobytes() == first[100:].tobytes()
 
 
 @pytest.mark.parametrize("model", ["biot_random", "eegpt_random"])
 def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(demo, model,
                                                                               monkeypatch):
     """Parts of 7 windows (100 -> 200 Hz and 100 -> 256 Hz, 30-s and 10-s windows): each read
-    covers its windows and the filter's reach, far less than the file; the bytes are those of
-    whole recordings, from every reader kind and from a resume mid-part."""
+    covers its windows and the filters' reach, far less than the file; the windows are those
+    of whole recordings to float32 tolerance, the same bytes from every reader kind, and a
+    resume mid-part starts at its row."""
     import embedprobe.pipeline.window_source as window_source
 
     config, roots, index = demo
@@ -230,10 +304,16 @@ def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(dem
         return signals
 
     monkeypatch.setattr(sleep_edf, "read_signals", read_signals)
+    # this process's readers forget the statistics earlier tests had them compute
+    monkeypatch.setattr(window_source, "_STATISTICS", {})
     got = np.concatenate([w.copy() for w in source.stream(0, 0)])
-    assert got.tobytes() == expected.tobytes()
+    assert_windows_close(got, expected)
     sizes = index.groupby("recording", sort=False).size()
     parts = list(window_source.parts(index))
+    # BIOT's recording statistic reads each recording whole, once (one reader here)
+    whole = [rec for rec, span, _ in reads if span is None]
+    assert sorted(whole) == (sorted(sizes.index) if model == "biot_random" else [])
+    reads = [read for read in reads if read[1] is not None]
     assert len(reads) == len(parts) >= sum(-(-n // 7) for n in sizes)
     # cut at recording ends and every 7th row: batches of 7 never span two parts of a recording
     ends = np.cumsum([len(rows) for _, rows in parts])
@@ -244,16 +324,37 @@ def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(dem
     for (rec, span, n), (part_rec, rows) in zip(reads, parts, strict=True):
         assert rec == part_rec and len(rows) <= 7
         assert span is not None and n == span[1] - span[0]  # wholly inside the file
-        # the part's windows and the filter's reach (25-100 samples a side), nothing more
+        # the part's windows, the resampling's reach (25-100 samples a side) and the
+        # high-pass's (21.5 s at 100 Hz), nothing more
         covered = rows["start"].max() + window_in - rows["start"].min()
-        assert span[0] <= rows["start"].min() and covered <= n <= covered + 200
+        reach = filter_reach(source.recipe.preprocessing.filters, 100.0)
+        assert span[0] <= rows["start"].min() and covered <= n <= covered + 2 * reach + 200
         assert n < file_samples[rec] / 3
     for kind, workers in [(THREADS, 2), (PROCESSES, 2)]:
-        got = np.concatenate([w.copy() for w in source.stream(0, workers, kind)])
-        assert got.tobytes() == expected.tobytes(), (kind, workers)
+        again = np.concatenate([w.copy() for w in source.stream(0, workers, kind)])
+        assert again.tobytes() == got.tobytes(), (kind, workers)
+    # a resume mid-part makes the whole part and skips to its row: the same bytes
     tail = np.concatenate([w.copy() for w in source.stream(100, 2, PROCESSES)])
-    assert tail.tobytes() == expected[100:].tobytes()
+    assert tail.tobytes() == got[100:].tobytes()
     assert source.largest_part() == 7
+
+
+@pytest.mark.parametrize("part_windows", [7, PART_WINDOWS])
+def test_a_resumed_stream_makes_the_fresh_streams_windows_bit_for_bit(demo, part_windows,
+                                                                     monkeypatch):
+    """embed resumes at its last durable batch (any multiple of the batch size): the windows
+    from there on must be the uninterrupted run's, byte for byte (the SIGKILL tests of
+    test_embed.py compare the embeddings' bytes), from a part's first row, mid-part and
+    mid-recording, with parts smaller and larger than a recording."""
+    import embedprobe.pipeline.window_source as window_source
+
+    monkeypatch.setattr(window_source, "PART_WINDOWS", part_windows)
+    source = source_for(demo, "biot_random")
+    fresh = np.concatenate([w.copy() for w in source.stream(0, 0)])
+    differing = [row for row in range(0, len(demo[2]), 8)
+                 if np.concatenate([w.copy() for w in source.stream(row, 0)]).tobytes()
+                 != fresh[row:].tobytes()]
+    assert differing == []
 
 
 def test_the_largest_part_is_what_preflight_sizes_the_readers_by():
@@ -287,7 +388,8 @@ def test_windows_come_from_the_index_rows_and_the_datasets_epoch_length(demo):
     expected = expected_for(source, table)
     for kind, workers in [(THREADS, 0), (PROCESSES, 2)]:
         got = np.concatenate([w.copy() for w in source.stream(0, workers, kind)])
-        assert got.shape == (len(table), 2, 2000) and got.tobytes() == expected.tobytes()
+        assert got.shape == (len(table), 16, 2000)  # BIOT's 16 slots, 2 fed
+        assert_windows_close(got, expected)
 
 
 def test_a_file_at_another_rate_than_the_index_is_refused(demo):
@@ -434,12 +536,17 @@ def test_a_reader_process_imports_nothing_its_server_did_not_preload(demo, tmp_p
     source = source_for(demo, "biot_random")
     recording, rows = next(iter(demo[2].groupby("recording", sort=False)))
     rec, starts = source.recordings[recording], rows["start"].to_numpy()[:40]
-    band = WindowRecipe(**{**source.recipe.__dict__, "band_hz": (0.5, 40.0)})
+    band = replace(source.recipe, preprocessing=Preprocessing(
+        (FilterStep("mne_notch", (50.0,)), FilterStep("mne_bandpass", (4.0, 40.0))),
+        whole_recordings=True))
     lookalike.write_lookalike(tmp_path / "bnci", {"subjects": 1, "sessions": ["T"],
                                                   "runs_per_session": 1, "trials_per_run": 4,
                                                   "eog_runs": 1, "eog_run_seconds": [2], "seed": 1})
     run = bnci.find_recordings(tmp_path / "bnci", sessions=["T"])[0]
-    trials = WindowRecipe("bnci2014_001", ("C3", "Cz", "C4"), 200.0, 4.0, "microvolts")
+    names = ("C3", "Cz", "C4")
+    trials = WindowRecipe("bnci2014_001", ChannelPlan("labels as recorded", names, names), 200.0,
+                          3.0, Preprocessing(band.preprocessing.filters, whole_recordings=True,
+                                             scaling="microvolts", average_reference=names))
     jobs = [(source.recipe, rec, starts, 100.0), (band, rec, starts, None),
             (trials, run, np.array([0, 250 * 8]), None)]
     (tmp_path / "jobs.pkl").write_bytes(pickle.dumps(jobs))

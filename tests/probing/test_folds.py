@@ -1,33 +1,137 @@
+"""Fold plans against the reference suite's rules: its generic chunks (RandomState shuffle,
+array_split, test k / validation k+1), its leave-one-subject-out draw (train_test_split, seed
+42) and its patient folds (StratifiedKFold, seed 42), each against a hand-computed answer and the
+RNG or scikit-learn call written out."""
+
 import numpy as np
+import pandas as pd
 import pytest
+from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from embedprobe.core.errors import UsageError
-from embedprobe.probing.folds import fold_split, subject_groups
+from embedprobe.probing.folds import (
+    ascending,
+    chunk_plan,
+    fold_split,
+    loso_plan,
+    stratified_plan,
+    subject_groups,
+)
+
+# The reference's CHB-MIT folds (its configs/cohorts/chbmit/folds.json, "replay ... seed42",
+# sub-NN there, chbNN here; chb21 is chb01's patient): validation and test patients per fold.
+CHBMIT_REFERENCE = [
+    (["05", "18", "20", "24"], ["03", "07", "10", "13", "14"]),
+    (["05", "12", "14", "20"], ["02", "04", "09", "19", "24"]),
+    (["07", "17", "23"], ["06", "08", "11", "20", "22"]),
+    (["08", "12", "17"], ["01", "05", "15", "16"]),
+    (["01", "04", "07", "11"], ["12", "17", "18", "23"]),
+]
 
 
-def test_groups_are_deterministic_balanced_and_per_subject():
-    subjects = [f"SC{i:02d}" for i in range(23) for _ in range(2)]  # two nights each
-    groups = subject_groups(subjects, n_folds=5, seed=42)
-    assert groups == subject_groups(list(reversed(subjects)), n_folds=5, seed=42)
-    sizes = np.bincount(list(groups.values()), minlength=5)
-    assert sizes.max() - sizes.min() <= 1 and sizes.sum() == 23
-    assert subject_groups(subjects, 5, seed=1) != groups
+def test_chunks_are_the_reference_shuffle_cut_in_contiguous_chunks():
+    # RandomState(42).permutation(7) = [0 1 5 2 4 3 6]; array_split in 3: [0 1 5] [2 4] [3 6]
+    assert list(np.random.RandomState(42).permutation(7)) == [0, 1, 5, 2, 4, 3, 6]
+    groups = subject_groups([f"S{i}" for i in (7, 3, 1, 5, 2, 6, 4, 1)], n_folds=3, seed=42)
+    assert groups == {"S1": 0, "S2": 0, "S6": 0, "S3": 1, "S5": 1, "S4": 2, "S7": 2}
 
 
-def test_fold_layout_test_k_val_k_plus_1_train_rest():
-    subjects = np.array([f"S{i}" for i in range(10)]).repeat(3)
+def test_strata_share_one_generator_in_name_order():
+    """Sleep-EDF's rule: cassette then telemetry, each shuffled by the same RandomState."""
+    rng = np.random.RandomState(42)
+    a, b = np.arange(4), np.arange(3)
+    rng.shuffle(a)
+    rng.shuffle(b)
+    assert list(a) == [1, 3, 0, 2] and list(b) == [0, 1, 2]
+    subjects = ["SC01", "SC02", "SC03", "SC04", "ST01", "ST02", "ST03"]
+    plan = chunk_plan(subjects, 2, 42, strata_pattern="^(SC|ST)")
+    assert plan.members(0, "test") == ["SC02", "SC04", "ST01", "ST02"]
+    assert plan.members(0, "val") == ["SC01", "SC03", "ST03"]
+    with pytest.raises(UsageError, match="does not match subject SC01"):
+        chunk_plan(subjects, 2, 42, strata_pattern="^X")
+
+
+def test_fold_k_tests_chunk_k_validates_chunk_k_plus_1_trains_the_rest():
+    subjects = np.array([f"S{i}" for i in range(10)]).repeat(3)  # three windows each
     groups = subject_groups(subjects, 5, 42)
+    plan = chunk_plan(subjects, 5, 42)
     per_window = np.array([groups[s] for s in subjects])
     for k in range(5):
-        masks = fold_split(per_window, k, 5)
-        assert (per_window[masks["test"]] == k).all()
-        assert (per_window[masks["val"]] == (k + 1) % 5).all()
+        masks = fold_split(plan, pd.DataFrame({"subject": subjects}), k)
+        assert (per_window[masks["test"]] == k).all() and masks["test"].sum() == 6
+        assert (per_window[masks["val"]] == (k + 1) % 5).all() and masks["val"].sum() == 6
         assert set(per_window[masks["train"]]) == set(range(5)) - {k, (k + 1) % 5}
-        parts = [set(subjects[masks[p]]) for p in ("train", "val", "test")]
-        assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
-        assert masks["train"].sum() + masks["val"].sum() + masks["test"].sum() == len(subjects)
+        assert (masks["train"].astype(int) + masks["val"] + masks["test"] == 1).all()
 
 
 def test_too_few_subjects_is_refused():
     with pytest.raises(UsageError, match="3 subjects cannot fill 5 folds"):
         subject_groups(["a", "b", "c"], 5, 42)
+
+
+def test_loso_validation_subject_is_the_reference_draw_for_bnci2014_001():
+    subjects = [f"A{i:02d}" for i in range(9, 0, -1)]  # any order in, ascending out
+    plan = loso_plan(subjects, seed=42)
+    ordered = sorted(subjects)
+    # the reference's draw written out: train_test_split(others, test_size=0.1,
+    # random_state=42) keeps the first ceil(0.8) = 1 of RandomState(42).permutation(8)
+    position = np.random.RandomState(42).permutation(8)[0]
+    expected = []
+    for k in range(9):
+        others = [i for i in range(9) if i != k]
+        assert train_test_split(others, test_size=0.1, random_state=42)[1] == [others[position]]
+        expected.append(ordered[others[position]])
+    assert expected == ["A03", "A03"] + ["A02"] * 7  # pinned: a change of RNG shows here
+    for k in range(9):
+        assert plan.members(k, "test") == [ordered[k]]
+        assert plan.members(k, "val") == [expected[k]]
+        assert len(plan.members(k, "train")) == 7
+
+
+def test_loso_orders_ids_as_numbers_and_validates_on_a_tenth_rounded_up():
+    subjects = [f"S{i}" for i in range(1, 13)]  # S10 after S9, as the reference's int sort
+    plan = loso_plan(subjects, seed=42)
+    assert [plan.members(k, "test")[0] for k in range(12)] == subjects
+    # 11 others: ceil(1.1) = 2 validate; RandomState(42).permutation(11) starts [5, 0]
+    assert list(np.random.RandomState(42).permutation(11)[:2]) == [5, 0]
+    assert plan.members(0, "val") == ["S2", "S7"]  # others[5] = S7, others[0] = S2
+    assert sorted(["S10", "S2", "S1", "A3"], key=ascending) == ["A3", "S1", "S2", "S10"]
+
+
+def sklearn_folds(ids, labels, k, n=5):
+    """The reference's patient folds written out with scikit-learn."""
+    splitter = StratifiedKFold(n_splits=n, shuffle=True, random_state=42)
+    rest, test = list(splitter.split(ids, labels))[k]
+    inner = StratifiedKFold(n_splits=n, shuffle=True, random_state=42)
+    _, val = list(inner.split(rest, labels[rest]))[(k + 1) % n]
+    return sorted(ids[rest[val]]), sorted(ids[test])
+
+
+def test_patient_folds_are_stratified_kfold_over_sorted_ids():
+    # 25 patients, 10 without a seizure: every outer training part keeps 8 of them, enough
+    # for the inner splitter to stratify too
+    patients = np.array([f"PN{i:02d}" for i in range(25)])
+    labels = np.array([i % 5 >= 2 for i in range(25)])
+    plan = stratified_plan(dict(zip(patients[::-1], labels[::-1], strict=True)), 5, 42)
+    for k in range(5):
+        val, test = sklearn_folds(patients, labels.astype(int), k)
+        assert plan.members(k, "val") == val and plan.members(k, "test") == test
+        assert sum(not dict(zip(patients, labels, strict=True))[p] for p in test) == 2
+
+
+def test_patient_folds_reproduce_the_reference_chbmit_manifest():
+    patients = [f"chb{i:02d}" for i in range(1, 25) if i != 21]
+    plan = stratified_plan({p: True for p in patients}, 5, 42)
+    for k, (val, test) in enumerate(CHBMIT_REFERENCE):
+        assert plan.members(k, "val") == [f"chb{n}" for n in val]
+        assert plan.members(k, "test") == [f"chb{n}" for n in test]
+
+
+def test_a_class_smaller_than_the_folds_falls_back_to_kfold():
+    """The reference keeps the folds and drops stratification (registry/splits.py)."""
+    from sklearn.model_selection import KFold
+
+    ids = np.array([f"P{i:02d}" for i in range(10)])
+    plan = stratified_plan({p: p == "P03" for p in ids}, 5, 42)
+    rest, test = list(KFold(5, shuffle=True, random_state=42).split(ids))[0]
+    assert plan.members(0, "test") == sorted(ids[test])

@@ -1,10 +1,14 @@
-"""The leaderboard's ranks: within each dataset (direction-aware, ties share their places), the
-average within a benchmark, then the mean across benchmarks; from results.tsv tables written by
-the real aggregate."""
+"""The leaderboard's ranks as the reference (NeuroAtlas results.leaderboard) makes them: within
+each dataset (direction-aware, ties share their places) among the models with a score on every
+dataset of the benchmark, the average within a benchmark, then the mean across benchmarks; from
+results.tsv tables written by the real aggregate, and from hand-made tables."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from embedprobe.reporting.leaderboard import leaderboard_markdown, rank_frame, read_tables
@@ -46,14 +50,15 @@ def test_ranks_within_datasets_then_benchmarks_then_across(board):
     ranks = rank_frame(*board)
     assert list(ranks.index) == ["m2", "m1", "m3"]  # by mean rank
     assert ranks["rank stage/d1"].to_dict() == {"m2": 2.5, "m1": 1.0, "m3": 2.5}
-    # m3 failed on d2 (one fold of three): no rank there, and not counted in its average
-    assert ranks["rank stage/d2"].to_dict() == {"m2": 1.0, "m1": 2.0, "m3": pytest.approx(np.nan,
-                                                                                        nan_ok=True)}
+    # m3 finished one fold of three on d2 (0.9): ranked on it, as the reference ranks a pair
+    # on fewer folds than the protocol (and marks it)
+    assert ranks["rank stage/d2"].to_dict() == {"m2": 2.0, "m1": 3.0, "m3": 1.0}
     # MAE: lower is better
     assert ranks["rank age/d1"].to_dict() == {"m2": 1.0, "m1": 2.0, "m3": 3.0}
-    assert ranks["avg rank stage"].to_dict() == {"m2": 1.75, "m1": 1.5, "m3": 2.5}
-    # each benchmark counts once, whatever its number of datasets
-    assert ranks["mean rank"].to_dict() == {"m2": 1.375, "m1": 1.75, "m3": 2.75}
+    # (2.5 + 2) / 2, (1 + 3) / 2, (2.5 + 1) / 2
+    assert ranks["avg rank stage"].to_dict() == {"m2": 2.25, "m1": 2.0, "m3": 1.75}
+    # each benchmark counts once, whatever its number of datasets: (2.25 + 1) / 2, ...
+    assert ranks["mean rank"].to_dict() == {"m2": 1.625, "m1": 2.0, "m3": 2.375}
 
 
 def test_the_markdown_keeps_its_score_columns_and_adds_the_ranks(board):
@@ -63,23 +68,97 @@ def test_the_markdown_keeps_its_score_columns_and_adds_the_ranks(board):
     assert header == ["model", "stage/d1 (kappa)", "stage/d2 (kappa)", "age/d1 (mae)",
                       "rank stage/d1", "rank stage/d2", "rank age/d1", "avg rank stage",
                       "avg rank age", "mean rank"]
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[6:]]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[6:9]]
     assert rows == [
-        ["m2", "0.700 +- 0.000", "0.600 +- 0.000", "8.000 +- 0.000", "2.5", "1", "1", "1.75",
-         "1", "1.38"],
-        ["m1", "0.800 +- 0.000", "0.500 +- 0.000", "10.000 +- 0.000", "1", "2", "2", "1.5",
-         "2", "1.75"],
-        ["m3", "0.700 +- 0.000", "failed", "12.000 +- 0.000", "2.5", "-", "3", "2.5", "3",
-         "2.75"],
+        ["m2", "0.700 +- 0.000", "0.600 +- 0.000", "8.000 +- 0.000", "2.5", "2", "1", "2.25",
+         "1", "1.62"],
+        ["m1", "0.800 +- 0.000", "0.500 +- 0.000", "10.000 +- 0.000", "1", "3", "2", "2",
+         "2", "2"],
+        ["m3", "0.700 +- 0.000", "0.900 +- 0.000 (1/3 folds)", "12.000 +- 0.000", "2.5", "1",
+         "3", "1.75", "3", "2.38"],
     ]
     # each model's line starts with its name (what the workflow tests read)
     assert lines[6].startswith("| m2 |") and lines[6].count("+-") == 3
+    # no task sets a dummy: no normalised column; the pair on fewer folds is named
+    assert "normalised" not in lines[4]
+    assert lines[9:] == ["", "Ranked on fewer folds than the protocol: m3 on stage/d2 (1/3 "
+                             "folds)."]
 
 
-def test_a_model_without_any_finished_pair_comes_last_without_ranks(tmp_path):
+def hand_table(folder, benchmark: str, dataset: str, headline: str, scores: dict,
+               folds: int = 5, chance=None):
+    """results.tsv written by hand: model -> headline mean (None: skipped, no fold done)."""
+    path = folder / "results" / benchmark / dataset / "results.tsv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"dataset": dataset, "model": model,
+             "folds": f"{0 if mean is None else folds}/{folds}",
+             "status": "skipped" if mean is None else "ok", "reason": "", "fix": "",
+             f"{headline}_mean": np.nan if mean is None else mean,
+             f"{headline}_sd": np.nan if mean is None else 0.01,
+             "chance": np.nan if chance is None or mean is None else chance}
+            for model, mean in scores.items()]
+    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
+    return path
+
+
+@pytest.fixture()
+def hand_board(tmp_path):
+    """stage (kappa) on a1 and a2, where s has no score on a2; age (MAE) on b1; nothing
+    finished on rest/c1."""
+    paths = [hand_table(tmp_path, "stage", "a1", "kappa",
+                        {"p": 0.60, "q": 0.70, "r": 0.50, "s": 0.80}),
+             hand_table(tmp_path, "stage", "a2", "kappa",
+                        {"p": 0.65, "q": 0.55, "r": 0.55, "s": None}),
+             hand_table(tmp_path, "age", "b1", "mae", {"p": 9.0, "q": 11.0, "r": 10.0, "s": 7.0}),
+             hand_table(tmp_path, "rest", "c1", "kappa", {"p": None})]
+    tasks = {"stage": task_for("sleep_staging"), "age": task_for("brain_age"),
+             "rest": task_for("sleep_staging")}
+    return read_tables(paths), tasks
+
+
+def test_a_benchmark_ranks_only_the_models_with_a_score_on_each_of_its_datasets(hand_board):
+    ranks = rank_frame(*hand_board)
+    nan = pytest.approx(np.nan, nan_ok=True)
+    # s (0.80, the best on a1) has no score on a2: a1 ranks p, q, r only
+    assert ranks["rank stage/a1"].to_dict() == {"p": 2.0, "q": 1.0, "r": 3.0, "s": nan}
+    assert ranks["rank stage/a2"].to_dict() == {"p": 1.0, "q": 2.5, "r": 2.5, "s": nan}
+    assert ranks["avg rank stage"].to_dict() == {"p": 1.5, "q": 1.75, "r": 2.75, "s": nan}
+    assert ranks["rank age/b1"].to_dict() == {"p": 2.0, "q": 4.0, "r": 3.0, "s": 1.0}
+    # rest/c1 has no score at all: that benchmark ranks nobody and counts for no one
+    assert "avg rank rest" not in ranks.columns
+    # (1.5 + 2) / 2, (1.75 + 4) / 2, (2.75 + 3) / 2; s is missing from stage: no mean rank
+    assert ranks["mean rank"].to_dict() == {"p": 1.75, "q": 2.875, "r": 2.875, "s": nan}
+    assert list(ranks.index) == ["p", "q", "r", "s"]  # ties by name, no mean rank last
+
+
+def test_the_markdown_says_who_is_not_ranked_and_why(hand_board):
+    lines = leaderboard_markdown("mine", *hand_board).splitlines()
+    s_row = next(line for line in lines if line.startswith("| s |"))
+    assert [c.strip() for c in s_row.strip("|").split("|")][1:3] == ["0.800 +- 0.010",
+                                                                      "skipped"]
+    assert lines[-2:] == ["Not ranked: s (no score on every dataset of stage).",
+                          "Ranks nobody (no model has a score on each of its datasets): rest."]
+
+
+def test_normalised_is_the_mean_over_datasets_then_benchmarks_where_a_dummy_is_set(hand_board):
+    tables, tasks = hand_board
+    with_dummy = copy.copy(tasks["stage"])
+    with_dummy.dummy = 0.2  # as the reference's old sleep_stage catalog (balanced accuracy)
+    tasks = {**tasks, "stage": with_dummy}
+    ranks = rank_frame(tables, tasks)
+    # (mean - 0.2) / 0.8 on a1 and a2, averaged: p (0.5 + 0.5625) / 2, q (0.625 + 0.4375) / 2,
+    # r (0.375 + 0.4375) / 2; MAE has none, so stage's is the mean; s has no mean rank
+    assert ranks["normalised"].to_dict() == {"p": 0.53125, "q": 0.53125, "r": 0.40625,
+                                             "s": pytest.approx(np.nan, nan_ok=True)}
+    header = leaderboard_markdown("mine", tables, tasks).splitlines()[4]
+    assert header.endswith("| mean rank | normalised |")
+
+
+def test_the_bci_chance_level_is_under_the_leaderboard(tmp_path):
     roots = roots_in(tmp_path)
-    path = write_results_table(roots, "stage", "d1", "sleep_staging", 2, {
-        "a": [staging(0.5)] * 2, "b": [None, staging(0.9)]})
-    ranks = rank_frame(read_tables([path]), {"stage": task_for("sleep_staging")})
-    assert list(ranks.index) == ["a", "b"]
-    assert ranks.at["a", "mean rank"] == 1.0 and np.isnan(ranks.at["b", "mean rank"])
+    trial = {"balanced_accuracy": 0.5, "kappa": 1 / 3, "macro_f1": 0.5, "n_classes": 4}
+    path = write_results_table(roots, "mi", "d", "motor_imagery", 2, {"m": [trial] * 2})
+    assert read_tables([path])[("mi", "d")]["chance"].tolist() == [0.25]
+    text = leaderboard_markdown("bci", read_tables([path]), {"mi": task_for("motor_imagery")})
+    assert text.splitlines()[-1] == ("Chance level of the headline (1 / number of classes): "
+                                     "mi/d 0.250.")

@@ -1,6 +1,7 @@
 """`embedprobe results` and the API's results(): rows read from results.tsv tables that the real
 aggregate wrote from hand-made fold records, per pair and per fold, with chance levels,
-normalised scores, a reference table, and the usage errors."""
+normalised scores (none: no task sets a dummy, as in the reference), a reference table, and the
+usage errors."""
 
 from __future__ import annotations
 
@@ -15,11 +16,10 @@ import pytest
 
 from embedprobe.api import tables
 from embedprobe.core.errors import UsageError
+from embedprobe.reporting.chance import chance_level, normalised_score
 from embedprobe.reporting.results import (
-    chance_level,
     fold_rows,
     format_rows,
-    normalised_score,
     read_reference,
     result_rows,
 )
@@ -62,9 +62,9 @@ def workdir(tmp_path_factory):
                         "motor_imagery", 4, {"biot_random": [
                             {"balanced_accuracy": b, "kappa": (b - 0.25) / 0.75,
                              "macro_f1": b, "n_classes": 4} for b in MI_BACC]})
-    seizure = {"event_auc": 0.6, "auroc": 0.8, "auprc": 0.3, "event_sensitivity": 0.5,
-               "fa_per_24h": 12.0, "sensitivity_at_fpr": 0.4, "balanced_accuracy": 0.7,
-               "mcc": 0.3}
+    # every metric the seizure task reports (its list grows), these with known values
+    seizure = dict.fromkeys(task_for("seizure_detection").metrics, 0.5) | {
+        "event_auc": 0.6, "auroc": 0.8, "auprc": 0.3, "fa_per_24h": 12.0}
     write_results_table(roots, "epilepsy_demo", "chbmit_demo", "seizure_detection", 5, {
         "biot_random": [seizure] * 5})
     return folder, roots
@@ -85,18 +85,19 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300, cwd=PROJECT)
 
 
-def test_pair_rows_carry_the_headline_folds_status_chance_and_normalised_score(workdir):
+def test_pair_rows_carry_the_headline_folds_status_and_chance(workdir):
     _, roots = workdir
     rows, notes = result_rows("demo", bench("demo"), task_for("sleep_staging"), roots)
     assert notes == []
     by_model = {r["model"]: r for r in rows}
     done = by_model["biot_random"]
     assert done["metric"] == "kappa" and done["mean"] == pytest.approx(np.mean(KAPPAS), abs=1e-4)
-    assert done["sd"] == pytest.approx(np.std(KAPPAS, ddof=1), abs=1e-4)
+    # population SD (the reference's sleep_stage): sqrt((2 * 0.04^2 + 2 * 0.02^2) / 5)
+    assert done["sd"] == 0.0283 == round(np.std(KAPPAS, ddof=0), 4)
     assert (done["folds"], done["folds_done"], done["folds_expected"]) == ("5/5", 5, 5)
-    # kappa's chance level is 0 by construction: the normalised score is kappa itself
+    # kappa's chance level is 0; sleep staging sets no dummy, so no normalised score
     assert done["status"] == "ok" and done["chance"] == 0.0
-    assert done["normalised"] == pytest.approx(done["mean"], abs=1e-4)
+    assert done["normalised"] is None
     failed = by_model["labram_random"]
     assert (failed["status"], failed["folds"]) == ("failed", "3/5")
     assert failed["mean"] == pytest.approx(0.55, abs=1e-4)
@@ -110,19 +111,21 @@ def test_chance_is_one_over_the_classes_for_balanced_accuracy(workdir):
     (row,) = rows
     assert row["metric"] == "balanced_accuracy" and row["chance"] == 0.25
     assert row["mean"] == pytest.approx(0.475, abs=1e-4)
-    # population SD over held-out subjects (the task's sd_ddof)
-    assert row["sd"] == pytest.approx(np.std(MI_BACC), abs=1e-4)
-    assert row["normalised"] == pytest.approx((0.475 - 0.25) / 0.75, abs=1e-4)
+    # population SD over held-out subjects: deviations 0.075, 0.025, 0.025, 0.075
+    assert row["sd"] == 0.0559 == round(np.std(MI_BACC, ddof=0), 4)
+    # chance is a column of its own, not a dummy: no normalised score (the reference's BCI)
+    assert row["normalised"] is None
 
 
-def test_brain_age_is_normalised_against_the_dummy_regressor(workdir):
+def test_brain_age_has_no_chance_level_and_a_population_sd(workdir):
+    """The reference: "no chance level: predicting the training mean age depends on the
+    split" (its dummy regressor's MAE stays in results.tsv as baseline_mae_mean)."""
     _, roots = workdir
     (row,), _ = result_rows("demo_brain_age", bench("demo_brain_age"), task_for("brain_age"),
                             roots)
-    baseline, mae = np.mean(BASELINES), np.mean(MAES)
-    assert row["chance"] == pytest.approx(baseline, abs=1e-4)
-    # 1 - MAE / dummy MAE: 0 at the dummy, 1 at no error, growing as the error shrinks
-    assert row["normalised"] == pytest.approx(1 - mae / baseline, abs=1e-3)
+    assert row["chance"] is None and row["normalised"] is None
+    # MAES 6, 8, 7, 9, 10: mean 8, squared deviations 4 + 0 + 1 + 1 + 4 = 10, / 5 -> sqrt 2
+    assert row["mean"] == 8.0 and row["sd"] == 1.4142 == round(np.std(MAES, ddof=0), 4)
     assert row["pearson_r_pooled"] is not None
 
 
@@ -137,13 +140,18 @@ def test_seizure_rows_have_no_chance_level_and_a_missing_dataset_is_a_note(workd
 
 def test_chance_and_normalised_by_metric():
     assert chance_level("balanced_accuracy", {"n_classes": 5}) == 0.2
+    assert chance_level("balanced_accuracy", {"n_classes": 3}) == 1 / 3
     assert chance_level("balanced_accuracy", {}) is None
-    assert chance_level("auroc", {}) == 0.5
-    assert chance_level("mae", {"baseline_mae": 4.0}) == 4.0
+    assert chance_level("kappa", {}) == 0.0 and chance_level("auroc", {}) == 0.5
+    assert chance_level("mae", {"baseline_mae": 4.0}) is None
     assert chance_level("event_auc", {"n_classes": 2}) is None
-    assert normalised_score("balanced_accuracy", 0.6, 0.2) == 0.5
-    assert normalised_score("mae", 2.0, 8.0) == 0.75
-    assert normalised_score("kappa", None, 0.0) is None
+    # (mean - dummy) / (1 - dummy): (0.6 - 0.2) / 0.8
+    assert normalised_score(0.6, 0.2) == 0.5
+    assert normalised_score(0.2, 0.2) == 0.0 and normalised_score(1.0, 0.5) == 1.0
+    # none without a dummy, for an error metric, with a dummy of 1, or without a score
+    assert normalised_score(0.6, None) is None
+    assert normalised_score(2.0, 8.0, higher_is_better=False) is None
+    assert normalised_score(0.6, 1.0) is None and normalised_score(None, 0.0) is None
 
 
 def test_per_fold_rows_say_which_fold_failed_and_which_never_ran(workdir):
@@ -164,19 +172,40 @@ def test_formats(workdir):
     rows, _ = result_rows("demo", bench("demo"), task, roots)
     table = format_rows(rows, task, "table").splitlines()
     assert table[0] == "demo: kappa (higher is better), mean +- SD over folds"
+    # kappa's chance is the same everywhere and there is no dummy: neither column is shown
     assert table[1].split() == ["dataset", "model", "kappa", "(mean", "+-", "SD)", "folds",
-                                "status", "chance", "normalised"]
-    assert table[2].split() == ["sleep_edf_demo", "biot_random", "0.740", "+-", "0.032",
-                                "5/5", "ok", "0.000", "0.740"]
+                                "status"]
+    assert table[2].split() == ["sleep_edf_demo", "biot_random", "0.740", "+-", "0.028",
+                                "5/5", "ok"]
     assert table[-1].strip() == ("sleep_edf_demo/labram_random failed: 2 of 5 folds did not "
                                  "finish")
     md = format_rows(rows, task, "md").splitlines()
     assert md[1] == "" and md[2].startswith("| dataset | model | kappa (mean +- SD) | folds |")
-    assert md[4] == "| sleep_edf_demo | biot_random | 0.740 +- 0.032 | 5/5 | ok | 0.000 | 0.740 |"
+    assert md[4] == "| sleep_edf_demo | biot_random | 0.740 +- 0.028 | 5/5 | ok |"
     assert md[-1] == "- sleep_edf_demo/labram_random failed: 2 of 5 folds did not finish"
     back = pd.read_csv(io.StringIO(format_rows(rows, task, "csv")))
     assert list(back["model"]) == ["biot_random", "labram_random"]
     assert back["kappa_mean"].tolist() == pytest.approx([r["kappa_mean"] for r in rows])
+    # machine formats keep every key (as the reference's JSON rows)
+    assert back["chance"].tolist() == [0.0, 0.0] and back["normalised"].isna().all()
+
+
+def test_the_bci_table_shows_the_chance_column(workdir):
+    _, roots = workdir
+    task = task_for("motor_imagery")
+    rows, _ = result_rows("bci_mi_bnci2014_001_demo", bench("bci_mi_bnci2014_001_demo"), task,
+                          roots)
+    table = format_rows(rows, task, "table").splitlines()
+    assert table[1].split()[-2:] == ["status", "chance"]
+    assert table[2].split() == ["bnci2014_001_demo", "biot_random", "0.475", "+-", "0.056",
+                                "4/4", "ok", "0.250"]
+    per_fold = format_rows(fold_rows("bci_mi_bnci2014_001_demo",
+                                     bench("bci_mi_bnci2014_001_demo"), task, roots)[0],
+                           task, "table", per_fold=True).splitlines()
+    assert per_fold[1].split() == ["dataset", "model", "fold", "balanced_accuracy", "chance",
+                                   "status"]
+    assert per_fold[2].split() == ["bnci2014_001_demo", "biot_random", "0", "0.400", "0.250",
+                                   "ok"]
 
 
 def test_reference_numbers_sit_beside_ours(workdir, tmp_path):

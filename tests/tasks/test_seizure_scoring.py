@@ -7,19 +7,27 @@ import pytest
 
 from embedprobe.core.errors import DataError
 from embedprobe.tasks.seizure.scoring import (
+    AUC_RANGE_PER_HOUR,
+    CURVE_THRESHOLDS,
+    FA_GRID_PER_HOUR,
     METRICS,
+    OverlapCounts,
     RecordingTruth,
     WindowTimeline,
-    event_auc,
-    event_sweep,
+    curve_auc,
+    curve_from_json,
+    curve_to_json,
+    event_auc_over_folds,
+    event_curve,
     mcc,
+    median_curve,
     merge_intervals,
     merge_windows,
+    overlap_counts,
+    overlap_scores,
     score_events,
     score_fold,
     sensitivity_at_fpr,
-    sensitivity_envelope,
-    sweep_thresholds,
     tune_threshold,
     window_labels,
     window_metrics,
@@ -185,70 +193,218 @@ def test_windows_may_come_in_any_order():
 
 
 # ----------------------------------------------------------------------------------------------
-# The sensitivity vs FA/24h curve and its area
+# The reference's any-overlap events, curve and area
 # ----------------------------------------------------------------------------------------------
-def test_the_curve_and_its_area_by_hand():
-    # seizure windows 120-150 at 0.9, a background window 500 at 0.95, the rest 0.1
-    timeline, _ = one_recording()
-    proba = flagged((120, 150))
-    proba[50] = 0.95
-    sweep = event_sweep(proba, timeline)
-    # >= 0.95: only the false alarm (24/24h, sens 0); >= 0.9: + the seizure (24, 1);
-    # >= 0.1: everything, 11 five-minute alarms (264, 1)
-    assert sweep.thresholds.tolist() == [0.95, 0.9, 0.1]
-    assert sweep.fa_per_24h.tolist() == [24.0, 24.0, 264.0]
-    assert sweep.sensitivity.tolist() == [0.0, 1.0, 1.0]
-    # S(f) = 0 below 24, 1 from 24 on; over log10 [2.4, 2400]: (log10 2400 - log10 24) / 3 = 2/3
-    assert event_auc(sweep.fa_per_24h, sweep.sensitivity) == pytest.approx(2 / 3)
+D = 4 / 79  # log10 spacing of FA_GRID_PER_HOUR = geomspace(0.01, 100, 80): 10 ** (-2 + k D)
+# [0.1, 100] FA/h holds the grid points k = 20 ... 79: -2 + 19 D = -0.962 < -1 < -2 + 20 D
 
 
-def test_area_of_a_step_curve_with_points_out_of_order():
-    # points (FA, sens): (10, 1.0), (0, 0.5), (5, 0.8), (3, 0.9) -> S = 0.5 below 3, 0.9 from 3,
-    # 1.0 from 10. Over [1, 100]: (0.5 log10 3 + 0.9 (1 - log10 3) + 1.0 * 1) / 2
-    fa, sens = [10.0, 0.0, 5.0, 3.0], [1.0, 0.5, 0.8, 0.9]
-    steps, best = sensitivity_envelope(fa, sens)
-    assert steps.tolist() == [0.0, 3.0, 5.0, 10.0]
-    assert best.tolist() == [0.5, 0.9, 0.9, 1.0]
-    expected = (0.5 * math.log10(3) + 0.9 * (1 - math.log10(3)) + 1.0) / 2
-    assert event_auc(fa, sens, fa_range=(1, 100)) == pytest.approx(expected)
-    # one point at 50 FA/24h: 0 below, 1 above -> log10(100 / 50) / 2
-    assert event_auc([50.0], [1.0], fa_range=(1, 100)) == pytest.approx(math.log10(2) / 2)
-    assert math.isnan(event_auc([1.0], [np.nan]))  # no true event
+def test_the_reference_grid_threshold_and_range():
+    assert FA_GRID_PER_HOUR[0] == pytest.approx(0.01) and FA_GRID_PER_HOUR[-1] == 100.0
+    np.testing.assert_allclose(np.diff(np.log10(FA_GRID_PER_HOUR)), D)
+    assert np.flatnonzero(FA_GRID_PER_HOUR >= 0.1)[0] == 20
+    assert len(CURVE_THRESHOLDS) == 200 and CURVE_THRESHOLDS[[0, -1]].tolist() == [0.0, 1.0]
+    assert AUC_RANGE_PER_HOUR == (0.1, 100.0)
 
 
-def test_sweep_points_are_what_scoring_each_threshold_alone_gives():
-    rng = np.random.default_rng(3)
+def overlap_oracle(y, pred, recording):
+    """The any-overlap rule in plain numpy, for comparison: runs of 1 per recording (array
+    order); a true run is detected when a predicted run shares a window with it; a predicted
+    run sharing none with any true run is a false alarm."""
+    detected = false_alarms = n_true = n_pred = 0
+    for name in dict.fromkeys(recording):
+        rows = np.flatnonzero(recording == name)
+        truth = [set(range(a, b)) for a, b in runs(y[rows])]
+        predicted = [set(range(a, b)) for a, b in runs(pred[rows])]
+        n_true, n_pred = n_true + len(truth), n_pred + len(predicted)
+        detected += sum(any(t & p for p in predicted) for t in truth)
+        false_alarms += sum(not any(t & p for t in truth) for p in predicted)
+    return n_true, n_pred, detected, false_alarms
+
+
+def runs(mask):
+    out, start = [], None
+    for i, v in enumerate(list(mask) + [0]):
+        if v and start is None:
+            start = i
+        elif not v and start is not None:
+            out.append((start, i))
+            start = None
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_timescoring_counts_the_reference_any_overlap_rule(seed):
+    # timescoring under ANY_OVERLAP_RULES (no tolerance, merge or split) against the rule
+    # written out: the same counts on random labels and predictions over three recordings
+    rng = np.random.default_rng(seed)
+    recording = np.repeat(["a", "b", "c"], 120)
+    starts = np.tile(np.arange(0, 1200, 10.0), 3)
+    y = (rng.random(360) < 0.15).astype(int)
+    pred = (rng.random(360) < 0.25).astype(int)
+    counts = overlap_counts(y, pred, recording, starts, 10.0)
+    expected = overlap_oracle(y, pred, recording)
+    assert (counts.n_true, counts.n_predicted, counts.n_detected,
+            counts.n_false_alarms) == expected
+
+
+def test_overlap_events_never_span_two_recordings_and_follow_start_order():
+    # a: windows 0-2 seizure; b: window 0 predicted. Fold order mixes them and reverses a.
+    recording = np.array(["a", "b", "a", "a", "b", "a"])
+    starts = np.array([30.0, 0.0, 20.0, 10.0, 10.0, 0.0])  # a's windows at 0, 10, 20, 30
+    y = np.array([0, 0, 1, 1, 0, 1])  # a: [1, 1, 1, 0] in start order; b: [0, 0]
+    pred = np.array([1, 1, 0, 0, 0, 0])  # a: window at 30 (after the seizure); b: window at 0
+    counts = overlap_counts(y, pred, recording, starts, 10.0)
+    # a: one true event (0-30 s), one predicted event at 30-40 s touching, not overlapping
+    # -> not detected, 1 false alarm; b: its window at 0 s, a false alarm of its own
+    assert (counts.n_true, counts.n_predicted, counts.n_detected,
+            counts.n_false_alarms) == (1, 2, 0, 2)
+
+
+def test_ovlp_f1_by_hand():
+    # recording A (30 windows): seizures on windows 5-8 and 20-21; predicted windows 3-5
+    # (overlaps the first), 10 and 12-13 (false alarms); recording B (10 windows): no seizure,
+    # window 0 predicted (a false alarm). True events 2, detected 1; predicted events 4, of
+    # which 1 overlaps a true event.
+    # sensitivity 1/2, precision 1/4, F1 = 2 (1/2)(1/4) / (1/2 + 1/4) = (1/4) / (3/4) = 1/3
+    y = np.zeros(40, int)
+    y[5:9] = y[20:22] = 1
+    pred = np.zeros(40, int)
+    pred[3:6] = pred[10] = pred[12:14] = pred[30] = 1
+    recording = np.array(["A"] * 30 + ["B"] * 10)
+    starts = np.r_[np.arange(30) * 10.0, np.arange(10) * 10.0]
+    counts = overlap_counts(y, pred, recording, starts, 10.0)
+    assert (counts.n_true, counts.n_predicted, counts.n_detected,
+            counts.n_false_alarms) == (2, 4, 1, 3)
+    assert overlap_scores(counts) == {"ovlp_sensitivity": 0.5, "ovlp_precision": 0.25,
+                                      "ovlp_f1": pytest.approx(1 / 3)}
+    # the reference's empty cases: nothing predicted -> 0; no true event -> 0 (precision 1
+    # when nothing is predicted either, else 0)
+    assert overlap_scores(OverlapCounts(2, 0, 0, 0))["ovlp_f1"] == 0.0
+    assert overlap_scores(OverlapCounts(0, 0, 0, 0)) == {
+        "ovlp_sensitivity": 0.0, "ovlp_precision": 1.0, "ovlp_f1": 0.0}
+    assert overlap_scores(OverlapCounts(0, 3, 0, 3))["ovlp_precision"] == 0.0
+
+
+def test_the_fold_curve_keeps_the_descending_branch_by_hand():
+    # 1 h (360 windows of 10 s), seizure windows 100-105 at 0.5, background windows 10 and 200
+    # at 0.7, the rest 0.1. tau_i = i / 199:
+    #   i = 0..19   (tau <= 0.1): every window positive, one event holding the seizure
+    #               -> sensitivity 1, FA 0/h
+    #   i = 20..99  (0.1 < tau <= 0.5): 10, 100-105, 200 -> sensitivity 1, FA 2/h
+    #   i = 100..139 (0.5 < tau <= 0.7): 10 and 200 -> sensitivity 0, FA 2/h
+    #   i = 140..199: nothing -> 0, 0
+    timeline, y = one_recording(seizures=((1000.0, 1060.0),))  # windows 100-105
+    proba = np.full(360, 0.1)
+    proba[100:106], proba[[10, 200]] = 0.5, 0.7
+    sweep = event_curve(y, proba, timeline.recording, timeline.start_s, 10.0)
+    assert sweep.hours == 1.0
+    assert sweep.fa_per_hour.tolist() == [0.0] * 20 + [2.0] * 120 + [0.0] * 60
+    assert sweep.sensitivity.tolist() == [1.0] * 100 + [0.0] * 100
+    # descending branch from i = 20 (the first with 2 FA/h): (2, 1), (2, 0), (0, 0) -> best
+    # sensitivity 0 at 0 FA/h, 1 at 2 FA/h; interpolated linearly: s(f) = f / 2 on [0, 2],
+    # NaN above 2 FA/h (grid point k <= 45: -2 + 45 D = 0.278 < log10 2 = 0.301 < -2 + 46 D).
+    # Without the cut, the everything-positive point (0 FA/h, sensitivity 1) would set s = 1.
+    expected = np.where(np.arange(80) <= 45, FA_GRID_PER_HOUR / 2, np.nan)
+    np.testing.assert_allclose(sweep.curve, expected)
+    # the area: trapezoids over log10 f between k = 20 and 45, divided by 25 D (that width)
+    s = [10 ** (-2 + k * D) / 2 for k in range(20, 46)]
+    by_hand = sum((s[i] + s[i + 1]) / 2 * D for i in range(25)) / (25 * D)
+    assert curve_auc(sweep.curve) == pytest.approx(by_hand)
+
+
+def test_a_fold_with_no_false_alarm_to_trade_has_no_curve():
+    # perfect (and constant) predictors never raise an alarm below "everything positive": the
+    # branch is one point at 0 FA/h, no grid point lies in [0, 0] -> NaN, as the reference
     timeline, y = one_recording(seizures=[(100.0, 160.0), (2000.0, 2100.0)])
-    proba = np.clip(0.3 * y + rng.random(360) * 0.8, 0, 1)
-    sweep = event_sweep(proba, timeline, max_thresholds=40)
-    assert len(sweep.thresholds) <= 40
-    for t, fa, sens in zip(sweep.thresholds, sweep.fa_per_24h, sweep.sensitivity, strict=True):
-        alone = score_events(proba, t, timeline)
-        assert (alone.fa_per_24h, alone.sensitivity) == (fa, sens)
+    for proba in (np.where(y == 1, 0.9, 0.1), np.full(360, 0.3)):
+        sweep = event_curve(y, proba, timeline.recording, timeline.start_s, 10.0)
+        assert np.isnan(sweep.curve).all() and math.isnan(curve_auc(sweep.curve))
+    # no seizure window: no sensitivity, no curve
+    sweep = event_curve(np.zeros(360, int), np.random.default_rng(0).random(360),
+                        timeline.recording, timeline.start_s, 10.0)
+    assert np.isnan(sweep.sensitivity).all() and np.isnan(sweep.curve).all()
 
 
-def test_thresholds_are_every_distinct_probability_or_a_rank_grid():
-    assert sweep_thresholds([0.2, 0.9, 0.2, 0.5]).tolist() == [0.9, 0.5, 0.2]
-    proba = np.random.default_rng(0).random(10_000)
-    grid = sweep_thresholds(proba, max_thresholds=50)
-    assert len(grid) <= 50 and np.all(np.diff(grid) < 0)
-    assert grid[0] == proba.max() and grid[-1] == proba.min()  # 1st and n-th ranked window
-    # geometric in rank: the 2nd ... 5th most probable windows are all thresholds
-    assert set(np.sort(proba)[::-1][:5]) <= set(grid)
+def constant_where(value, finite_k):
+    """A curve on FA_GRID_PER_HOUR: `value` on the grid points k in finite_k, NaN elsewhere."""
+    curve = np.full(80, np.nan)
+    curve[list(finite_k)] = value
+    return curve
+
+
+def test_the_area_is_divided_by_the_finite_part_of_the_range():
+    # 0.9 on k = 40..79 only (a fold that cannot go below 10 ** (-2 + 40 D) = 1.05 FA/h): the
+    # area over its finite part is 0.9 (not 0.9 x 39 / 59, the share of the full range)
+    assert curve_auc(constant_where(0.9, range(40, 80))) == pytest.approx(0.9)
+    # a line in log10 f: s = (x + 1) / 3 on every point -> the trapezoids are exact:
+    # mean of its ends over [x20, 2], x20 = -2 + 20 D: ((x20 + 1) / 3 + 1) / 2
+    x = np.log10(FA_GRID_PER_HOUR)
+    x20 = -2 + 20 * D
+    assert curve_auc((x + 1) / 3) == pytest.approx(((x20 + 1) / 3 + 1) / 2)
+    assert math.isnan(curve_auc(constant_where(1.0, [50])))  # one finite point: no area
+    assert math.isnan(curve_auc(constant_where(1.0, range(0, 20))))  # none in [0.1, 100]
+
+
+def test_the_headline_over_folds_is_the_area_of_the_nan_median_curve():
+    # three folds: 0.2 everywhere, 0.6 up to 10 FA/h (k <= 59: -2 + 59 D = 0.987 < 1) and NaN
+    # above, 0.8 everywhere
+    curves = [constant_where(0.2, range(80)), constant_where(0.6, range(60)),
+              constant_where(0.8, range(80))]
+    over = event_auc_over_folds(curves)
+    # NaN-median: 0.6 where the three are finite (k <= 59), mean(0.2, 0.8) = 0.5 above
+    np.testing.assert_allclose(median_curve(curves),
+                               np.where(np.arange(80) <= 59, 0.6, 0.5))
+    # in [0.1, 100] (k = 20..79, 59 intervals of D): 39 intervals at 0.6 (k = 20..59), the
+    # interval 59-60 at (0.6 + 0.5) / 2 = 0.55, 19 intervals at 0.5 (k = 60..79)
+    # -> (39 x 0.6 + 0.55 + 19 x 0.5) / 59 = (23.4 + 0.55 + 9.5) / 59 = 33.45 / 59
+    assert over.headline == pytest.approx(33.45 / 59)
+    # per fold: 0.2, 0.6 (its finite part only), 0.8; sample SD: mean 1.6 / 3, squared
+    # deviations (0.2 - 0.5333)^2 + (0.6 - 0.5333)^2 + (0.8 - 0.5333)^2 = 0.18667, / 2 -> sqrt
+    np.testing.assert_allclose(over.per_fold, [0.2, 0.6, 0.8])
+    assert over.fold_mean == pytest.approx(1.6 / 3)
+    assert over.sd == pytest.approx(math.sqrt((0.2 - 1.6 / 3) ** 2 + (0.6 - 1.6 / 3) ** 2
+                                              + (0.8 - 1.6 / 3) ** 2) / math.sqrt(2))
+    assert over.sd == pytest.approx(0.305505, abs=1e-6)
+
+
+def test_nan_stretches_and_folds_without_an_area():
+    # a fold with no curve at all (no seizure) is ignored by the median, not counted as 0;
+    # the SD is over the finite per-fold areas only
+    curves = [constant_where(0.4, range(80)), constant_where(np.nan, []),
+              constant_where(0.8, range(80))]
+    over = event_auc_over_folds(curves)
+    assert over.headline == pytest.approx(0.6)  # median of (0.4, 0.8) everywhere
+    assert over.sd == pytest.approx(np.std([0.4, 0.8], ddof=1))
+    assert over.fold_mean == pytest.approx(0.6)
+    # one finite fold among several: no SD (the reference's NaN); one fold only: SD 0
+    alone = event_auc_over_folds([constant_where(0.4, range(80)), constant_where(np.nan, [])])
+    assert alone.headline == pytest.approx(0.4) and math.isnan(alone.sd)
+    assert event_auc_over_folds([constant_where(0.4, range(80))]).sd == 0.0
+    # every fold NaN at high FA/h: those points stay NaN and the area is over the rest
+    low = [constant_where(0.3, range(50)), constant_where(0.5, range(50))]
+    assert np.isnan(median_curve(low)[50:]).all()
+    assert event_auc_over_folds(low).headline == pytest.approx(0.4)
+    # curves go to JSON with null for NaN and come back
+    assert curve_to_json([0.5, np.nan]) == [0.5, None]
+    np.testing.assert_array_equal(curve_from_json([0.5, None]), [0.5, np.nan])
 
 
 # ----------------------------------------------------------------------------------------------
 # One fold
 # ----------------------------------------------------------------------------------------------
-def test_a_perfect_predictor_scores_one_everywhere():
+def test_a_perfect_predictor_scores_one_where_defined():
     timeline, y = one_recording(seizures=[(100.0, 160.0), (2000.0, 2100.0)])
     scores = score_fold(y, np.where(y == 1, 0.9, 0.1), 0.5, timeline)
     assert list(scores.metrics) == list(METRICS)
-    assert scores.metrics == {"event_auc": 1.0, "auroc": 1.0, "auprc": 1.0,
+    event_auc = scores.metrics.pop("event_auc")
+    assert math.isnan(event_auc)  # no false alarm to trade (see above)
+    assert scores.metrics == {"auroc": 1.0, "auprc": 1.0, "ovlp_f1": 1.0,
                               "event_sensitivity": 1.0, "fa_per_24h": 0.0,
                               "sensitivity_at_fpr": 1.0, "balanced_accuracy": 1.0, "mcc": 1.0}
-    assert {"roc_fpr", "roc_tpr", "pr_precision", "pr_recall", "event_fa_per_24h",
-            "event_sensitivity", "event_threshold"} <= set(scores.curves)
+    assert {"roc_fpr", "roc_tpr", "pr_precision", "pr_recall", "event_fa_per_hour",
+            "event_sensitivity", "event_threshold", "event_curve", "event_fa_grid"
+            } <= set(scores.curves)
 
 
 def test_a_constant_predictor_scores_chance():
@@ -257,9 +413,20 @@ def test_a_constant_predictor_scores_chance():
     assert scores["auroc"] == 0.5
     assert scores["auprc"] == pytest.approx(6 / 360)  # the prevalence
     assert scores["mcc"] == 0.0 and scores["balanced_accuracy"] == 0.5
-    # one operating point, everything positive: (264/24h, 1) -> (log10 2400 - log10 264) / 3
-    assert scores["event_auc"] == pytest.approx((math.log10(2400) - math.log10(264)) / 3)
     assert scores["event_sensitivity"] == 0.0 and scores["fa_per_24h"] == 0.0  # below 0.5
+    assert scores["ovlp_f1"] == 0.0
+
+
+def test_the_fold_scores_hold_its_curve_and_area():
+    # the hand-made curve above, through score_fold: event_auc is the fold curve's area
+    timeline, y = one_recording(seizures=((1000.0, 1060.0),))
+    proba = np.full(360, 0.1)
+    proba[y == 1], proba[[10, 200]] = 0.5, 0.7
+    scores = score_fold(y, proba, 0.6, timeline)
+    assert scores.metrics["event_auc"] == pytest.approx(curve_auc(scores.curves["event_curve"]))
+    # at 0.6 only the two background windows: 2 predicted events, both false alarms
+    assert (scores.overlap.n_predicted, scores.overlap.n_false_alarms) == (2, 2)
+    assert scores.metrics["ovlp_f1"] == 0.0
 
 
 def test_a_random_predictor_scores_near_chance():

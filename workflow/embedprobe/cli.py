@@ -475,8 +475,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--job", action="append", help="refit only this job type (may be given "
                                                   "again); refused if it cannot be refitted")
 
-    p = sub.add_parser("results", help="a benchmark's results: headline mean +- SD, folds, "
-                                       "status, chance level, normalised score per pair")
+    p = sub.add_parser("results", help="a benchmark's results per pair: headline mean +- SD, "
+                                       "folds, status; chance level (1/C) and normalised "
+                                       "score where the task has them")
     p.add_argument("benchmark")
     p.add_argument("--format", choices=("table", "csv", "md", "json"), default="table")
     p.add_argument("--per-fold", action="store_true", help="one row per fold")

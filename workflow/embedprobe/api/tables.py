@@ -94,8 +94,9 @@ def check_records(config: dict, roots: dict, benchmark: str, dataset: str | None
 def results(benchmark: str, per_fold: bool = False, reference: str | Path | None = None,
             configfile=(), config=()) -> pd.DataFrame:
     """One row per (dataset, model) of the benchmark (per fold with `per_fold`): the headline
-    mean and SD, folds done/expected, status, chance level, normalised score; `reference` (a
-    TSV/CSV of dataset, model, metric, value) adds `reference_<metric>` columns."""
+    mean and SD, folds done/expected, status, chance level (None where the headline has
+    none), normalised score (None unless the task sets a dummy); `reference` (a TSV/CSV of
+    dataset, model, metric, value) adds `reference_<metric>` columns."""
     rows, _, _ = result_records(*settings(configfile, config), benchmark, per_fold, reference)
     return pd.DataFrame(rows)
 

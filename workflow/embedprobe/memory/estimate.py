@@ -142,7 +142,9 @@ class JobType:
 _EMBED_REQUIRED = ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
                    "recording_bytes", "night_windows")
 _EMBED_DEFAULTS = MappingProxyType(
-    {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1})
+    # statistic_bytes 0: no per-recording statistic (every model but BIOT's reference one)
+    {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1,
+     "statistic_bytes": 0})
 _GPU_REQUIRED = (*_EMBED_REQUIRED, "gpu_peaks", "gpu_total_bytes")
 _RIDGE_DEFAULTS = MappingProxyType(
     # fit_age_fold casts the subject means to float64

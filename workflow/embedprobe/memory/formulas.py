@@ -5,11 +5,15 @@ constants' defaults; config/memory_calibration.yaml the fitted constants.
 
 Inputs (bytes unless said otherwise):
   embed_cpu / embed_gpu: batch_size, n_channels, n_samples (per window at the model rate),
-    feature_dim, weights_bytes (n_params * 4), recording_bytes (what a reader reads for the
-    largest part of a night, window_source.parts: channels read * samples * 8),
-    resample_ratio (model rate / recorded rate), n_workers (readers: threads beside a CPU
+    feature_dim, weights_bytes (n_params * 4), recording_bytes (what a reader reads and
+    filters for the largest part, window_source.largest_part: the recorded channels read,
+    not the model inputs, * the samples of its stretch with the filters' reach * 8: float64),
+    statistic_bytes (the same for the whole longest recording where the model's
+    normalisation needs a per-recording statistic, window_source.recording_statistic, else
+    0), resample_ratio (model rate / recorded rate), n_workers (readers: threads beside a CPU
     encoder, processes beside a GPU one), n_windows, night_windows (windows of the largest
-    part), batch_activation_bytes measured at activation_batch_size
+    part; n_channels, the model inputs, sizes them), batch_activation_bytes measured at
+    activation_batch_size
     (CPU; peaks.measure_peak_growth of one forward pass, in check); embed_gpu also gpu_peaks
     ({batch size: allocator peak}, two or more sizes; gpu.gpu_batch_peaks),
     gpu_reserved_peaks (the same for the allocator's reserve), gpu_context_bytes (the CUDA
@@ -73,8 +77,28 @@ def _parts_made_ahead(i: Inputs) -> int:
 
 
 def _part_windows_bytes(i: Inputs) -> float:
-    """The model windows of the largest part (night_windows: preflight's largest part)."""
+    """The model windows of the largest part (night_windows: preflight's largest part), every
+    model input counted (BIOT's zero slots too: window_source fills them with zeros)."""
     return i["night_windows"] * i["n_channels"] * i["n_samples"] * FLOAT32
+
+
+def _signal_held(i: Inputs) -> float:
+    """The signal a reader reads and filters at once, as float64 bytes of the channels read:
+    the whole recording while it computes the recording's statistic, else its part's stretch.
+    It computes the statistic before it reads the stretch and keeps only the statistic, so it
+    holds one or the other, never both: the larger counts."""
+    return max(float(i["recording_bytes"]), float(i["statistic_bytes"]))
+
+
+def _reader_part(i: Inputs, c: Constants) -> float:
+    """What one reader holds for the part it makes (window_source.make_windows): first the
+    signal it reads and filters (scipy's sosfiltfilt pads it and runs forwards and backwards
+    in float64, MNE's FIR filters too; one fitted factor, recording_copies, since every
+    protocol filters what it reads), then, those copies freed, the windows it writes: every
+    model input (BIOT's 16 slots from 2 channels read on Sleep-EDF), so not a multiple of what
+    it reads. The larger of the two counts. (The estimate is then convex, not linear, in
+    recording_copies: refit.fit_constants linearises it where it fits.)"""
+    return max(_signal_held(i) * c["recording_copies"], _part_windows_bytes(i))
 
 
 def _reader_processes(i: Inputs) -> int:
@@ -228,8 +252,10 @@ def _sklearn_workspace(i: Inputs, c: Constants) -> float:
 # Host terms shared by embed on the CPU and on the GPU (only activations move to the device).
 _EMBED_HOST_TERMS: list[Term] = [
     ("interpreter and libraries, with the model built", embed_baseline),
-    ("nights in flight: raw signal copies (at most one night per reader)",
-     lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * c["recording_copies"]),
+    ("nights in flight: each reader's part, the larger of its signal read and filtered "
+     "(float64 copies; the whole recording first for the recording statistic) and the "
+     "windows it makes",
+     lambda i, c: _nights_in_flight(i) * _reader_part(i, c)),
     ("nights in flight: resampled signal copies",
      lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
      * c["window_copies"]),

@@ -37,9 +37,12 @@ from embedprobe.memory.limits import (
     running_under_scheduler,
 )
 from embedprobe.memory.records import job_key
+from embedprobe.models.registry import model_spec
+from embedprobe.pipeline.channel_maps import channel_plan
 from embedprobe.pipeline.check import OK, read_result
 from embedprobe.pipeline.device import embed_device
 from embedprobe.pipeline.index import read_index
+from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing
 from embedprobe.pipeline.window_source import largest_part
 from embedprobe.tasks.registry import task_for
 
@@ -55,14 +58,22 @@ def recording_headers(config: dict, roots: dict, dataset: str) -> list:
 
 def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     """The embed job's estimate inputs: the check's measurements, the window index's counts
-    and what the readers' largest part reads (window_source.parts: the stretch of a night its
-    windows span, or the longest recording from the headers where whole ones are read)."""
-    spec = lookup(config, "models", check.model)
+    and what a reader reads and filters (window_source.make_windows): the largest part's
+    stretch with the filters' reach (window_source.largest_part), or the longest recording
+    from the headers where whole ones are read, and the longest recording again where the
+    model's normalisation needs the recording's statistic first (BIOT under the reference
+    protocol). Both are sized by the recorded channels read (channels_read), not the model
+    inputs (check.n_chans: BIOT's 16 slots), which size the windows and batches."""
+    spec = model_spec(config, check.model, dataset)
     headers = recording_headers(config, roots, dataset)
     recorded_sfreq = headers[0].sfreq
-    part = largest_part(table, bool(lookup(config, "datasets", dataset).get("band_hz")),
-                        spec["sfreq"], check.n_times_epoch)
-    samples = part.samples if part.samples is not None else max(h.n_samples for h in headers)
+    prep = preprocessing(config, dataset, spec)
+    part = largest_part(table, prep.whole_recordings, spec.sfreq, check.n_times_epoch,
+                        prep.filters)
+    longest = max(h.n_samples for h in headers)
+    samples = part.samples if part.samples is not None else longest
+    read = channels_read(config, dataset, spec, prep)
+    statistic = longest if prep.normalisation == RECORDING_Q95 else 0
     batch_size = config["embed"]["batch_size"]  # the request; fit_knobs may lower it
     return {
         "batch_size": batch_size,
@@ -70,8 +81,9 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "n_samples": check.n_times_epoch,
         "feature_dim": check.feature_dim,
         "weights_bytes": check.n_params * 4,
-        "recording_bytes": check.n_chans * samples * FLOAT64,
-        "resample_ratio": spec["sfreq"] / recorded_sfreq,
+        "recording_bytes": read * samples * FLOAT64,
+        "statistic_bytes": read * statistic * FLOAT64,
+        "resample_ratio": spec.sfreq / recorded_sfreq,
         "n_workers": config["embed"]["reader_threads"],
         "n_windows": len(table),
         "night_windows": part.windows,
@@ -79,6 +91,13 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "activation_batch_size": check.batch_size,
         "on_cluster": bool(config.get("memory_on_cluster")),
     } | measured_baseline(check) | gpu_inputs(check, batch_size)
+
+
+def channels_read(config: dict, dataset: str, spec, prep) -> int:
+    """The recorded channels a reader reads (window_source._read): the channel map's, and for
+    a common average reference every channel it averages."""
+    plan = channel_plan(config, dataset, spec.family)
+    return len(dict.fromkeys((*plan.recorded, *prep.average_reference)))
 
 
 def measured_baseline(check) -> dict:
@@ -110,9 +129,10 @@ def embed_job_type(config: dict, check) -> str:
 
 
 def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, margin,
-                   partitions):
-    """The probe job's estimate and runtime: its task names the job type and its inputs."""
-    job_type, inputs, runtime = task.probe_memory(config, bench, table, fold, dim)
+                   partitions, entry: dict | None = None):
+    """The probe job's estimate and runtime: its task names the job type and its inputs
+    (`entry`: the dataset's config entry, whose fold manifest or strata size the folds)."""
+    job_type, inputs, runtime = task.probe_memory(config, bench, table, fold, dim, entry)
     baseline = probe_baseline_inputs(job_type, task.probe_step)
     estimate = fit_knobs(job_type, inputs | baseline, calibration, limit,
                          margin, partitions)
@@ -188,7 +208,7 @@ def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str,
             jobs[job_key(benchmark, fold)] = probe_estimate(
                 config, task_for(bench["task"]), bench, sized.table, fold,
                 sized.check.feature_dim, sized.calibration, sized.limit, sized.margin,
-                sized.partitions)
+                sized.partitions, lookup(config, "datasets", dataset))
     except UsageError as exc:
         jobs, not_sized = {}, {benchmark: {"message": exc.message, "fix": exc.fix}}
         print(f"warning: preflight {dataset}/{model}: benchmark {benchmark} not sized: "

@@ -31,7 +31,14 @@ import yaml
 from embedprobe.core.errors import UsageError
 from embedprobe.core.units import MIB
 from embedprobe.memory.calibration import load_calibration
-from embedprobe.memory.estimate import COMPOSED, DEFAULT_CONSTANTS, estimate, job_constants
+from embedprobe.memory.estimate import (
+    COMPOSED,
+    DEFAULT_CONSTANTS,
+    JOB_TYPES,
+    estimate,
+    job_constants,
+    job_inputs,
+)
 from embedprobe.memory.records import estimate_path
 
 # What each job's fit sets: constants fitted on its runs. The rest are measured (baselines),
@@ -109,29 +116,77 @@ def fit_constants(job: str, runs: list[dict], names, constants: dict) -> tuple[d
 
     A request must cover the unlucky run, not the average one, so this is an envelope fit: a
     linear program that minimises the summed relative over-prediction subject to no run being
-    under-predicted, every constant >= 0. Every term is linear in each fitted constant, so a
+    under-predicted, every constant >= 0. Most terms are linear in each fitted constant, so a
     run's column for constant k is the estimate with k = 1 (the other fitted ones 0) minus the
-    estimate with all of them 0. Runs are {"inputs": estimate inputs, "peak": bytes}. Returns
-    the constants and the largest over-prediction of the fit, in bytes.
+    estimate with all of them 0. A term that takes the larger of a constant's product and an
+    input (embed's reader part: max(recording_copies x signal, windows)) is convex instead: the
+    fit is then repeated on its tangents at the constants just fitted (a convex estimate lies
+    above its tangents, so constants that cover every run on them cover it for real) until
+    they settle. Runs are {"inputs": estimate inputs, "peak": bytes}. Returns the constants
+    and the largest over-prediction of the fit, in bytes.
     """
+    peaks = np.array([run["peak"] for run in runs], float)
+    design, rest = design_matrix(job, runs, names, constants)
+    for _ in range(LINEARISATIONS):
+        coef = _envelope(job, design, peaks - rest, peaks)
+        values = dict(zip(names, coef.tolist(), strict=True))
+        totals = np.array([_exact_total(job, {**constants, **values}, run["inputs"])
+                           for run in runs])
+        # (the estimate rounds each term to whole bytes: a linear fit is off by a few)
+        if np.allclose(rest + design @ coef, totals, rtol=1e-9, atol=1024):
+            break  # linear where the constants lie: the fit is exact
+        design, rest = tangent_matrix(job, runs, names, {**constants, **values})
+    return values, float((totals - peaks).max())
+
+
+LINEARISATIONS = 10  # fits of a convex estimate on its tangents, at most (two or three do)
+
+
+def _envelope(job: str, design: np.ndarray, target: np.ndarray, peaks: np.ndarray
+              ) -> np.ndarray:
+    """The linear program: constants >= 0, design @ constants >= target, the summed relative
+    over-prediction smallest."""
     from scipy.optimize import linprog
 
-    design, rest = design_matrix(job, runs, names, constants)
-    peaks = np.array([run["peak"] for run in runs], float)
-    target = peaks - rest
     # In units of the typical peak, so the objective and the constraints are all of order 1
     # (HiGHS ignores an objective that is tiny next to its constraints).
     scale = np.where(design.max(axis=0) > 0, design.max(axis=0), 1.0)
     unit = float(np.median(peaks))
     scaled = design / scale
     fit = linprog(c=(scaled * unit / peaks[:, None]).sum(axis=0), A_ub=-scaled,
-                  b_ub=-target / unit, bounds=[(0, None)] * len(names), method="highs")
+                  b_ub=-target / unit, bounds=[(0, None)] * design.shape[1], method="highs")
     if not fit.success:
         raise RuntimeError(f"{job}: no constants >= 0 cover every run ({fit.message}); "
                            "a term the formula lacks is growing")
-    coef = fit.x * unit / scale
-    miss = float((design @ coef - target).max())
-    return dict(zip(names, coef.tolist(), strict=True)), miss
+    return fit.x * unit / scale
+
+
+def _exact_total(job: str, constants: dict, inputs: dict) -> float:
+    """The sum of the job's terms, unrounded (Estimate rounds each term to whole bytes)."""
+    i = job_inputs(job, inputs)
+    c = job_constants(job, {"jobs": {job: constants}})
+    return float(sum(formula(i, c) for _, formula in JOB_TYPES[job].terms))
+
+
+TANGENT_STEP = 1e-6  # relative: well inside any kink's piece, well above float rounding
+
+
+def tangent_matrix(job: str, runs: list[dict], names, constants: dict
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(design, rest) of the tangents at `constants`: column k the estimate's slope in
+    constant k (a one-sided difference), rest what the tangent gives at all of them 0."""
+    point = np.array([float(constants[name]) for name in names])
+    design, rest = [], []
+    for run in runs:
+        here = _exact_total(job, constants, run["inputs"])
+        slopes = []
+        for name, value in zip(names, point, strict=True):
+            step = TANGENT_STEP * max(abs(value), 1.0)
+            moved = _exact_total(job, {**constants, name: value + step}, run["inputs"])
+            slopes.append((moved - here) / step)
+        design.append(slopes)
+        rest.append(here - float(np.dot(slopes, point)))
+    return np.array(design, float).reshape(len(runs), len(names)), np.array(rest, float)
 
 
 def rounded(name: str, value: float) -> float | int:

@@ -6,9 +6,11 @@ scripts/validate_gpu_memory.py and scripts/bench_embed_memory.py check estimates
 Each workload runs the code a workflow job runs, through `embedprobe <step> --job-config ...`
 as the rules run it, with every root (data, cache, results, weights) under a folder of its own:
 
-  embed           generated Sleep-EDF demo nights (demo_set), `embedprobe check` (run_check),
-                  then `embedprobe embed` (embed_argv) with the knobs of an estimate JSON;
-                  embed_inputs builds its estimate inputs as preflight does
+  embed           generated Sleep-EDF demo nights (demo_set: 30 s windows of 2 channels at
+                  100 Hz) or CHB-MIT look-alike files (seizure_embed_set: 10 s windows of 16-18
+                  channels at 256 Hz), `embedprobe check` (run_check), then `embedprobe embed`
+                  (embed_argv) with the knobs of an estimate JSON; embed_inputs builds its
+                  estimate inputs as preflight does
   logistic probe  `embedprobe probe` (probe_argv: sleep staging unless named) on an HDF5 store
                   of hard synthetic embeddings (hard_rows, write_store); probe_inputs builds
                   the inputs as preflight does, from the benchmark's task
@@ -79,13 +81,15 @@ def write_estimate(path: Path, key: str, estimate) -> Path:
 
 @dataclass
 class DemoSet:
-    """A generated Sleep-EDF demo dataset, its window index and the job config that finds it."""
+    """A generated dataset (the Sleep-EDF demo unless `dataset` names another), its window
+    index and the job config that finds it."""
 
     config: dict
     roots: dict
     index: Path
     n_windows: int
     hours: float
+    dataset: str = DEMO_DATASET
 
     @property
     def folder(self) -> Path:
@@ -129,13 +133,45 @@ def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> 
     return DemoSet(config, roots, index, len(read_index(index)), hours)
 
 
+SEIZURE_WINDOW_S = 10  # the look-alike's windows (chbmit_demo's epoch_seconds)
+
+
+def seizure_embed_set(folder: Path, windows_per_file: int, patients: int = 2,
+                      files: int = 1) -> DemoSet:
+    """A CHB-MIT look-alike of `patients` x `files` files of `windows_per_file` 10 s windows
+    each and its window index: the embed job on seizure-like data, whose readers read 16-18
+    channels at 256 Hz where a Sleep-EDF night gives them 2 at 100 Hz. Files of 256 or 512
+    windows make parts of one size (window_source.parts cuts at every 512th row), so the
+    readers' largest stretches coincide as they do on CHB-MIT's hour-long files; longer
+    files make BIOT's statistic read more than its largest stretch."""
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.datasets.registry import dataset_root, generator_for
+    from embedprobe.pipeline.index import build_index, read_index, write_index
+
+    folder.mkdir(parents=True, exist_ok=True)
+    minutes = windows_per_file * SEIZURE_WINDOW_S / 60
+    settings = {"patients": patients, "files_per_patient": files, "minutes_per_file": minutes,
+                "seed": 0}
+    config = job_config(folder)
+    config["datasets"][SEIZURE_DATASET].update(expected_recordings=patients * files,
+                                               generator=settings)
+    roots = resolve_roots(config)
+    index = folder / "index.tsv"
+    if not index.is_file():
+        generator_for(config, SEIZURE_DATASET).write_lookalike(
+            dataset_root(config, roots, SEIZURE_DATASET), settings)
+        write_index(build_index(config, roots, SEIZURE_DATASET), index)
+    return DemoSet(config, roots, index, len(read_index(index)), minutes / 60,
+                   SEIZURE_DATASET)
+
+
 def run_check(demo: DemoSet, model: str):
     """The workflow's check job for (demo, model) in its own process; its CheckResult."""
     from embedprobe.pipeline.check import OK, read_result
 
     path = demo.folder / "check" / f"{model}.json"
     if not path.is_file():
-        argv = cli_argv(demo.config, "check", "--dataset", DEMO_DATASET, "--model", model,
+        argv = cli_argv(demo.config, "check", "--dataset", demo.dataset, "--model", model,
                         "--out", path)
         done = subprocess.run(argv, env=job_env(), capture_output=True, text=True,
                               timeout=CHILD_TIMEOUT_S)
@@ -152,7 +188,7 @@ def embed_inputs(demo: DemoSet, check) -> dict:
     from embedprobe.memory.preflight import embed_inputs as preflight_embed_inputs
     from embedprobe.pipeline.index import read_index
 
-    return preflight_embed_inputs(demo.config, demo.roots, DEMO_DATASET, check,
+    return preflight_embed_inputs(demo.config, demo.roots, demo.dataset, check,
                                   read_index(demo.index))
 
 
@@ -163,7 +199,7 @@ def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> lis
 
     out.unlink(missing_ok=True)
     partial_path(out).unlink(missing_ok=True)
-    return cli_argv(demo.config, "embed", "--dataset", DEMO_DATASET, "--model", model,
+    return cli_argv(demo.config, "embed", "--dataset", demo.dataset, "--model", model,
                     "--index", demo.index, "--out", out, "--estimate", estimate_path,
                     "--threads", demo.config["embed"]["threads"])
 

@@ -5,6 +5,13 @@ forward call that returns one feature vector per window, and how that vector is 
 model's tokens (`pooling`, for people and reports). Heads are left out where the class allows it
 (`return_encoder_output`, `n_outputs=0`): a frozen encoder has no use for a random classifier.
 
+A model entry's `readout` (and `readout_by_task`, per labelling task) picks the vector among the
+architecture's `readouts` (READOUTS says what each is). Only LaBraM has a CLS token: the
+reference suite (NeuroAtlas, backbones/labram.py) embeds BCI trials as its CLS token next to the
+mean of its patch tokens (`cls_mean`, 400 values), both taken after the final norm, and its other
+benchmarks as braindecode 1.4.0's `forward_features` default, which is that CLS token (`cls`:
+Labram's `use_mean_pooling` defaults to False there, so there is no `fc_norm`).
+
 Models that look up a learned embedding per channel name (LaBraM, EEGPT) get the names from the
 dataset's channel map and refuse a name they have no embedding for, rather than letting braindecode
 fall back to some other embedding (EEGPT) or fail deep inside the forward pass (LaBraM).
@@ -30,6 +37,17 @@ def _features(output) -> torch.Tensor:
     if isinstance(output, (tuple, list)):
         output = output[0]
     return output
+
+
+# Readout name -> what the feature vector is. `mean` is every architecture's; the others need a
+# CLS token.
+MEAN, CLS, CLS_MEAN = "mean", "cls", "cls_mean"
+READOUTS = {
+    MEAN: "mean over the tokens",
+    CLS: "the CLS token after the final norm",
+    CLS_MEAN: "the CLS token after the final norm, then the mean of the patch tokens (twice "
+              "the width)",
+}
 
 
 def _pool(tokens: torch.Tensor) -> torch.Tensor:
@@ -71,17 +89,40 @@ def _eegpt_chan_ids(ch_names: tuple[str, ...], device: torch.device) -> torch.Te
         return torch.tensor(ids, dtype=torch.long, device=device)
 
 
-def _labram_forward(model, x, ch_names):
+def _labram_forward(model, x, ch_names, readout=MEAN):
     _require_known(ch_names, _labram_names(), "Labram",
                    "braindecode.models.labram.LABRAM_CHANNEL_ORDER")
-    # features: patch tokens (batch, channels x 1-s patches, 200); the CLS token is left out.
-    return _pool(_features(model(x, return_features=True, ch_names=list(ch_names))))
+    # Every token after the final norm: `features` the patch tokens (batch, channels x 1-s
+    # patches, 200), `cls_token` the CLS token (batch, 200).
+    tokens = model(x, return_features=True, ch_names=list(ch_names))
+    if readout == CLS:
+        return tokens["cls_token"]
+    mean = _pool(tokens["features"])
+    if readout == CLS_MEAN:
+        import torch  # here: the Snakefile reads this module
+
+        return torch.cat([tokens["cls_token"], mean], dim=1)
+    return mean
 
 
-def _eegpt_forward(model, x, ch_names):
+def _eegpt_forward(model, x, ch_names, readout=MEAN):
+    """The mean over the window's 64-sample patches of their 4 summary tokens (concatenated).
+
+    The reference (NeuroAtlas backbones/eegpt.py, _tile_boundaries) cuts a window into 4 s
+    tiles (1024 samples at 256 Hz) and a shorter last tile, and averages the tiles' patch means
+    weighted by their lengths. EEGPT's encoder attends across the channels of one patch at a
+    time (no token sees another patch, no time embedding), so that weighted mean is the mean
+    over all the window's non-overlapping patches: computed here in one pass. The equality is
+    pinned in tests/models/test_windows.py against tiles run one by one."""
     # EEGPT.forward embeds channels by the ids fixed at build time (sequential without chs_info);
     # the encoder is called with the ids of the mapped names instead.
     ids = _eegpt_chan_ids(tuple(ch_names), x.device)
+    patch = model.target_encoder.patch_embed.patch_size
+    if x.shape[-1] % patch:  # braindecode would pad the last patch with zeros
+        raise ModelError(
+            f"EEGPT takes whole {patch}-sample patches; a window of {x.shape[-1]} samples is not",
+            fix="choose a window (window_seconds) or unit (epoch_seconds) whose length at the "
+                "model's rate is a multiple of the patch (0.25 s at 256 Hz)")
     summary = model.target_encoder(model.chan_proj(x), ids)  # (batch, patches, 4, 512)
     return summary.flatten(2).mean(dim=1)
 
@@ -90,12 +131,16 @@ def _eegpt_forward(model, x, ch_names):
 class Architecture:
     class_name: str
     build_kwargs: Callable[[int, float, int], dict]  # (n_chans, sfreq, n_times) -> kwargs
-    forward: Callable[[torch.nn.Module, torch.Tensor, tuple[str, ...]], torch.Tensor]
-    pooling: str = "mean over tokens"
-    width: int | None = None  # feature width with the default params, as documented
+    # (model, windows, channel names, readout) -> (windows, features)
+    forward: Callable[[torch.nn.Module, torch.Tensor, tuple[str, ...], str], torch.Tensor]
+    pooling: str = "mean over tokens"  # what `mean` is for this architecture
+    # feature width with the default params, as documented (cls_mean: twice this)
+    width: int | None = None
+    readouts: tuple[str, ...] = (MEAN,)  # the readouts it offers
 
 
-def _pooled_features(model, x: torch.Tensor, ch_names: tuple[str, ...]) -> torch.Tensor:
+def _pooled_features(model, x: torch.Tensor, ch_names: tuple[str, ...],
+                     readout: str = MEAN) -> torch.Tensor:
     """Models whose forward(x, return_features=True) needs no channel names."""
     return _pool(_features(model(x, return_features=True)))
 
@@ -116,8 +161,10 @@ ARCHITECTURES = {
             n_chans=n_chans, n_outputs=0, sfreq=sfreq, n_times=n_times
         ),
         _labram_forward,
-        pooling="mean over the patch tokens (channels x 1-s patches), CLS token left out",
+        pooling="mean over the patch tokens (channels x 1-s patches) after the final norm, "
+                "CLS token left out",
         width=200,
+        readouts=(MEAN, CLS, CLS_MEAN),
     ),
     "CBraMod": Architecture(
         "CBraMod",
@@ -133,12 +180,17 @@ ARCHITECTURES = {
         "EEGPT",
         # chan_proj_type="none": the default learned 2 -> 19 channel projection would be a
         # random, untrained mixing of the recorded channels in a frozen encoder.
+        # patch_stride=None: non-overlapping patches (stride = patch_size), as EEGPT was
+        # pretrained and as the reference embeds (its EEGTransformer, patch_stride None);
+        # braindecode's default stride of 32 would add the half-shifted patches.
         lambda n_chans, sfreq, n_times: dict(
             n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
-            return_encoder_output=True, chan_proj_type="none",
+            return_encoder_output=True, chan_proj_type="none", patch_stride=None,
         ),
         _eegpt_forward,
-        pooling="mean over time patches of the 4 summary tokens, concatenated (4 x 512)",
+        pooling="mean over the non-overlapping 64-sample patches of the 4 summary tokens, "
+                "concatenated (4 x 512); equal to the reference's duration-weighted mean over "
+                "4 s tiles",
         width=2048,
     ),
 }

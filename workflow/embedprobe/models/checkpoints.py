@@ -2,7 +2,8 @@
 
 The checkpoint's own config.json is compared with the model entry and the dataset's channel map
 before any data is read (`checkpoint_mismatch`): a checkpoint that cannot serve the pair rules it
-out with the reason; nothing is resized.
+out with the reason. Nothing is resized but LaBraM's temporal embedding, whose length follows the
+window, fitted as the reference suite fits it (`fit_window_shapes`).
 
 The original authors' files (a Lightning `.ckpt`, a `.pth` holding `{"model": ...}`) load through
 `KEY_MAPS`: containers and known prefixes are stripped, then the family's names are mapped onto
@@ -21,12 +22,13 @@ from embedprobe.core.errors import WeightsError
 
 # Hyperparameters that shape the weights or what they mean: the checkpoint's config.json must
 # agree with what the model entry builds (its sfreq, and the class defaults plus `params:`).
+# EEGPT's patch_stride is not one: the entry builds non-overlapping patches (the authors'
+# pretraining and the reference's embedding) whatever stride braindecode saved with it.
 MUST_MATCH = {
     "BIOT": ("sfreq", "embed_dim", "num_layers", "num_heads", "hop_length"),
     "Labram": ("sfreq", "patch_size", "embed_dim", "num_layers", "num_heads"),
     "CBraMod": ("sfreq", "patch_size", "dim_feedforward", "n_layer", "nhead"),
-    "EEGPT": ("sfreq", "patch_size", "patch_stride", "embed_num", "embed_dim", "depth",
-              "num_heads"),
+    "EEGPT": ("sfreq", "patch_size", "embed_num", "embed_dim", "depth", "num_heads"),
 }
 # BIOT learns one channel token per input position: a checkpoint with C tokens serves a dataset
 # of up to C channels (the first ones, as BIOT's own code does: "N_channels >= your actual
@@ -129,6 +131,38 @@ HEAD_PREFIXES = ("final_layer.", "head.", "classifier.")
 IGNORED = {"EEGPT": ("chans_id", "chan_proj.")}
 
 
+# ------------------------------------------------------------------------------ tensors that
+# follow the window
+
+def fit_rows(saved, rows: int):
+    """A (1, rows', dim) embedding table fitted to `rows` rows as the reference suite fits
+    LaBraM's temporal embedding to its window (NeuroAtlas backbones/labram.py, _build_model):
+    the first `rows` rows when there are enough, else the whole table (its CLS row included)
+    linearly interpolated along the rows (align_corners=False)."""
+    if saved.shape[1] >= rows:
+        return saved[:, :rows].clone()
+    import torch.nn.functional as F
+
+    return F.interpolate(saved.permute(0, 2, 1), size=rows, mode="linear",
+                         align_corners=False).permute(0, 2, 1).contiguous()
+
+
+# Per family, tensors whose length follows the window the model is built for, not the weights:
+# LaBraM's temporal embedding holds a CLS row and one row per 1 s patch (the released
+# checkpoint: 16 rows, from its pretraining windows); the reference takes its first 11 rows for
+# 10 s windows and interpolates it to 31 rows for a 30 s sleep epoch.
+WINDOW_SHAPED = {"Labram": {"temporal_embedding": fit_rows}}
+
+
+def fit_window_shapes(state: dict, architecture: str, own: dict) -> dict:
+    """`state` with its window-shaped tensors fitted to the model's (`own`: its state_dict)."""
+    fitted = dict(state)
+    for key, fit in WINDOW_SHAPED.get(architecture, {}).items():
+        if key in fitted and key in own and fitted[key].shape != own[key].shape:
+            fitted[key] = fit(fitted[key], own[key].shape[1])
+    return fitted
+
+
 def unwrap(state) -> dict:
     """The tensors of a checkpoint dict, whatever container holds them."""
     while isinstance(state, dict):
@@ -167,7 +201,7 @@ def fit_state(model, state: dict, architecture: str, source: Path):
     """Load `state` into `model`: the encoder strictly, a head only when it fits.
     Unexpected, missing and mis-shaped keys are named in the error."""
     own = model.state_dict()
-    state = to_braindecode(state, architecture, set(own))
+    state = fit_window_shapes(to_braindecode(state, architecture, set(own)), architecture, own)
     ignored = IGNORED.get(architecture, ())
     state = {k: v for k, v in state.items() if not k.startswith(ignored)}
     head = {k for k in own if k.startswith(HEAD_PREFIXES)}

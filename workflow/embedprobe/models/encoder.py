@@ -42,7 +42,9 @@ class Encoder:
         self.arch = ARCHITECTURES[spec.architecture]
 
     def __call__(self, windows: np.ndarray) -> np.ndarray:
-        """(batch, channels, epoch samples) -> (batch, dim); sub-windows are averaged."""
+        """(batch, channels, epoch samples) -> (batch, dim); sub-windows are averaged. Each
+        vector is the spec's readout (cls_mean: the averaged CLS tokens, then the averaged
+        token means)."""
         return self.launch(windows).result()
 
     @torch.inference_mode()
@@ -51,7 +53,7 @@ class Encoder:
         the work is queued (the windows are copied by then: their memory may be reused)."""
         sub, k = split_subwindows(windows, self.spec.n_times)
         x = self._to_device(torch.from_numpy(sub))
-        features = self.arch.forward(self.model, x, self.ch_names)
+        features = self.arch.forward(self.model, x, self.ch_names, self.spec.readout)
         features = features.reshape(windows.shape[0], k, -1).mean(dim=1).float()
         if self.device.type != "cuda":
             return Ready(features.cpu().numpy())

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 from embedprobe.core.config import closest, lookup
 from embedprobe.core.errors import UsageError, WeightsError
 from embedprobe.core.hashing import sha256_file
-from embedprobe.datasets.registry import unit_seconds
+from embedprobe.core.units import UNIT_SECONDS
+from embedprobe.datasets.registry import entry_unit_seconds, labelling_task_name
 from embedprobe.models import checkpoints, hub
-from embedprobe.models.architectures import ARCHITECTURES
+from embedprobe.models.architectures import ARCHITECTURES, MEAN, READOUTS
 
 # The Snakefile asks model_spec and the weights' state at parse time: the snakemake process
 # in every cluster job must not load torch (~220 MB beyond what the job's request allows).
@@ -33,6 +34,10 @@ class ModelSpec:
     scaling: str = "none"
     params: dict = field(default_factory=dict)
     revision: str = "main"  # for `weights: hf:org/name`: a branch, tag or commit hash
+    # How a window's tokens become its vector (architectures.READOUTS): the entry's
+    # `readout_by_task` for the dataset's labelling task, else its `readout`. It changes the
+    # embeddings, so it belongs to whatever identifies them.
+    readout: str = MEAN
 
     @property
     def n_times(self) -> int:
@@ -40,21 +45,61 @@ class ModelSpec:
 
 
 def model_spec(config: dict, model_id: str, dataset: str | None = None) -> ModelSpec:
-    """The model's settings; for a dataset whose units (10 s seizure windows, 4 s trials) are
-    shorter than the model's window, the model is built for the unit's length: each family here
-    takes any whole number of its patches, and nothing is padded or interpolated."""
-    entry = lookup(config, "models", model_id)
+    """The model's settings for a dataset (None: the entry's own). Its window is the entry's
+    `window_seconds_by_task` for the dataset's labelling task, else its `window_seconds`; a
+    unit (10 s seizure window, 3 s trial) shorter than that is taken whole: each family here
+    takes any whole number of its patches, and nothing is padded or interpolated. The readout
+    and the scaling follow the labelling task the same way (`readout_by_task`,
+    `scaling_by_task`)."""
+    entry = dict(lookup(config, "models", model_id))
+    by_task = entry.pop("readout_by_task", None) or {}
+    scaling_by_task = entry.pop("scaling_by_task", None) or {}
+    window_by_task = entry.pop("window_seconds_by_task", None) or {}
+    check_task_names(model_id, "scaling_by_task", scaling_by_task)
+    check_task_names(model_id, "window_seconds_by_task", window_by_task)
+    task = None
     if dataset is not None:
-        epoch = unit_seconds(config, dataset)
-        if epoch < entry["window_seconds"]:
-            entry = entry | {"window_seconds": epoch}
+        dataset_entry = lookup(config, "datasets", dataset)
+        task = labelling_task_name(dataset_entry)
+        window = window_by_task.get(task, entry["window_seconds"])
+        entry["window_seconds"] = min(window, entry_unit_seconds(dataset_entry))
     if entry["architecture"] not in ARCHITECTURES:
         raise UsageError(
             f"model '{model_id}': unknown architecture '{entry['architecture']}'"
             f"{closest(entry['architecture'], ARCHITECTURES)}",
             fix=f"use one of: {', '.join(sorted(ARCHITECTURES))} (config/models.yaml)",
         )
+    entry["readout"] = readout_for(model_id, entry, by_task, task)
+    if task in scaling_by_task:
+        entry["scaling"] = scaling_by_task[task]
     return ModelSpec(model_id=model_id, **entry)
+
+
+def check_task_names(model_id: str, key: str, by_task: dict) -> None:
+    """A `<setting>_by_task` mapping names labelling tasks only."""
+    unknown = sorted(set(by_task) - set(UNIT_SECONDS))
+    if unknown:
+        raise UsageError(
+            f"model '{model_id}': {key} names unknown labelling task(s) "
+            f"{', '.join(unknown)}{closest(unknown[0], UNIT_SECONDS)}",
+            fix=f"use tasks among: {', '.join(sorted(UNIT_SECONDS))} (config/models.yaml)")
+
+
+def readout_for(model_id: str, entry: dict, by_task: dict, task: str | None) -> str:
+    """The entry's readout for a labelling task (None: no dataset), checked against what its
+    architecture offers, with every `readout_by_task` name checked too."""
+    check_task_names(model_id, "readout_by_task", by_task)
+    offered = ARCHITECTURES[entry["architecture"]].readouts
+    for name in [entry.get("readout", MEAN), *by_task.values()]:
+        if name not in offered:
+            known = name in READOUTS
+            raise UsageError(
+                f"model '{model_id}': readout '{name}' "
+                + ("is not offered by " + entry["architecture"] if known else
+                   f"is unknown{closest(name, READOUTS)}"),
+                fix=f"use one of {entry['architecture']}'s readouts: {', '.join(offered)} "
+                    "(config/models.yaml)")
+    return by_task.get(task, entry.get("readout", MEAN))
 
 
 def weights_path(spec: ModelSpec, roots: dict) -> Path | None:
@@ -147,7 +192,8 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
             f"weights for '{spec.model_id}' not found: looked for {path}",
             fix=f"copy the checkpoint to {path} (or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)",
         )
-    state = load_state_dict(path)
+    state = checkpoints.fit_window_shapes(load_state_dict(path), spec.architecture,
+                                          model.state_dict())
     own = set(model.state_dict())
     mapped = set(checkpoints.to_braindecode(state, spec.architecture, own))
     if mapped != set(state) and mapped & own:

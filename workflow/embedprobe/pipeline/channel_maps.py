@@ -1,10 +1,24 @@
-"""Per-dataset channel maps: which recorded channels a model family gets, under which names."""
+"""Per-dataset channel maps: which recorded channels a model family gets, under which names, and
+(for maps that derive channels) what each model input is made of.
+
+Entry forms, one per family in config/channel_maps/<dataset>.yaml:
+  rename: {recorded: model name}   labels_as_recorded: [recorded, ...]   skip: <reason>
+  slots: {slot: source}            for families that read channels by slot (SLOT_LAYOUTS)
+  derive: {model name: source}     for the others, when their inputs are derived
+A source is a recorded channel as is ("EEG Fpz-Cz"), a bipolar pair derived from two recorded
+electrodes (["EEG Fp1", "EEG F7"]: Fp1 - F7), or one electrode standing in for a pair
+({approx: "C3"}). Slots without a source are zero. Any entry may carry a `note:`.
+
+Kept free of torch: reader processes import this module (pipeline/window_source.py).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from embedprobe.core.config import PROJECT_ROOT, lookup
@@ -12,23 +26,81 @@ from embedprobe.core.errors import UsageError
 
 CHANNEL_MAP_DIR = PROJECT_ROOT / "config" / "channel_maps"
 
+# BIOT's pretrained checkpoints learned one channel token per position for the 16 bipolar
+# derivations of the TCP double banana, in this order (BIOT's own CHB-MIT/TUH preprocessing;
+# braindecode's BIOT_CHANNEL_ORDER[:16]; the reference suite's BIOT wrapper, _BIOT_SLOT_ORDER).
+BIOT_SLOTS = (
+    "FP1-F7", "F7-T7", "T7-P7", "P7-O1",
+    "FP2-F8", "F8-T8", "T8-P8", "P8-O2",
+    "FP1-F3", "F3-C3", "C3-P3", "P3-O1",
+    "FP2-F4", "F4-C4", "C4-P4", "P4-O2",
+)
+# Families that read channels by slot: the model gets every slot, a slot without a source zero.
+SLOT_LAYOUTS: dict[str, tuple[str, ...]] = {"biot": BIOT_SLOTS}
+
+DIRECT, DERIVED, APPROX = "direct", "derived", "approx"
+APPLIED, AS_RECORDED, SLOTS, DERIVED_STATE, RULED_OUT = (
+    "applied", "labels as recorded", "slots", "derived", "ruled out")
+FORMS = ("rename", "labels_as_recorded", "slots", "derive", "skip")
+SOURCE_FORMS = ('a recorded channel ("EEG Fpz-Cz"), a pair ["EEG Fp1", "EEG F7"] (Fp1 - F7) '
+                'or {approx: "EEG C3"}')
+
+
+@dataclass(frozen=True)
+class Source:
+    """What one model input is made of: `plus` as recorded, or `plus` - `minus`."""
+
+    position: int  # the model input it feeds
+    kind: str  # DIRECT (a recorded derivation), DERIVED (plus - minus), APPROX (one electrode)
+    plus: str
+    minus: str | None = None
+
 
 @dataclass(frozen=True)
 class ChannelPlan:
-    state: str  # "applied", "labels as recorded", "ruled out"
-    recorded: tuple[str, ...] = ()  # channel names as in the files, in model order
-    model_names: tuple[str, ...] = ()  # the names the model receives
+    state: str  # "applied", "labels as recorded", "slots", "derived", "ruled out"
+    recorded: tuple[str, ...] = ()  # the recorded channels read, unique, in read order
+    model_names: tuple[str, ...] = ()  # the name of every model input, zero slots included
     reason: str = ""
+    sources: tuple[Source, ...] = ()  # slots / derive: the filled inputs, in input order
+    note: str = ""
 
     @property
     def ruled_out(self) -> bool:
-        return self.state == "ruled out"
+        return self.state == RULED_OUT
+
+    @property
+    def derives(self) -> bool:
+        """The model inputs are made from the recorded channels, not the channels themselves."""
+        return bool(self.sources)
+
+    @property
+    def summary(self) -> str:
+        """One line for tables and logs: how the model inputs are filled."""
+        if not self.derives:
+            return f"{self.state}: {len(self.model_names)} channels"
+        kinds = [source.kind for source in self.sources]
+        counts = ", ".join(f"{kinds.count(kind)} {kind}" for kind in (DIRECT, DERIVED, APPROX)
+                           if kind in kinds)
+        zero = len(self.model_names) - len(self.sources)
+        return (f"{self.state}: {len(self.sources)} of {len(self.model_names)} inputs filled "
+                f"({counts})" + (f", {zero} zero" if zero else ""))
+
+
+# ------------------------------------------------------------------------------ reading maps
 
 
 def channel_map_path(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR) -> Path:
     """The dataset's map: `channel_map:` in its config entry (datasets of one format share a
     map), else the file named after the dataset."""
     return Path(map_dir) / f"{lookup(config, 'datasets', dataset).get('channel_map', dataset)}.yaml"
+
+
+def forms_for(family: str) -> str:
+    """The entry forms that fit the family, for fix lines."""
+    if family in SLOT_LAYOUTS:
+        return "slots or skip"
+    return "rename, labels_as_recorded, derive or skip"
 
 
 def channel_plan(config: dict, dataset: str, family: str,
@@ -38,28 +110,101 @@ def channel_plan(config: dict, dataset: str, family: str,
     if not path.is_file():
         raise UsageError(
             f"dataset '{dataset}' has no channel map ({path} does not exist)",
-            fix=f"write {path} with an entry for '{family}' (rename, labels_as_recorded or "
-                f"skip), or name an existing map with channel_map: in config/datasets.yaml",
+            fix=f"write {path} with an entry for '{family}' ({forms_for(family)}), or name an "
+                f"existing map with channel_map: in config/datasets.yaml",
         )
     entries = yaml.safe_load(path.read_text()) or {}
     if family not in entries:
         raise UsageError(
             f"{path} has no entry for model family '{family}'",
-            fix=f"add '{family}:' with rename, labels_as_recorded or skip (and its reason)",
+            fix=f"add '{family}:' with {forms_for(family)} (and its reason)",
         )
-    entry = entries[family]
-    if "skip" in entry:
-        return ChannelPlan("ruled out", reason=str(entry["skip"]))
-    if "rename" in entry:
+    return plan_from_entry(path, family, entries[family])
+
+
+def plan_from_entry(path: Path, family: str, entry) -> ChannelPlan:
+    """One family's entry of the map at `path` as a plan."""
+    forms = [form for form in FORMS if isinstance(entry, dict) and form in entry]
+    if len(forms) != 1:
+        raise UsageError(
+            f"{path}: entry '{family}' needs exactly one of {', '.join(FORMS)}",
+            fix=f"give '{family}' one of {forms_for(family)}; see "
+                f"config/channel_maps/sleep_edf_expanded.yaml for the forms",
+        )
+    form, note = forms[0], str(entry.get("note", ""))
+    if form == "skip":
+        return ChannelPlan(RULED_OUT, reason=str(entry["skip"]), note=note)
+    if (form == "slots") != (family in SLOT_LAYOUTS):
+        raise UsageError(*_wrong_form(path, family, form))
+    if form == "slots":
+        return _slot_plan(path, family, entry["slots"], note)
+    if form == "derive":
+        return _derived_plan(path, family, entry["derive"], note)
+    if form == "rename":
         pairs = entry["rename"]
-        return ChannelPlan("applied", tuple(pairs), tuple(pairs.values()))
-    if "labels_as_recorded" in entry:
-        names = tuple(entry["labels_as_recorded"])
-        return ChannelPlan("labels as recorded", names, names)
-    raise UsageError(
-        f"{path}: entry '{family}' needs one of rename, labels_as_recorded, skip",
-        fix="see config/channel_maps/sleep_edf_expanded.yaml for the form",
-    )
+        return ChannelPlan(APPLIED, tuple(pairs), tuple(pairs.values()), note=note)
+    names = tuple(entry["labels_as_recorded"])
+    return ChannelPlan(AS_RECORDED, names, names, note=note)
+
+
+def _wrong_form(path: Path, family: str, form: str) -> tuple[str, str]:
+    if family in SLOT_LAYOUTS:
+        return (f"{path}: '{family}' reads channels by slot, so `{form}:` would put channel i "
+                f"into slot i whatever it is",
+                f"use slots: {{slot: source}} with {family}'s slots "
+                f"({', '.join(SLOT_LAYOUTS[family])}); a source is {SOURCE_FORMS}")
+    return (f"{path}: '{family}' reads channels by name or order, not by slot",
+            "use rename, labels_as_recorded or derive (slots: is for "
+            f"{', '.join(SLOT_LAYOUTS)})")
+
+
+def _slot_plan(path: Path, family: str, slots, note: str) -> ChannelPlan:
+    """Every slot of the family's layout is a model input; slots not named stay zero."""
+    layout = SLOT_LAYOUTS[family]
+    if not isinstance(slots, dict) or not slots:
+        raise UsageError(f"{path}: '{family}' slots: needs a mapping slot -> source",
+                         fix=f"e.g. slots: {{{layout[0]}: [\"EEG Fp1\", \"EEG F7\"]}}")
+    unknown = [name for name in slots if name not in layout]
+    if unknown:
+        raise UsageError(
+            f"{path}: '{family}' has no slot {', '.join(map(str, unknown))}",
+            fix=f"use {family}'s slot names: {', '.join(layout)}",
+        )
+    sources = tuple(_source(path, family, name, layout.index(name), slots[name])
+                    for name in layout if name in slots)
+    return ChannelPlan(SLOTS, _read_order(sources), layout, sources=sources, note=note)
+
+
+def _derived_plan(path: Path, family: str, inputs, note: str) -> ChannelPlan:
+    """The model gets exactly the listed inputs, in this order, under these names."""
+    if not isinstance(inputs, dict) or not inputs:
+        raise UsageError(f"{path}: '{family}' derive: needs a mapping model name -> source",
+                         fix='e.g. derive: {FP1-F7: ["EEG Fp1", "EEG F7"]}')
+    sources = tuple(_source(path, family, name, position, value)
+                    for position, (name, value) in enumerate(inputs.items()))
+    return ChannelPlan(DERIVED_STATE, _read_order(sources), tuple(map(str, inputs)),
+                       sources=sources, note=note)
+
+
+def _source(path: Path, family: str, name, position: int, value) -> Source:
+    """One input's source, in one of the three forms."""
+    if isinstance(value, str):
+        return Source(position, DIRECT, value)
+    if isinstance(value, dict) and set(value) == {"approx"} and isinstance(value["approx"], str):
+        return Source(position, APPROX, value["approx"])
+    if (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)
+            and value[0] != value[1]):
+        return Source(position, DERIVED, value[0], value[1])
+    raise UsageError(f"{path}: '{family}' input {name}: {value!r} is not a source",
+                     fix=f"give {name} {SOURCE_FORMS}")
+
+
+def _read_order(sources: tuple[Source, ...]) -> tuple[str, ...]:
+    """The recorded channels the sources use, each once, in the order first used."""
+    seen: dict[str, None] = {}
+    for source in sources:
+        seen.update(dict.fromkeys(n for n in (source.plus, source.minus) if n is not None))
+    return tuple(seen)
 
 
 def mapped_channels(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR) -> tuple[str, ...]:
@@ -71,3 +216,41 @@ def mapped_channels(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR)
     for family in entries:
         seen.update(dict.fromkeys(channel_plan(config, dataset, family, map_dir).recorded))
     return tuple(seen)
+
+
+# --------------------------------------------------------------------- making the model inputs
+
+
+@cache
+def _rows(plan: ChannelPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row of `plus` per source, sources with a `minus`, row of each such `minus`) in the
+    recorded array: worked out once per plan."""
+    row = {name: i for i, name in enumerate(plan.recorded)}
+    plus = np.array([row[s.plus] for s in plan.sources], np.intp)
+    pairs = np.array([i for i, s in enumerate(plan.sources) if s.minus is not None], np.intp)
+    minus = np.array([row[plan.sources[i].minus] for i in pairs], np.intp)
+    return plus, pairs, minus
+
+
+def derive_inputs(plan: ChannelPlan, data: np.ndarray) -> np.ndarray:
+    """data (..., len(plan.recorded), samples), the recorded channels in plan.recorded's order
+    -> (..., filled inputs, samples): each source's row as is or plus - minus, in input order.
+    Plans that derive nothing get `data` back unchanged (no copy)."""
+    if not plan.derives:
+        return data
+    if data.shape[-2] != len(plan.recorded):
+        raise ValueError(f"{data.shape[-2]} recorded rows for the plan's "
+                         f"{len(plan.recorded)} recorded channels")
+    plus, pairs, minus = _rows(plan)
+    out = np.take(data, plus, axis=-2)
+    if len(pairs):
+        out[..., pairs, :] -= np.take(data, minus, axis=-2)
+    return out
+
+
+def input_positions(plan: ChannelPlan) -> np.ndarray:
+    """The model input each row of derive_inputs feeds (the others stay zero); for plans that
+    derive nothing, every recorded channel feeds the input of its own position."""
+    if not plan.derives:
+        return np.arange(len(plan.recorded))
+    return np.array([source.position for source in plan.sources], np.intp)

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +26,12 @@ from embedprobe import __version__
 from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.progress import Progress
 from embedprobe.core.units import MIB
+from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import ModelSpec, model_spec
 from embedprobe.pipeline.channel_maps import ChannelPlan, channel_plan
 from embedprobe.pipeline.device import torch_device
+from embedprobe.pipeline.protocol import Preprocessing
 from embedprobe.pipeline.store import (
     CacheIdentity,
     EmbeddingWriter,
@@ -75,19 +77,24 @@ class EmbedSettings:
 
 
 def preprocessing_key(spec: ModelSpec, plan: ChannelPlan, epoch_seconds: float,
-                      limit_batches: int | None, band_hz=None) -> str:
-    """Everything besides the weights and windows that changes the embeddings (a band-pass
-    only when the dataset has one, so the keys of existing caches stay as they were)."""
+                      limit_batches: int | None, preprocessing: Preprocessing) -> str:
+    """Everything besides the weights and windows that changes the embeddings."""
     return json.dumps(
-        ({"band_hz": list(band_hz)} if band_hz else {}) | {
+        {
             "sfreq": spec.sfreq,
             "window_seconds": spec.window_seconds,
             "epoch_seconds": epoch_seconds,
-            "scaling": spec.scaling,
+            "preprocessing": preprocessing.key(),
             "architecture": spec.architecture,
             "params": spec.params,
+            # the architecture's own build arguments (EEGPT's patch stride moved to 64)
+            "model_kwargs": ARCHITECTURES[spec.architecture].build_kwargs(
+                len(plan.model_names), spec.sfreq, spec.n_times),
+            "readout": spec.readout,
             "channels": list(plan.recorded),
             "model_channels": list(plan.model_names),
+            # which recorded channels (or pair) feed which slot: a changed map changes the key
+            "sources": [asdict(source) for source in plan.sources],
             "limit_batches": limit_batches,
         },
         sort_keys=True,
@@ -195,13 +202,15 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
     early = source.stream(0, settings.reader_threads, kind).start() if fresh else None
     try:
         encoder = Encoder(spec, plan.model_names, roots, device=device)
-        width = encoder(np.zeros((1, len(plan.recorded), source.window_samples), np.float32))
+        width = encoder(np.zeros((1, len(plan.model_names), source.window_samples),
+                                  np.float32))
         identity = CacheIdentity(
             dataset=dataset,
             model=model_id,
             windows_sha256=window_table_sha256(windows),
             preprocessing=preprocessing_key(spec, plan, source.epoch_seconds,
-                                            settings.limit_batches, source.recipe.band_hz),
+                                            settings.limit_batches,
+                                            source.recipe.preprocessing),
             weights_sha256=encoder.weights_sha256,
             code_version=__version__,
         )

@@ -196,18 +196,21 @@ def model_windows(signals: np.ndarray, from_sfreq: float, to_sfreq: float,
     return scale(out, scaling, in_place=True)
 
 
-def recorded_span(starts: np.ndarray, from_sfreq: float, to_sfreq: float, length: int
-                  ) -> tuple[int, int]:
+def recorded_span(starts: np.ndarray, from_sfreq: float, to_sfreq: float, length: int,
+                  extra: int = 0) -> tuple[int, int]:
     """[first, stop): the recorded samples that windows at `starts` (recorded rate; `length`
     samples at the model rate) need, the filter's reach included. model_windows over just
     these samples (first_sample=first) makes the same windows, bit for bit, as over the whole
     recording: `first` falls on the resampling's phase (a multiple of its down factor).
+    `extra` recorded samples more on each side: the reach of filters run on the stretch
+    before it is resampled (pipeline/filters.reach).
     `stop` may lie past the recording's end: read what there is."""
     starts_out = model_starts(starts, from_sfreq, to_sfreq)
     first, stop = int(starts_out.min()), int(starts_out.max()) + length
     if from_sfreq == to_sfreq:
-        return first, stop
-    ratio, reach = _ratio(from_sfreq, to_sfreq), _input_reach(from_sfreq, to_sfreq)
+        return max(0, first - extra), stop + extra
+    ratio = _ratio(from_sfreq, to_sfreq)
+    reach = _input_reach(from_sfreq, to_sfreq) + extra
     up, down = ratio.numerator, ratio.denominator
     begin = max(0, first * down // up - reach)
     return begin - begin % down, -(-stop * down // up) + reach
@@ -279,6 +282,53 @@ def resampled_span(signals: np.ndarray, from_sfreq: float, to_sfreq: float, firs
     return resample(signals[:, begin:end], from_sfreq, to_sfreq), begin * up // down
 
 
+# ---------------------------------------------------- the reference's resampling kinds
+
+EACH_WINDOW_BLOCK = 64  # windows resampled at once: bounds resample_poly's temporaries
+
+
+def windows_resampled_each(signals: np.ndarray, from_sfreq: float, to_sfreq: float,
+                           starts: np.ndarray, length: int, first_sample: int = 0,
+                           centre: bool = False) -> np.ndarray:
+    """(n_windows, channels, length) float32: each window cut at the recorded rate, centred
+    per channel if asked, then resampled on its own with scipy's resample_poly, as the
+    reference's model wrappers take a batch of windows (NeuroAtlas backbones/_preproc.py
+    resample_poly_with_fallback; each window's edges see resample_poly's zero padding).
+    `signals` begins at recorded sample `first_sample`."""
+    from scipy.signal import resample_poly
+
+    length_in = int(round(length * from_sfreq / to_sfreq))
+    local = np.asarray(starts, np.int64) - first_sample
+    out = np.empty((len(local), signals.shape[0], length), np.float32)
+    ratio = _ratio(from_sfreq, to_sfreq)
+    for first in range(0, len(local), EACH_WINDOW_BLOCK):
+        block = cut_windows(signals, local[first:first + EACH_WINDOW_BLOCK], length_in)
+        block = block.astype(np.float32, copy=False)
+        if centre:
+            centre_windows(block)
+        if from_sfreq != to_sfreq:
+            block = resample_poly(block, ratio.numerator, ratio.denominator, axis=-1)
+        if block.shape[-1] != length:
+            raise UsageError(f"a {length_in}-sample window at {from_sfreq:g} Hz resamples to "
+                             f"{block.shape[-1]} samples at {to_sfreq:g} Hz, not {length}",
+                             fix="choose an epoch length that is whole at both rates")
+        out[first:first + len(block)] = block
+    return out
+
+
+def resample_whole_mne(signals: np.ndarray, from_sfreq: float, to_sfreq: float) -> np.ndarray:
+    """A whole recording resampled as MNE's Raw.resample does (FFT, npad and pad "auto"): the
+    reference's BCI loaders resample each run before cutting its trials."""
+    if from_sfreq == to_sfreq:
+        return signals.astype(np.float32, copy=False)
+    import mne
+
+    out = mne.filter.resample(signals.astype(np.float64), up=float(to_sfreq),
+                              down=float(from_sfreq), npad="auto", window="auto", pad="auto",
+                              method="fft", verbose="error")
+    return out.astype(np.float32)
+
+
 # ------------------------------------------------------------------------------- scaling
 
 
@@ -299,9 +349,18 @@ def scale(windows: np.ndarray, scaling: str, in_place: bool = False) -> np.ndarr
             block = out[first:first + SCALE_BLOCK]
             block /= abs_quantile(block, PERCENTILE) + np.float32(1e-8)
         return out
-    factors = {"microvolts": 1e6, "millivolts": 1e3, "0.1mV": 1e4, "none": 1.0}
-    out *= np.float32(factors[scaling])
+    out *= np.float32(SCALE_FACTORS[scaling.removesuffix(CLIP_SUFFIX)])
+    if scaling.endswith(CLIP_SUFFIX):
+        # CBraMod's wrapper clips at +-100 µV before dividing by 100: +-1 in these units
+        np.clip(out, -1.0, 1.0, out=out)
     return out
+
+
+# volts -> each convention's unit: V x 1e9 is EEGPT's "µV x 1000" (the reference's wrapper
+# outside BCI), V x 1e3 its BCI one; 0.1mV is LaBraM's and CBraMod's µV / 100
+SCALE_FACTORS = {"microvolts": 1e6, "millivolts": 1e3, "nanovolts": 1e9, "0.1mV": 1e4,
+                 "none": 1.0}
+CLIP_SUFFIX = "_clip"
 
 
 def abs_quantile(x: np.ndarray, q: float) -> np.ndarray:
@@ -327,3 +386,34 @@ def abs_quantile(x: np.ndarray, q: float) -> np.ndarray:
     if gamma >= 0.5:
         return upper - diff * (1 - gamma)
     return lower + diff * gamma
+
+
+# ---------------------------------------------------------- per-recording normalisation
+
+
+MICROVOLTS_PER_VOLT = 1e6
+Q95_EPSILON_UV = 1e-8  # BIOT's q95 + 1e-8, with q95 in µV as the reference takes it
+
+
+def recording_q95(signals: np.ndarray) -> np.ndarray:
+    """(channels,) float32: each channel's 95th percentile of |x| in µV over a whole (filtered)
+    recording in volts: the reference's recording_q95 (np.quantile(np.abs(x_uV), 0.95)).
+    One channel at a time: two copies of a channel, not of the recording."""
+    out = np.empty(signals.shape[0], np.float32)
+    for channel, row in enumerate(signals):
+        microvolts = row.astype(np.float32) * np.float32(MICROVOLTS_PER_VOLT)
+        out[channel] = abs_quantile(microvolts, PERCENTILE)[0]
+    return out
+
+
+def centre_windows(windows: np.ndarray) -> np.ndarray:
+    """Each window's mean removed per channel, in place (BIOT's wrapper before it normalises)."""
+    windows -= windows.mean(axis=-1, keepdims=True, dtype=np.float64).astype(np.float32)
+    return windows
+
+
+def divide_by_recording(windows: np.ndarray, q95_uv: np.ndarray) -> np.ndarray:
+    """windows (volts) as x_uV / (q95_uV + 1e-8), in place, per channel."""
+    factors = (MICROVOLTS_PER_VOLT / (q95_uv.astype(np.float64) + Q95_EPSILON_UV))
+    windows *= factors.astype(np.float32)[None, :, None]
+    return windows

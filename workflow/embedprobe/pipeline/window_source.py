@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -36,14 +37,34 @@ from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory
 from embedprobe.core.units import MIB
 from embedprobe.datasets.registry import FORMATS, find_dataset_recordings, unit_seconds
-from embedprobe.pipeline.preprocess import model_windows, recorded_span
+from embedprobe.pipeline.channel_maps import ChannelPlan, derive_inputs, input_positions
+from embedprobe.pipeline.filters import apply_filters, average_reference
+from embedprobe.pipeline.filters import reach as filter_reach
+from embedprobe.pipeline.preprocess import (
+    centre_windows,
+    cut_windows,
+    divide_by_recording,
+    model_starts,
+    model_windows,
+    recorded_span,
+    recording_q95,
+    resample_whole_mne,
+    scale,
+    windows_resampled_each,
+)
+from embedprobe.pipeline.protocol import (
+    CONTINUOUS,
+    EACH_WINDOW,
+    RECORDING_Q95,
+    Preprocessing,
+    preprocessing,
+)
 
 # A reader process imports this module: it stays free of torch and pandas (start-up, memory).
 if TYPE_CHECKING:
     import pandas as pd
 
     from embedprobe.models.registry import ModelSpec
-    from embedprobe.pipeline.channel_maps import ChannelPlan
 
 THREADS, PROCESSES = "threads", "processes"
 
@@ -73,6 +94,20 @@ def parts(table: pd.DataFrame, whole: bool = False) -> Iterator[tuple[str, pd.Da
         position += len(rows)
 
 
+def parts_from(table: pd.DataFrame, first_row: int, whole: bool = False
+               ) -> Iterator[tuple[str, pd.DataFrame, int]]:
+    """(recording, rows, windows to skip) of `parts(table)` from row `first_row` on. A resume
+    mid-part makes the whole part and skips its first windows: each part reads the same
+    stretch as in a fresh run, so its filtered samples, and so its windows, are the same bytes
+    (a stretch that began at the resume row would round differently)."""
+    position = 0
+    for recording, rows in parts(table, whole):
+        end = position + len(rows)
+        if end > first_row:
+            yield recording, rows, max(0, first_row - position)
+        position = end
+
+
 def in_flight(workers: int) -> int:
     """Parts submitted to `workers` readers and not yet taken by the model: one each, and one
     more that a reader starts as soon as it is done with its own (0 without readers)."""
@@ -87,18 +122,20 @@ class LargestPart:
     samples: int | None  # recorded samples read for it; None: whole recordings are read
 
 
-def largest_part(table: pd.DataFrame, whole: bool, to_sfreq: float, window_samples: int
-                 ) -> LargestPart:
+def largest_part(table: pd.DataFrame, whole: bool, to_sfreq: float, window_samples: int,
+                 filters: tuple = ()) -> LargestPart:
     """The most windows and recorded samples any part of `table` holds (window_samples at
-    the model rate `to_sfreq`; the index's `sfreq` column is the recorded rate: without it
-    make_windows reads whole files, and so samples is None here too)."""
+    the model rate `to_sfreq`, the `filters`' reach included; the index's `sfreq` column is
+    the recorded rate: without it make_windows reads whole files, and so samples is None
+    here too)."""
     spans = not whole and "sfreq" in table
     windows, samples = 0, 0
     for _recording, rows in parts(table, whole):
         windows = max(windows, len(rows))
         if spans:
-            first, stop = recorded_span(rows["start"].to_numpy(), float(rows["sfreq"].iloc[0]),
-                                        to_sfreq, window_samples)
+            sfreq = float(rows["sfreq"].iloc[0])
+            first, stop = recorded_span(rows["start"].to_numpy(), sfreq, to_sfreq,
+                                        window_samples, extra=filter_reach(filters, sfreq))
             samples = max(samples, stop - first)
     return LargestPart(windows, samples if spans else None)
 
@@ -108,56 +145,136 @@ class WindowRecipe:
     """How a recording becomes model windows: all a reader process needs (it pickles)."""
 
     reader_format: str  # datasets/registry.FORMATS key
-    channels: tuple[str, ...]  # recorded names, in the model's channel order
+    plan: ChannelPlan  # the recorded channels read, and the model input each feeds
     sfreq: float  # the model's rate
     epoch_seconds: float  # one window (the dataset's epoch_seconds)
-    scaling: str  # the model's amplitude convention (preprocess.scale)
-    band_hz: tuple[float, float] | None = None  # the dataset's band-pass, on the whole recording
+    preprocessing: Preprocessing  # filters, normalisation, scaling (pipeline/protocol.py)
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """The recorded channels read, in read order."""
+        return tuple(self.plan.recorded)
+
+    @property
+    def n_inputs(self) -> int:
+        """The model's input channels (slots without a source included: they stay zero)."""
+        return len(self.plan.model_names)
 
     @property
     def window_samples(self) -> int:
         return int(round(self.epoch_seconds * self.sfreq))
 
     def window_bytes(self) -> int:
-        return len(self.channels) * self.window_samples * 4
+        return self.n_inputs * self.window_samples * 4
 
 
 def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray | None = None,
                  index_sfreq: float | None = None) -> np.ndarray:
-    """One recording's (len(starts), channels, samples) float32 model windows, into `out` if
-    given. `index_sfreq` is the rate the index was built at: a file now at another rate means
-    the index is stale. Only the stretch of the file the windows need is read (trimmed wake and
-    unscored time stay on disk), unless the dataset band-passes whole recordings."""
+    """One recording's (len(starts), model inputs, samples) float32 model windows, into `out`
+    if given. `index_sfreq` is the rate the index was built at: a file now at another rate
+    means the index is stale. Only the stretch of the file the windows need, with the
+    filters' reach on each side, is read (trimmed wake and unscored time stay on disk),
+    unless the protocol filters whole recordings."""
     starts = np.asarray(starts)
-    reader = FORMATS[recipe.reader_format].reader
+    prep = recipe.preprocessing
+    # first, so that a reader holds the whole recording or its part's stretch, not both
+    q95 = (recording_statistic(recipe, rec, index_sfreq)
+           if prep.normalisation == RECORDING_Q95 else None)
     span = None
-    if recipe.band_hz is None and index_sfreq is not None and len(starts):
-        span = recorded_span(starts, index_sfreq, recipe.sfreq, recipe.window_samples)
-    signals = reader.read_signals(rec, recipe.channels, span=span)
+    if not prep.whole_recordings and index_sfreq is not None and len(starts):
+        span = recorded_span(starts, index_sfreq, recipe.sfreq, recipe.window_samples,
+                             extra=filter_reach(prep.filters, index_sfreq))
+    signals, span = _read(recipe, rec, span, index_sfreq)
+    data = apply_filters(signals, span.sfreq, prep.filters)
+    del signals  # the filtered copy replaces it
+    shape = (len(starts), recipe.n_inputs, recipe.window_samples)
+    if out is None:
+        out = np.empty(shape, np.float32)
+    positions = input_positions(recipe.plan)
+    direct = np.array_equal(positions, np.arange(recipe.n_inputs))
+    windows = resampled_windows(prep, data, span, recipe, starts, out if direct else None)
+    if q95 is not None:
+        divide_by_recording(windows, q95)
+    if not direct:  # slots without a source stay zero
+        out[:] = 0
+        out[:, positions] = windows
+    return out
+
+
+def resampled_windows(prep: Preprocessing, data: np.ndarray, span: ReadSpan,
+                      recipe: WindowRecipe, starts: np.ndarray, out: np.ndarray | None
+                      ) -> np.ndarray:
+    """The windows at the model's rate, centred if the protocol says so, scaled by the
+    model's convention, as `prep.resampling` makes them (into `out` where one is given)."""
+    length = recipe.window_samples
+    if prep.resampling == CONTINUOUS:
+        windows = model_windows(data, span.sfreq, recipe.sfreq, starts, length, prep.scaling,
+                                out=out, first_sample=span.first)
+        return centre_windows(windows) if prep.centre_windows else windows
+    if prep.resampling == EACH_WINDOW:  # the reference centres before it resamples
+        windows = windows_resampled_each(data, span.sfreq, recipe.sfreq, starts, length,
+                                         span.first, centre=prep.centre_windows)
+    else:  # WHOLE_MNE: a whole run (span.first 0), then its trials
+        whole = resample_whole_mne(data, span.sfreq, recipe.sfreq)
+        windows = cut_windows(whole, model_starts(starts, span.sfreq, recipe.sfreq), length)
+        if prep.centre_windows:
+            centre_windows(windows)
+    windows = scale(windows, prep.scaling, in_place=True)
+    if out is None:
+        return windows
+    out[:] = windows
+    return out
+
+
+@dataclass(frozen=True)
+class ReadSpan:
+    first: int  # the recorded sample the data begins at (0: the whole recording)
+    sfreq: float  # the recorded rate
+
+
+def _read(recipe: WindowRecipe, rec, span: tuple[int, int] | None, index_sfreq: float | None
+          ) -> tuple[np.ndarray, ReadSpan]:
+    """The model inputs' recorded signals (channel-map derivations made) over `span`, or the
+    whole recording: (inputs, samples) float32 in volts."""
+    reader = FORMATS[recipe.reader_format].reader
+    reference = recipe.preprocessing.average_reference
+    names = recipe.channels + tuple(c for c in reference if c not in recipe.channels)
+    signals = reader.read_signals(rec, names, span=span)
     if span is not None and not signals.data.shape[-1]:  # past the end: the whole file says
-        signals, span = reader.read_signals(rec, recipe.channels), None  # by how much
+        signals, span = reader.read_signals(rec, names), None  # by how much
     if index_sfreq is not None and signals.sfreq != index_sfreq:
         raise DataError(f"{rec.signal_path}: recorded at {signals.sfreq} Hz, but the window "
                         f"index was built at {index_sfreq} Hz",
                         fix="rebuild the window index: it no longer matches the recording")
-    order = [signals.ch_names.index(name) for name in recipe.channels]
+    order = [signals.ch_names.index(name) for name in names]
     data = signals.data if order == list(range(len(order))) else signals.data[order]
-    if recipe.band_hz is not None:
-        data = band_pass(data, signals.sfreq, recipe.band_hz)
-    return model_windows(data, signals.sfreq, recipe.sfreq, starts, recipe.window_samples,
-                         recipe.scaling, out=out, first_sample=span[0] if span else 0)
+    if reference:  # linear, like the filters after it: its order with them does not matter
+        data = average_reference(data, names, reference)[:len(recipe.channels)]
+    return (derive_inputs(recipe.plan, data),
+            ReadSpan(span[0] if span else 0, float(signals.sfreq)))
 
 
-def band_pass(data: np.ndarray, sfreq: float, band_hz: tuple[float, float]) -> np.ndarray:
-    """MNE's zero-phase FIR band-pass (its default design) over the whole recording, before
-    the windows are cut: no window edge sees a filter transient."""
-    import mne
+# Per reader (thread or process): the statistic of the recordings it made parts of lately.
+# Parts of one recording mostly go to one reader in turn; another reader computes it once more.
+_STATISTICS: dict = {}
+_STATISTICS_KEPT = 4
+_STATISTICS_LOCK = threading.Lock()
 
-    low, high = band_hz
-    # n_jobs=1: a reader is already one of several; MNE's default would import joblib to
-    # find out that it runs alone
-    return mne.filter.filter_data(data.astype(np.float64), sfreq, low, high, n_jobs=1,
-                                  verbose="error").astype(np.float32)
+
+def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
+    """The recording's per-input 95th percentile of |x| in µV over the whole filtered
+    recording (the reference's recording_q95), computed once per recording and reader."""
+    key = (recipe, str(rec.signal_path))
+    with _STATISTICS_LOCK:
+        if key in _STATISTICS:
+            return _STATISTICS[key]
+    signals, span = _read(recipe, rec, None, index_sfreq)
+    value = recording_q95(apply_filters(signals, span.sfreq, recipe.preprocessing.filters))
+    with _STATISTICS_LOCK:
+        _STATISTICS[key] = value
+        while len(_STATISTICS) > _STATISTICS_KEPT:
+            del _STATISTICS[next(iter(_STATISTICS))]
+    return value
 
 
 class WindowSource:
@@ -172,10 +289,8 @@ class WindowSource:
         found = find_dataset_recordings(config, roots, dataset)
         self.recordings = {r.recording: r for r in found}
         self.epoch_seconds = unit_seconds(config, dataset)
-        band = entry.get("band_hz")
-        self.recipe = WindowRecipe(entry["format"], tuple(plan.recorded), spec.sfreq,
-                                   self.epoch_seconds, spec.scaling,
-                                   tuple(band) if band else None)
+        self.recipe = WindowRecipe(entry["format"], plan, spec.sfreq, self.epoch_seconds,
+                                   preprocessing(config, dataset, spec))
         self.spec, self.plan, self.table = spec, plan, table
 
     @property
@@ -184,8 +299,8 @@ class WindowSource:
 
     @property
     def whole_recordings(self) -> bool:
-        """A band-pass runs over whole recordings: they are read and handed over whole."""
-        return self.recipe.band_hz is not None
+        """The filters run over whole recordings: they are read and handed over whole."""
+        return self.recipe.preprocessing.whole_recordings
 
     def load(self, recording: str, rows: pd.DataFrame, out: np.ndarray | None = None
              ) -> np.ndarray:
@@ -214,7 +329,7 @@ class WindowSource:
     def largest_part(self) -> int:
         """Windows of the largest part the readers hand over (the slots' size)."""
         return largest_part(self.table, self.whole_recordings, self.recipe.sfreq,
-                            self.window_samples).windows
+                            self.window_samples, self.recipe.preprocessing.filters).windows
 
 
 class WindowStream:
@@ -224,7 +339,7 @@ class WindowStream:
 
     def __init__(self, source: WindowSource, first_row: int, workers: int, kind: str):
         self.source, self.workers, self.kind = source, workers, kind
-        self.groups = parts(source.table.iloc[first_row:], source.whole_recordings)
+        self.groups = parts_from(source.table, first_row, source.whole_recordings)
         self.readers: ThreadReaders | ProcessReaders | None = None
         self.in_flight: deque = deque()
         self._arrays: Iterator[np.ndarray] | None = None
@@ -234,8 +349,8 @@ class WindowStream:
             self.readers = (ProcessReaders(self.source, self.workers) if self.kind == PROCESSES
                             else ThreadReaders(self.source, self.workers))
             try:
-                for group in islice(self.groups, in_flight(self.workers)):
-                    self.in_flight.append(self.readers.submit(*group))
+                for rec, rows, skip in islice(self.groups, in_flight(self.workers)):
+                    self.in_flight.append((self.readers.submit(rec, rows), skip))
             except BaseException:
                 self._stop_readers()
                 raise
@@ -250,20 +365,22 @@ class WindowStream:
         return next(self._arrays)
 
     def _made_here(self) -> Iterator[np.ndarray]:
-        for rec, rows in self.groups:
+        for rec, rows, skip in self.groups:
             began = time.thread_time()
             windows = self.source.load(rec, rows)
             self.source.reader_seconds += time.thread_time() - began
-            yield windows
+            yield windows[skip:]
 
     def _made(self) -> Iterator[np.ndarray]:
         self.start()
         try:
             while self.in_flight:
-                windows = self.readers.take(self.in_flight.popleft())
+                submitted, skip = self.in_flight.popleft()
+                windows = self.readers.take(submitted)[skip:]
                 following = next(self.groups, None)
                 if following is not None:
-                    self.in_flight.append(self.readers.submit(*following))
+                    rec, rows, following_skip = following
+                    self.in_flight.append((self.readers.submit(rec, rows), following_skip))
                 yield windows
                 del windows  # not held while the next one is awaited
         finally:
@@ -358,7 +475,7 @@ def _worker_fill(slot: str, rec, starts: np.ndarray, index_sfreq: float | None
     """Make one recording's windows into shared slot `slot`: (windows, CPU seconds)."""
     began = time.process_time()
     recipe = _WORKER["recipe"]
-    shape = (len(starts), len(recipe.channels), recipe.window_samples)
+    shape = (len(starts), recipe.n_inputs, recipe.window_samples)
     out = np.ndarray(shape, np.float32, buffer=_attach(slot).buf)
     make_windows(recipe, rec, starts, out, index_sfreq)
     del out  # no export of the buffer left behind
@@ -450,7 +567,7 @@ class ProcessReaders:
             raise
         self.source.reader_seconds += seconds
         self.handed_out = slot
-        shape = (count, len(self.source.recipe.channels), self.source.window_samples)
+        shape = (count, self.source.recipe.n_inputs, self.source.window_samples)
         return np.ndarray(shape, np.float32, buffer=self.slots[slot].buf)
 
     def _died(self) -> EmbedprobeError:

@@ -1,24 +1,363 @@
-"""Subject-level folds: fold k tests group k, validates on group k+1, trains on the rest."""
+"""Fold plans: per fold, which units (subjects, or recordings) train, validate and test.
+
+The reference suite's rules (kkontras/NeuroAtlas), re-implemented so that the same ids give the
+same folds:
+
+- chunks, its generic rule (Sleep-EDF's `adapters/sleep_edf_expanded._patient_splits`, MOABB's
+  `dataio/bci.get_subject_split`): the subjects in ascending order; within each stratum (Sleep-EDF:
+  cassette, telemetry; strata in name order, one generator for all) an index shuffled once by
+  `numpy.random.RandomState(seed)`, cut into `folds` contiguous chunks by `numpy.array_split`.
+  Fold k tests chunk k, validates on chunk k+1, trains on the rest.
+- leave one subject out (`dataio/bci.loso_split`): fold k tests the k-th subject in ascending
+  order; the validation subjects are `train_test_split(other positions, test_size=0.1,
+  random_state=seed)`'s test part (one subject for up to ten others).
+- stratified (the seizure adapters' `_patient_splits_generic`): `StratifiedKFold(folds,
+  shuffle=True, random_state=seed)` over the sorted units, labelled by whether any of their
+  windows is positive; the validation units are fold (k+1) of the same splitter run over fold k's
+  training units. Plain `KFold` where the smallest class has fewer members than folds
+  (`registry/splits.make_subject_kfold`); the paper's recording-level Siena split used
+  `StratifiedKFold` regardless (`paper_stratified`).
+- a manifest (`registry/fold_manifest`): `explicit` (each fold's train/val/test lists) or
+  `partition` (each fold's test list; validation the next fold's, train the rest), read from JSON.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 
 from embedprobe.core.errors import UsageError
 
+PARTS = ("train", "val", "test")
+VAL_FRACTION = 0.1  # leave one subject out: the share of the other subjects that validates
+UNITS = ("subject", "recording")  # the window-table columns a plan can be keyed by
+SPLITS = ("patients", "paper_recordings")  # a seizure dataset's `split`; the first is the default
+MANIFEST_DIR = Path(__file__).resolve().parents[3] / "config" / "folds"
 
-def subject_groups(subjects, n_folds: int = 5, seed: int = 42) -> dict[str, int]:
-    """Assign each subject (all of its nights) to one of n_folds groups, deterministically."""
-    unique = np.array(sorted(set(subjects)))
-    if len(unique) < n_folds:
-        raise UsageError(f"{len(unique)} subjects cannot fill {n_folds} folds",
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """Each fold's part (train, val, test) of every unit, and the rule that made them."""
+
+    parts: tuple[dict[str, str], ...]  # per fold: unit id -> part
+    unit: str = "subject"  # the window-table column the ids are values of
+    rule: str = ""  # one line for messages and records
+
+    @property
+    def n_folds(self) -> int:
+        return len(self.parts)
+
+    def members(self, fold: int, part: str) -> list[str]:
+        return sorted((u for u, p in self.parts[fold].items() if p == part), key=ascending)
+
+
+def ascending(unit_id) -> tuple:
+    """Sort key: digit runs compare as numbers ("A2" < "A10"), the reference's ascending ids."""
+    pieces = re.split(r"(\d+)", str(unit_id))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pieces)
+
+
+def fold_split(plan: FoldPlan, units, fold: int) -> dict[str, np.ndarray]:
+    """Boolean masks over rows for the train, validation and test parts of one fold; `units` is
+    a table with the plan's unit column (subject or recording) or the subject ids themselves."""
+    if not 0 <= fold < plan.n_folds:
+        raise UsageError(f"fold {fold} is outside the {plan.n_folds} folds of {plan.rule}",
+                         fix=f"ask for folds 0..{plan.n_folds - 1}")
+    if isinstance(units, pd.DataFrame):
+        if plan.unit not in units.columns:
+            raise UsageError(f"{plan.rule} assigns {plan.unit}s; these rows have no "
+                             f"{plan.unit} column", fix="use a subject-level split here")
+        ids = units[plan.unit]
+    else:
+        ids = pd.Series(np.asarray(units))
+    part = ids.astype(str).map(plan.parts[fold])
+    unplaced = sorted(set(ids[part.isna().to_numpy()].astype(str)), key=ascending)
+    if unplaced:
+        raise UsageError(f"{plan.rule}: fold {fold} puts {plan.unit} {', '.join(unplaced[:5])} "
+                         f"in no part", fix="plan the folds over the same units as the rows")
+    return {name: (part == name).to_numpy() for name in PARTS}
+
+
+# --- the rules ---------------------------------------------------------------------------
+def plan_from_groups(groups: dict[str, int], n_folds: int, rule: str,
+                     unit: str = "subject") -> FoldPlan:
+    """Fold k tests group k, validates on group k+1 and trains on the rest."""
+    parts = []
+    for k in range(n_folds):
+        role = {k: "test", (k + 1) % n_folds: "val"}
+        parts.append({u: role.get(g, "train") for u, g in groups.items()})
+    return FoldPlan(tuple(parts), unit, rule)
+
+
+def subject_groups(subjects, n_folds: int = 5, seed: int = 42,
+                   strata: dict[str, str] | None = None) -> dict[str, int]:
+    """Subject -> chunk (the reference's generic rule): per stratum, the subjects in ascending
+    order, an index shuffled by one RandomState(seed) shared by the strata (taken in name
+    order), cut into n_folds contiguous chunks."""
+    unique = distinct(subjects)
+    require_units(len(unique), n_folds, "subjects")
+    strata = strata or {}
+    by_stratum: dict[str, list[str]] = {}
+    for subject in unique:
+        by_stratum.setdefault(strata.get(subject, ""), []).append(subject)
+    rng = np.random.RandomState(seed)
+    groups = {}
+    for name in sorted(by_stratum):
+        members = by_stratum[name]
+        order = np.arange(len(members))
+        rng.shuffle(order)
+        for chunk, indices in enumerate(np.array_split(order, n_folds)):
+            groups.update({members[i]: chunk for i in indices})
+    return groups
+
+
+def chunk_plan(subjects, n_folds: int, seed: int, strata_pattern: str | None = None) -> FoldPlan:
+    """The generic plan; `strata_pattern` (a dataset's `fold_strata`) names each subject's
+    stratum: its first group, or its whole match, on the subject id."""
+    strata = subject_strata(distinct(subjects), strata_pattern) if strata_pattern else None
+    rule = f"{n_folds} subject folds (seed {seed}" + (
+        f", strata {strata_pattern!r})" if strata_pattern else ")")
+    return plan_from_groups(subject_groups(subjects, n_folds, seed, strata), n_folds, rule)
+
+
+def subject_strata(subjects: list[str], pattern: str) -> dict[str, str]:
+    regex = re.compile(pattern)
+    strata = {}
+    for subject in subjects:
+        match = regex.search(subject)
+        if match is None:
+            raise UsageError(f"fold_strata {pattern!r} does not match subject {subject}",
+                             fix="write a pattern every subject id matches, e.g. '^(SC|ST)'")
+        strata[subject] = match.group(1) if regex.groups else match.group(0)
+    return strata
+
+
+def loso_plan(subjects, seed: int, val_fraction: float = VAL_FRACTION) -> FoldPlan:
+    """Leave one subject out: fold k tests the k-th subject in ascending order; validation is
+    train_test_split's test part of the other subjects' positions (the reference's draw)."""
+    from sklearn.model_selection import train_test_split
+
+    ordered = distinct(subjects)
+    require_units(len(ordered), 3, "subjects")  # one tests, one validates, one trains
+    parts = []
+    for k, tested in enumerate(ordered):
+        others = [i for i in range(len(ordered)) if i != k]
+        _, val = train_test_split(others, test_size=val_fraction, random_state=seed)
+        validating = {ordered[i] for i in val}
+        parts.append({s: "test" if s == tested else "val" if s in validating else "train"
+                      for s in ordered})
+    rule = f"leave one subject out over {len(ordered)} subjects (validation seed {seed})"
+    return FoldPlan(tuple(parts), "subject", rule)
+
+
+def stratified_plan(positive: dict[str, bool], n_folds: int, seed: int, unit: str = "subject",
+                    always_stratify: bool = False) -> FoldPlan:
+    """StratifiedKFold over the sorted units labelled by `positive`; validation: fold (k+1) of
+    the same splitter over fold k's training units. `always_stratify`: StratifiedKFold even
+    where a class is smaller than the folds (the paper's Siena recording split did)."""
+    ids = distinct(positive)
+    require_units(len(ids), n_folds, f"{unit}s")
+    labels = np.array([int(bool(positive[u])) for u in ids])
+    parts = []
+    for k in range(n_folds):
+        kept, test = nth_split(len(ids), labels, n_folds, k, seed, always_stratify)
+        inner_folds = max(2, min(n_folds, len(kept)))
+        _, val = nth_split(len(kept), labels[kept], inner_folds, (k + 1) % inner_folds, seed,
+                           always_stratify)
+        role = {ids[i]: "test" for i in test} | {ids[kept[i]]: "val" for i in val}
+        parts.append({u: role.get(u, "train") for u in ids})
+    rule = (f"{n_folds} {unit} folds stratified on any positive window "
+            f"(StratifiedKFold, seed {seed})")
+    return FoldPlan(tuple(parts), unit, rule)
+
+
+def seizure_plan(table: pd.DataFrame, bench: dict, entry: dict) -> FoldPlan:
+    """A seizure dataset's folds by its `split`: `patients` (default; the reference's patient
+    folds) or `paper_recordings` (the recording-level folds the reference paper's Siena numbers
+    were drawn on: recordings, not patients, split, so a test patient can also train)."""
+    split = entry.get("split", SPLITS[0])
+    if split not in SPLITS:
+        raise UsageError(f"split: {split} is not a seizure split",
+                         fix=f"write split: {' or '.join(SPLITS)} in the dataset's entry")
+    unit = "subject" if split == "patients" else "recording"
+    missing = [c for c in (unit, "label") if c not in table.columns]
+    if missing:
+        raise UsageError(f"seizure folds need the windows' {' and '.join(missing)}: given "
+                         f"{', '.join(table.columns)}",
+                         fix="plan the folds over the window table, not its subjects alone")
+    positive = (table.groupby(table[unit].astype(str))["label"].max() > 0).to_dict()
+    return stratified_plan(positive, bench["folds"], bench["fold_seed"], unit,
+                           always_stratify=split == "paper_recordings")
+
+
+def refuse_split(entry: dict, task: str) -> None:
+    """`split` chooses between seizure folds; elsewhere the folds are per subject."""
+    if "split" in entry:
+        raise UsageError(f"split: {entry['split']} is a seizure-detection setting; {task} folds "
+                         "are per subject", fix="remove `split` from the dataset's entry")
+
+
+def nth_split(n: int, labels: np.ndarray, n_splits: int, k: int, seed: int,
+              always_stratify: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(train, test) positions of split k of n items: StratifiedKFold where every class has at
+    least n_splits members (or always), else KFold; both shuffled by `seed`."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    if always_stratify or min(Counter(labels.tolist()).values()) >= n_splits:
+        splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    else:
+        splitter = KFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():  # "the least populated class has only 1 member"
+        warnings.simplefilter("ignore", UserWarning)
+        return list(splitter.split(np.zeros(n), labels))[k]
+
+
+def distinct(units) -> list[str]:
+    return sorted({str(u) for u in units}, key=ascending)
+
+
+def require_units(n_units: int, n_folds: int, what: str) -> None:
+    if n_units < n_folds:
+        raise UsageError(f"{n_units} {what} cannot fill {n_folds} folds",
                          fix="use a dataset with more subjects or set the benchmark's `folds`")
-    order = np.random.default_rng(seed).permutation(len(unique))
-    return {str(unique[i]): int(rank % n_folds) for rank, i in enumerate(order)}
 
 
-def fold_split(groups: np.ndarray, fold: int, n_folds: int) -> dict[str, np.ndarray]:
-    """Boolean masks over windows for the train, validation and test parts of one fold."""
-    test = groups == fold
-    val = groups == (fold + 1) % n_folds
-    return {"train": ~(test | val), "val": val, "test": test}
+# --- manifests ---------------------------------------------------------------------------
+def manifest_path(value: str) -> Path:
+    """A dataset's `fold_manifest`: absolute, or relative to the project's config/folds/."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else MANIFEST_DIR / path
+
+
+def read_manifest(path: Path) -> FoldPlan:
+    """A fold manifest (the reference's format): `folds` (or `subject_folds`) as a list or as a
+    mapping "0", "1", ...; each entry {train, val, test} lists (explicit) or one list, the
+    fold's test units (partition); `unit` subject (default) or recording."""
+    fix = f"correct {path} (format: docs/methods.md, fold manifests)"
+    if not path.is_file():
+        raise UsageError(f"fold manifest {path} does not exist",
+                         fix="give fold_manifest as a path under config/folds/ or absolute")
+    payload = json.loads(path.read_text())
+    entries = manifest_entries(payload, path, fix)
+    unit = payload.get("unit", "subject")
+    if unit not in UNITS:
+        raise UsageError(f"{path}: unit {unit!r} is neither subject nor recording", fix=fix)
+    if all(isinstance(e, dict) for e in entries):
+        folds = [explicit_fold(e, k, path, fix) for k, e in enumerate(entries)]
+        shape = "explicit"
+    elif all(isinstance(e, list) for e in entries):
+        folds = folds_from_partition(entries, path, fix)
+        check_materialised(folds, payload.get("splits"), path, fix)
+        shape = "partition"
+    else:
+        raise UsageError(f"{path}: its folds mix lists and train/val/test mappings", fix=fix)
+    check_manifest_folds(folds, path, fix)
+    parts = tuple({u: name for name in PARTS for u in fold[name]} for fold in folds)
+    return FoldPlan(parts, unit, f"fold manifest {path.name} ({shape}, {len(folds)} folds)")
+
+
+def manifest_entries(payload: dict, path: Path, fix: str) -> list:
+    key = next((k for k in ("subject_folds", "folds") if payload.get(k)), None)
+    if key is None:
+        raise UsageError(f"{path} has no `folds`", fix=fix)
+    raw = payload[key]
+    if isinstance(raw, dict):
+        try:
+            entries = [raw[k] for k in sorted(raw, key=int)]
+        except ValueError:
+            raise UsageError(f"{path}: `{key}` is keyed by {sorted(raw)[:3]}, not fold numbers",
+                             fix=fix) from None
+    elif isinstance(raw, list):
+        entries = raw
+    else:
+        raise UsageError(f"{path}: `{key}` is neither a list nor a mapping", fix=fix)
+    n_folds = int(payload.get("n_folds", len(entries)))
+    if n_folds != len(entries):
+        raise UsageError(f"{path}: n_folds {n_folds} but {len(entries)} folds", fix=fix)
+    return entries
+
+
+def explicit_fold(entry: dict, k: int, path: Path, fix: str) -> dict[str, list[str]]:
+    missing = [name for name in PARTS if name not in entry]
+    if missing:
+        raise UsageError(f"{path}: fold {k} has no {', '.join(missing)} list", fix=fix)
+    return {name: [str(u) for u in entry[name]] for name in PARTS}
+
+
+def folds_from_partition(groups: list[list], path: Path, fix: str) -> list[dict[str, list[str]]]:
+    """Fold k tests partition k, validates on partition k+1, trains on the rest."""
+    n = len(groups)
+    if n < 3:
+        raise UsageError(f"{path}: a partition manifest needs 3 folds or more, it has {n}",
+                         fix=fix)
+    groups = [[str(u) for u in g] for g in groups]
+    return [{"train": [u for j in range(n) if j not in (k, (k + 1) % n) for u in groups[j]],
+             "val": groups[(k + 1) % n], "test": groups[k]} for k in range(n)]
+
+
+def check_materialised(folds: list[dict], splits, path: Path, fix: str) -> None:
+    """A partition manifest's own `splits` block, where it has one, must equal the derived
+    folds (the reference cross-checks it the same way)."""
+    if not isinstance(splits, dict):
+        return
+    for k, fold in enumerate(folds):
+        stored = splits.get(str(k)) or {}
+        for name in PARTS:
+            if name in stored and {str(u) for u in stored[name]} != set(fold[name]):
+                raise UsageError(f"{path}: fold {k}'s {name} in `splits` differs from the one "
+                                 f"its partitions give (test k, validation k+1)", fix=fix)
+
+
+def check_manifest_folds(folds: list[dict], path: Path, fix: str) -> None:
+    """No unit in two parts of a fold; no unit tested twice."""
+    tested: set[str] = set()
+    for k, fold in enumerate(folds):
+        seen = Counter(u for name in PARTS for u in set(fold[name]))
+        twice = sorted((u for u, n in seen.items() if n > 1), key=ascending)
+        if twice:
+            raise UsageError(f"{path}: fold {k} puts {', '.join(twice[:5])} in two parts",
+                             fix=fix)
+        again = sorted(tested & set(fold["test"]), key=ascending)
+        if again:
+            raise UsageError(f"{path}: fold {k} tests {', '.join(again[:5])} again", fix=fix)
+        tested |= set(fold["test"])
+
+
+def manifest_plan(value: str, units: pd.DataFrame, n_folds: int) -> FoldPlan:
+    """The plan a dataset's `fold_manifest` names, checked against the units of its rows: every
+    unit in exactly one part of every fold, no unit the data lacks, the benchmark's fold count."""
+    path = manifest_path(value)
+    plan = read_manifest(path)
+    fix = (f"edit {path} so that each fold lists every {plan.unit} of the dataset once, or "
+           f"remove fold_manifest from the dataset's entry (config/datasets.yaml)")
+    if plan.n_folds != n_folds:
+        raise UsageError(f"{path} has {plan.n_folds} folds, the benchmark {n_folds}",
+                         fix=f"set `folds: {plan.n_folds}` on the benchmark, or {fix}")
+    if plan.unit not in units.columns:
+        raise UsageError(f"{path} assigns {plan.unit}s; these rows have no {plan.unit} column",
+                         fix=fix)
+    present = set(distinct(units[plan.unit]))
+    for k, parts in enumerate(plan.parts):
+        unknown = sorted(set(parts) - present, key=ascending)
+        if unknown:
+            raise UsageError(f"{path}: fold {k} names {plan.unit}s the data does not have: "
+                             f"{', '.join(unknown[:8])}", fix=fix)
+        unplaced = sorted(present - set(parts), key=ascending)
+        if unplaced:
+            raise UsageError(f"{path}: fold {k} puts {plan.unit}s {', '.join(unplaced[:8])} "
+                             f"in none of train, val and test", fix=fix)
+    return plan
+
+
+def unit_table(units) -> pd.DataFrame:
+    """The rows folds are planned over: a window table as it is, or subject ids alone."""
+    if isinstance(units, pd.DataFrame):
+        return units
+    return pd.DataFrame({"subject": np.asarray(units).astype(str)})

@@ -9,16 +9,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from embedprobe.reporting.chance import headline_chance, headline_normalised
+
 
 def aggregate_folds(fold_paths: list[Path], task, expected: int,
                     not_run: dict | None = None, selected: list[int] | None = None
                     ) -> pd.DataFrame:
     """One row per pair. `not_run` maps (dataset, model) to {status, reason, fix} for pairs
     that did not finish (skipped before running, or failed): they get a row too, with their
-    status and reason and the folds that did finish. Mean +- sample SD over folds of each of
-    the task's metrics (the first is its headline), and its pooled scores. `selected`: the
-    folds a run chose (config `folds`): a pair that finished them all, but not every fold, is
-    `partial` (folds 1/5), not failed."""
+    status and reason and the folds that did finish. Mean +- SD over folds of each of the
+    task's metrics (the first is its headline; the SD with the task's `sd_ddof`: population SD
+    but for seizures), its pooled scores, and the headline's `chance` level and `normalised`
+    score (reporting/chance.py). `selected`: the folds a run chose (config `folds`): a pair
+    that finished them all, but not every fold, is `partial` (folds 1/5), not failed."""
     records = [json.loads(Path(p).read_text()) for p in fold_paths]
     rows = []
     by_pair: dict[tuple[str, str], list[dict]] = {pair: [] for pair in (not_run or {})}
@@ -38,18 +41,32 @@ def aggregate_folds(fold_paths: list[Path], task, expected: int,
         for metric in task.metrics:
             values = np.array([f["metrics"][metric] for f in ok], dtype=float)
             row[f"{metric}_mean"] = round(float(values.mean()), 4) if len(values) else np.nan
-            row[f"{metric}_sd"] = (round(float(values.std(ddof=task.sd_ddof)), 4)
-                                   if len(values) > 1 else 0.0)
+            row[f"{metric}_sd"] = spread(values, task.sd_ddof)
         if ok:
             row.update(task.pooled_scores(ok))
             if "n_classes" in ok[0]:
                 row["n_classes"] = max(f["n_classes"] for f in ok)
+        row.update(headline_columns(task, row))
         chosen = [f["chosen"] for f in ok]
         row["chosen"] = ",".join(f"{c:g}" for c in chosen)
         row["chosen_mode"] = Counter(chosen).most_common(1)[0][0] if chosen else np.nan
         row["chosen_name"] = task.chosen_name
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def spread(values: np.ndarray, ddof: int) -> float:
+    """The SD over folds (ddof 0: population, 1: sample), rounded as results.tsv keeps it; 0.0
+    over fewer than two folds."""
+    return round(float(values.std(ddof=ddof)), 4) if len(values) > 1 else 0.0
+
+
+def headline_columns(task, row: dict) -> dict:
+    """`chance` and `normalised` of the pair's headline (NaN where there is none)."""
+    chance = headline_chance(task, row) if row["folds"].split("/")[0] != "0" else None
+    normalised = headline_normalised(task, row[f"{task.metrics[0]}_mean"])
+    return {"chance": np.nan if chance is None else chance,
+            "normalised": np.nan if normalised is None else normalised}
 
 
 def _selected_folds(ok: list[dict], selected: list[int], expected: int) -> dict:
@@ -71,15 +88,19 @@ def _selected_folds(ok: list[dict], selected: list[int], expected: int) -> dict:
 
 def format_table(table: pd.DataFrame, task, benchmark: str) -> str:
     headline = task.metrics[0]
+    chance = task.draws_chance  # a column where it differs by dataset (1/C)
     lines = [f"{benchmark}: {headline} mean +- SD over folds",
              f"{'dataset':<22} {'model':<18} {headline:>16} {'folds':>6}  "
-             f"chosen {task.chosen_name}"]
+             + ("chance  " if chance else "") + f"chosen {task.chosen_name}"]
     for row in table.itertuples():
         score = f"{getattr(row, headline + '_mean'):.3f} +- {getattr(row, headline + '_sd'):.3f}"
         if pair_status(row) not in ("ok", "partial"):  # a partial pair's folds have scores
             score = pair_status(row)
+        level = ""
+        if chance:
+            level = f"{row.chance:>6.3f}  " if np.isfinite(row.chance) else f"{'-':>6}  "
         lines.append(f"{row.dataset:<22} {row.model:<18} {score:>16} {row.folds:>6}  "
-                     f"{row.chosen if isinstance(row.chosen, str) else ''}")
+                     f"{level}{row.chosen if isinstance(row.chosen, str) else ''}")
         if pair_status(row) != "ok":
             lines.append(f"  {pair_status(row)}: {row.reason}")
     return "\n".join(lines)

@@ -25,7 +25,7 @@ def plot_scores(tables: dict[str, pd.DataFrame], task, benchmark: str, out: Path
            color="#4C72B0")
     ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     if task.draws_chance:  # 1 / number of classes under each bar
-        chance = [1 / getattr(r, "n_classes", np.nan) for t in tables.values()
+        chance = [_chance(r) for t in tables.values()
                   for r in t.itertuples() if np.isfinite(getattr(r, headline + "_mean"))]
         for k, level in enumerate(chance):
             ax.hlines(level, k - 0.45, k + 0.45, colors="#C44E52", linestyles="--",
@@ -39,6 +39,12 @@ def plot_scores(tables: dict[str, pd.DataFrame], task, benchmark: str, out: Path
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     plt.close(fig)
+
+
+def _chance(row) -> float:
+    """results.tsv's chance column; 1 / n_classes in a table written before it had one."""
+    chance = getattr(row, "chance", np.nan)
+    return chance if np.isfinite(chance) else 1 / getattr(row, "n_classes", np.nan)
 
 
 def plot_confusion(prediction_files: list[Path], classes, title: str, out: Path) -> None:

@@ -1,13 +1,22 @@
 """One row per model, one column per benchmark headline: the view across a target's benchmarks.
 
 Built from each benchmark's results.tsv (mean +- SD of the task's headline per dataset and
-model). A model a benchmark did not run, or a pair that did not finish, shows "-".
+model). A pair with no finished fold shows its status, a model a benchmark did not run "-".
 
-Then the ranks: each dataset ranks the models that finished on it by the headline (1 = best;
-lower is better for an error such as MAE; ties share the mean of their places), a benchmark
-averages a model's ranks over its datasets, and the mean rank averages those over the target's
-benchmarks (each benchmark counts once, however many datasets it has). Rows are sorted by the
-mean rank; a model with no rank comes last.
+Then the ranks, as the reference suite's leaderboard (NeuroAtlas `results.leaderboard`) makes
+them: rank within a dataset, average within a benchmark, then across benchmarks.
+- A pair has a score when at least one of its folds finished (a pair on fewer folds than the
+  protocol is ranked, and marked).
+- A benchmark ranks only the models with a score on every one of its datasets (ranks are among
+  those models); a model missing from one of them is listed, not ranked there. A benchmark none
+  of whose models has a score everywhere ranks nobody and counts for no one.
+- Each dataset ranks those models by the headline (1 = best; lower is better for an error such
+  as MAE; ties share the mean of their places); `avg rank <benchmark>` is a model's mean over
+  the benchmark's datasets; `mean rank` the mean of those over the benchmarks that ranked
+  anyone, each counting once, only for a model ranked in all of them. Rows are sorted by mean
+  rank; a model without one comes last.
+- `normalised` (shown where a task sets a dummy): the mean over datasets, then over
+  benchmarks, of the headline normalised against the dummy (reporting/chance.py).
 """
 
 from __future__ import annotations
@@ -18,11 +27,13 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.reporting.aggregate import pair_status, read_results
+from embedprobe.reporting.chance import headline_normalised
 
 
 def leaderboard_rows(tables: dict[tuple[str, str], pd.DataFrame], headlines: dict[str, str]
                      ) -> tuple[list[str], dict[str, dict[str, str]]]:
-    """(columns "benchmark/dataset (headline)", model -> column -> "mean +- sd")."""
+    """(columns "benchmark/dataset (headline)", model -> column -> "mean +- sd", with the folds
+    when fewer than the protocol's, or the status of a pair without a score)."""
     columns, rows = [], {}
     for (benchmark, dataset), table in tables.items():
         headline = headlines[benchmark]
@@ -30,10 +41,12 @@ def leaderboard_rows(tables: dict[tuple[str, str], pd.DataFrame], headlines: dic
         columns.append(column)
         for row in table.itertuples():
             mean = getattr(row, f"{headline}_mean", np.nan)
-            ok = pair_status(row) == "ok" and np.isfinite(mean)
-            rows.setdefault(row.model, {})[column] = (
-                f"{mean:.3f} +- {getattr(row, f'{headline}_sd'):.3f}" if ok
-                else pair_status(row))
+            cell = pair_status(row)
+            if np.isfinite(mean):
+                cell = f"{mean:.3f} +- {getattr(row, f'{headline}_sd'):.3f}"
+                done, expected = _folds(row)
+                cell += f" ({done}/{expected} folds)" if done < expected else ""
+            rows.setdefault(str(row.model), {})[column] = cell
     return columns, rows
 
 
@@ -48,22 +61,25 @@ def read_tables(table_paths) -> dict[tuple[str, str], pd.DataFrame]:
 
 def rank_frame(tables: dict[tuple[str, str], pd.DataFrame], tasks: dict) -> pd.DataFrame:
     """One row per model: `rank <benchmark>/<dataset>` per table, `avg rank <benchmark>` per
-    benchmark, `mean rank`; NaN where the model has no finished pair. Sorted by mean rank."""
-    per_dataset, per_benchmark = {}, {}
-    for (benchmark, dataset), table in tables.items():
+    benchmark, `mean rank` and `normalised` (module docstring); NaN where the model is not
+    ranked. Sorted by mean rank."""
+    per_dataset, per_benchmark, normalised = {}, {}, {}
+    for benchmark, datasets in _scores_by_benchmark(tables, tasks).items():
         task = tasks[benchmark]
-        headline = task.metrics[0]
-        scores = {row.model: getattr(row, f"{headline}_mean", np.nan)
-                  for row in table.itertuples() if pair_status(row) == "ok"}
-        scores = pd.Series({m: v for m, v in scores.items() if np.isfinite(v)}, dtype=float)
-        ranks = scores.rank(ascending=task.lower_is_better, method="average")
-        per_dataset[f"rank {benchmark}/{dataset}"] = ranks
-        per_benchmark.setdefault(benchmark, []).append(ranks)
+        ranked = sorted(set.intersection(*(set(s.index) for s in datasets.values())))
+        means = pd.DataFrame({d: s.reindex(ranked) for d, s in datasets.items()}, index=ranked)
+        ranks = means.rank(ascending=task.lower_is_better, method="average")  # per dataset
+        per_dataset |= {f"rank {benchmark}/{d}": ranks[d] for d in datasets}
+        if ranked:
+            per_benchmark[benchmark] = ranks.mean(axis=1)
+            normalised[benchmark] = _normalised(task, means).mean(axis=1)
     frame = pd.DataFrame(per_dataset)
     for benchmark, ranks in per_benchmark.items():
-        frame[f"avg rank {benchmark}"] = pd.concat(ranks, axis=1).mean(axis=1)
+        frame[f"avg rank {benchmark}"] = ranks
     averages = [f"avg rank {b}" for b in per_benchmark]
-    frame["mean rank"] = frame[averages].mean(axis=1) if averages else np.nan
+    # skipna=False: a model missing from a ranked benchmark has no mean rank
+    frame["mean rank"] = frame[averages].mean(axis=1, skipna=False) if averages else np.nan
+    frame["normalised"] = _mean_normalised(normalised, frame["mean rank"])
     models = sorted({str(row.model) for t in tables.values() for row in t.itertuples()})
     frame = frame.reindex(models)
     order = sorted(models, key=lambda m: (np.isnan(frame.at[m, "mean rank"]),
@@ -74,23 +90,108 @@ def rank_frame(tables: dict[tuple[str, str], pd.DataFrame], tasks: dict) -> pd.D
 def leaderboard_markdown(target: str, tables: dict[tuple[str, str], pd.DataFrame],
                          tasks: dict) -> str:
     """The target's leaderboard from its `tables` (read_tables); `tasks` maps each of their
-    benchmarks to its task (base.Task: the headline metric and whether lower is better)."""
+    benchmarks to its task (base.Task: the headline metric, whether lower is better, whether
+    its chance differs by dataset, its dummy)."""
     headlines = {b: tasks[b].metrics[0] for b, _ in tables}
     columns, rows = leaderboard_rows(tables, headlines)
     ranks = rank_frame(tables, tasks)
+    if all(tasks[b].dummy is None for b, _ in tables):
+        ranks = ranks.drop(columns="normalised")
     lines = [f"# Leaderboard: {target}", "",
              "Each benchmark's headline, mean +- SD over its folds (arrows: "
              + ", ".join(f"{b} {'lower' if tasks[b].lower_is_better else 'higher'}"
                          " is better" for b in dict.fromkeys(b for b, _ in tables)) + "). "
-             "Ranks: 1 is best on a dataset (ties share the mean of their places); avg rank: "
-             "over a benchmark's datasets; mean rank: over the benchmarks.", "",
+             "Ranks: 1 is best on a dataset among the models with a score on every dataset of "
+             "the benchmark (ties share the mean of their places); avg rank: over a "
+             "benchmark's datasets; mean rank: over the benchmarks, for a model ranked in "
+             "each.", "",
              "| model | " + " | ".join([*columns, *ranks.columns]) + " |",
              "|---|" + "---|" * (len(columns) + len(ranks.columns))]
     for model in ranks.index:
         cells = [rows.get(model, {}).get(c, "-") for c in columns]
         cells += [_rank(ranks.at[model, c]) for c in ranks.columns]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    notes = [*_fewer_folds(tables, tasks, ranks), *_not_ranked(tables, tasks, ranks),
+             *_chance_levels(tables, tasks)]
+    return "\n".join([*lines, *([""] if notes else []), *notes]) + "\n"
+
+
+# ------------------------------------------------------------------------------ the ranks
+
+
+def _scores_by_benchmark(tables, tasks) -> dict[str, dict[str, pd.Series]]:
+    """benchmark -> dataset -> model -> headline mean, for the pairs with a score."""
+    scores: dict[str, dict[str, pd.Series]] = {}
+    for (benchmark, dataset), table in tables.items():
+        headline = tasks[benchmark].metrics[0]
+        means = {str(row.model): getattr(row, f"{headline}_mean", np.nan)
+                 for row in table.itertuples()}
+        scores.setdefault(benchmark, {})[dataset] = pd.Series(
+            {m: v for m, v in means.items() if np.isfinite(v)}, dtype=float)
+    return scores
+
+
+def _normalised(task, means: pd.DataFrame) -> pd.DataFrame:
+    """Each headline mean normalised against the task's dummy (NaN without one)."""
+    values = [[headline_normalised(task, v) for v in row] for row in means.to_numpy()]
+    return pd.DataFrame(values, index=means.index, columns=means.columns, dtype=float)
+
+
+def _mean_normalised(per_benchmark: dict[str, pd.Series], mean_rank: pd.Series) -> pd.Series:
+    """Over the benchmarks that have it, for a model with a mean rank."""
+    if not per_benchmark:
+        return pd.Series(np.nan, index=mean_rank.index)
+    mean = pd.DataFrame(per_benchmark).reindex(mean_rank.index).mean(axis=1)
+    return mean.where(mean_rank.notna())
+
+
+def _folds(row) -> tuple[int, int]:
+    done, expected = (int(x) for x in str(row.folds).split("/"))
+    return done, expected
+
+
+# ------------------------------------------------------------------------- the notes
+
+
+def _fewer_folds(tables, tasks, ranks: pd.DataFrame) -> list[str]:
+    marked = []
+    for (benchmark, dataset), table in tables.items():
+        column = f"rank {benchmark}/{dataset}"
+        for row in table.itertuples():
+            done, expected = _folds(row)
+            if done < expected and np.isfinite(ranks.at[str(row.model), column]):
+                marked.append(f"{row.model} on {benchmark}/{dataset} ({done}/{expected} folds)")
+    return [f"Ranked on fewer folds than the protocol: {', '.join(marked)}."] if marked else []
+
+
+def _not_ranked(tables, tasks, ranks: pd.DataFrame) -> list[str]:
+    """Which benchmark leaves a model out (no score on one of its datasets), and which
+    benchmarks rank nobody."""
+    benchmarks = list(dict.fromkeys(b for b, _ in tables))
+    ranked = [b for b in benchmarks if f"avg rank {b}" in ranks.columns]
+    lines = []
+    for model in ranks.index:
+        missing = [b for b in ranked if not np.isfinite(ranks.at[model, f"avg rank {b}"])]
+        if missing:
+            lines.append(f"Not ranked: {model} (no score on every dataset of "
+                         f"{', '.join(missing)}).")
+    nobody = [b for b in benchmarks if b not in ranked]
+    if nobody:
+        lines.append(f"Ranks nobody (no model has a score on each of its datasets): "
+                     f"{', '.join(nobody)}.")
+    return lines
+
+
+def _chance_levels(tables, tasks) -> list[str]:
+    """The chance level of each dataset whose task's chance differs by dataset (1/C)."""
+    levels = []
+    for (benchmark, dataset), table in tables.items():
+        chance = pd.to_numeric(table.get("chance", pd.Series(dtype=float)), errors="coerce")
+        if tasks[benchmark].draws_chance and chance.notna().any():
+            levels.append(f"{benchmark}/{dataset} {chance.max():.3f}")
+    if not levels:
+        return []
+    return [f"Chance level of the headline (1 / number of classes): {', '.join(levels)}."]
 
 
 def _rank(value) -> str:

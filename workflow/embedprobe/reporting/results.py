@@ -2,11 +2,14 @@
 
 One row per (dataset, model) from each dataset's results.tsv (the aggregate's table), or with
 `per_fold` one row per fold from the fold JSONs. Each row carries the task's headline (mean +-
-SD), folds done/expected, the status, the headline's chance level where one is known and the
-score normalised against it, and with a reference table the published numbers beside ours.
+SD), folds done/expected, the status, the headline's chance level where one is known and its
+normalised score where the task sets a dummy (reporting/chance.py), and with a reference table
+the published numbers beside ours. The JSON and CSV rows always have `chance` and `normalised`;
+the table and markdown show `chance` where it differs by dataset (balanced accuracy: 1/C) and
+`normalised` where the task has a dummy, as the reference's `results` does.
 
-The task is handed in (reporting sits below tasks): its `metrics` (the first is the headline)
-and `lower_is_better` are all this module asks of it.
+The task is handed in (reporting sits below tasks): its `metrics` (the first is the headline),
+`lower_is_better`, `draws_chance` and `dummy` are all this module asks of it.
 """
 
 from __future__ import annotations
@@ -21,38 +24,10 @@ import pandas as pd
 from embedprobe.core.errors import UsageError, read_failure_record
 from embedprobe.core.paths import output_path
 from embedprobe.reporting.aggregate import read_results
+from embedprobe.reporting.chance import headline_chance, headline_normalised
 
 FORMATS = ("table", "csv", "md", "json")
 REFERENCE_COLUMNS = ("dataset", "model", "metric", "value")
-# The score of a perfect prediction, where it is not 1.
-BEST = {"mae": 0.0, "fa_per_24h": 0.0}
-
-
-def chance_level(metric: str, values) -> float | None:
-    """What a predictor that learnt nothing scores on `metric`, or None where the records do not
-    say. `values` is a results.tsv row or a fold record (flattened): balanced accuracy 1/C (C:
-    `n_classes`), kappa and MCC 0, AUROC 0.5, MAE the dummy regressor's (predicting the
-    training mean: `baseline_mae_mean` in results.tsv, `baseline_mae` in a fold record)."""
-    if metric == "balanced_accuracy":
-        n_classes = _number(values.get("n_classes"))
-        return 1.0 / n_classes if n_classes else None
-    if metric in ("kappa", "mcc"):
-        return 0.0
-    if metric == "auroc":
-        return 0.5
-    if metric == "mae":
-        return _number(values.get("baseline_mae_mean", values.get("baseline_mae")))
-    return None
-
-
-def normalised_score(metric: str, score, chance) -> float | None:
-    """(score - chance) / (best - chance): 0 at chance, 1 at a perfect score (best is 1, or 0
-    for an error such as MAE, so that the normalised score grows as the error shrinks)."""
-    score, chance = _number(score), _number(chance)
-    best = BEST.get(metric, 1.0)
-    if score is None or chance is None or best == chance:
-        return None
-    return round((score - chance) / (best - chance), 4)
 
 
 def read_reference(path: Path, metrics) -> pd.DataFrame:
@@ -122,7 +97,7 @@ def format_rows(rows: list[dict], task, fmt: str, per_fold: bool = False) -> str
     if fmt == "csv":
         return pd.DataFrame(rows).to_csv(index=False)
     headline = task.metrics[0]
-    columns, cells = _display(rows, headline, per_fold)
+    columns, cells = _display(rows, task, per_fold)
     if fmt == "md":
         lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         lines += ["| " + " | ".join(row) + " |" for row in cells]
@@ -182,12 +157,11 @@ def _pair_row(benchmark: str, dataset: str, record: dict, task, headline: str) -
     done, expected = (int(x) for x in str(record["folds"]).split("/"))
     status = record.get("status") if isinstance(record.get("status"), str) else "ok"
     mean, sd = _number(record.get(f"{headline}_mean")), _number(record.get(f"{headline}_sd"))
-    chance = chance_level(headline, record) if done else None
     row = {"benchmark": benchmark, "dataset": dataset, "model": str(record["model"]),
            "metric": headline, "mean": mean, "sd": sd if done else None,
            "folds": f"{done}/{expected}", "folds_done": done, "folds_expected": expected,
-           "status": status or "ok", "chance": _rounded(chance),
-           "normalised": normalised_score(headline, mean, chance),
+           "status": status or "ok", "chance": _pair_chance(task, record) if done else None,
+           "normalised": headline_normalised(task, mean),
            "reason": _text(record.get("reason")), "fix": _text(record.get("fix"))}
     for metric in task.metrics:
         row[f"{metric}_mean"] = _number(record.get(f"{metric}_mean"))
@@ -198,6 +172,13 @@ def _pair_row(benchmark: str, dataset: str, record: dict, task, headline: str) -
     row["chosen"] = chosen if isinstance(chosen, str) else (
         f"{chosen:g}" if _number(chosen) is not None else "")
     return row
+
+
+def _pair_chance(task, record: dict) -> float | None:
+    """The chance column of results.tsv; computed for a table written before it had one."""
+    if "chance" in record:
+        return _number(record["chance"])
+    return headline_chance(task, record)
 
 
 def _fold_row(benchmark: str, dataset: str, model: str, fold: int, expected: int, task,
@@ -216,10 +197,10 @@ def _fold_row(benchmark: str, dataset: str, model: str, fold: int, expected: int
     metrics = record.get("metrics", {})
     flat = {**record, **metrics}
     score = _number(metrics.get(headline))
-    chance = chance_level(headline, flat) if record else None
     row = {"benchmark": benchmark, "dataset": dataset, "model": model, "fold": fold,
            "folds_expected": expected, "status": status, "metric": headline, "value": score,
-           "chance": _rounded(chance), "normalised": normalised_score(headline, score, chance),
+           "chance": headline_chance(task, flat) if record else None,
+           "normalised": headline_normalised(task, score),
            "reason": reason}
     for metric in task.metrics:
         row[metric] = _number(metrics.get(metric))
@@ -251,27 +232,29 @@ def _with_reference(rows: list[dict], reference: pd.DataFrame | None,
 # ------------------------------------------------------------------------- what is shown
 
 
-def _display(rows: list[dict], headline: str, per_fold: bool) -> tuple[list[str],
-                                                                        list[list[str]]]:
+def _display(rows: list[dict], task, per_fold: bool) -> tuple[list[str], list[list[str]]]:
+    """The shown columns and their cells: `chance` only where it differs by dataset, and
+    `normalised` only where the task has a dummy (the JSON and CSV rows keep both)."""
+    headline = task.metrics[0]
     published = f"reference_{headline}"
-    with_reference = any(published in r for r in rows)
+    extra = [c for c, shown in (("chance", task.draws_chance),
+                                ("normalised", task.dummy is not None)) if shown]
     if per_fold:
-        columns = ["dataset", "model", "fold", headline, "chance", "normalised", "status"]
+        columns = ["dataset", "model", "fold", headline, *extra, "status"]
     else:
-        columns = ["dataset", "model", f"{headline} (mean +- SD)", "folds", "status", "chance",
-                   "normalised"]
-    columns += ["published"] if with_reference else []
+        columns = ["dataset", "model", f"{headline} (mean +- SD)", "folds", "status", *extra]
+    columns += ["published"] if any(published in r for r in rows) else []
     cells = []
     for r in rows:
+        values = [_fixed(r[c]) for c in extra]
         if per_fold:
-            line = [r["dataset"], r["model"], str(r["fold"]), _fixed(r["value"]),
-                    _fixed(r["chance"]), _fixed(r["normalised"]), r["status"]]
+            line = [r["dataset"], r["model"], str(r["fold"]), _fixed(r["value"]), *values,
+                    r["status"]]
         else:
             score = (f"{r['mean']:.3f} +- {r['sd']:.3f}" if r["mean"] is not None
                      and r["sd"] is not None else "-")
-            line = [r["dataset"], r["model"], score, r["folds"], r["status"], _fixed(r["chance"]),
-                    _fixed(r["normalised"])]
-        cells.append(line + ([_fixed(r.get(published))] if with_reference else []))
+            line = [r["dataset"], r["model"], score, r["folds"], r["status"], *values]
+        cells.append(line + ([_fixed(r.get(published))] if "published" in columns else []))
     return columns, cells
 
 
@@ -282,10 +265,6 @@ def _number(value) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
 
 
 def _text(value) -> str:

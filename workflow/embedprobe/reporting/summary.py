@@ -18,7 +18,8 @@ def summary_markdown(tables: dict[str, pd.DataFrame], task, benchmark: str,
     """The benchmark's table (a pair that did not finish: its status instead of scores), then
     what did not run (status, reason, fix) and the recordings the data-quality scan flagged."""
     headline = task.metrics[0]
-    columns = [*task.metrics, *(f"{m} (pooled)" for m in task.pooled)]
+    extra = headline_extras(task)
+    columns = [*task.metrics, *(f"{m} (pooled)" for m in task.pooled), *extra]
     not_run = [(d, r) for d, t in tables.items() for r in t.itertuples()
                if pair_status(r) != "ok"]
     lines = [f"# {benchmark}", ""]
@@ -34,6 +35,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame], task, benchmark: str,
             scores = [_score(getattr(row, m + "_mean"), getattr(row, m + "_sd"))
                       for m in task.metrics]
             scores += [_score(getattr(row, m + "_pooled", np.nan)) for m in task.pooled]
+            scores += [_score(getattr(row, c, np.nan)) for c in extra]
             chosen = _chosen(row.chosen)
             lines.append(f"| {dataset} | {row.model} | {' | '.join(scores)} | {row.folds} | "
                          f"{chosen} | {pair_status(row)} |")
@@ -51,6 +53,13 @@ def summary_markdown(tables: dict[str, pd.DataFrame], task, benchmark: str,
                   f"{'yes' if _true(q.excluded) else 'no (exclude_bad_recordings is false)'} | "
                   f"{q.detail} |" for q in quality.itertuples()]
     return "\n".join(lines) + "\n"
+
+
+def headline_extras(task) -> list[str]:
+    """The results.tsv columns shown beside the scores, as the reference shows them: `chance`
+    where it differs by dataset (1/C), `normalised` where the task sets a dummy."""
+    return [c for c, shown in (("chance", task.draws_chance),
+                               ("normalised", task.dummy is not None)) if shown]
 
 
 def read_quality(paths) -> pd.DataFrame | None:

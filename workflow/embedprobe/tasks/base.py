@@ -37,9 +37,18 @@ class FoldJob:
     bench: dict
     dataset: str
     store: object  # cache.EmbeddingStore, open
-    groups: dict[str, int]  # subject -> fold group
+    # what pipeline/fold_job planned (Task.fold_groups); the fit cuts job_folds(task, job)
+    groups: object
     fold: int
     progress: Callable[[int, int, str], None] | None = None  # probing.logistic.Progress
+
+
+def job_folds(task: Task, job: FoldJob):
+    """The folds (probing.folds.FoldPlan) a probe job cuts: planned over its whole window table
+    with its dataset's settings (fold_manifest, fold_strata, split), whatever `job.groups` was
+    planned over. A dataset the config does not list has no settings: the task's rule."""
+    entry = job.config.get("datasets", {}).get(job.dataset, {})
+    return task.fold_groups(job.store.windows, job.bench, entry)
 
 
 class Task:
@@ -52,8 +61,15 @@ class Task:
     pair_figures: tuple[str, ...] = ()  # figure names drawn per (dataset, model)
     defines_units: bool = True  # False: uses the units of the dataset's own labelling task
     classes: tuple[str, ...] = ()
-    sd_ddof: int = 1  # the SD over folds: sample SD (1) or population SD (0)
-    draws_chance: bool = False  # the scores figure marks 1 / number of classes
+    # the SD over folds: sample SD (1; the reference's epilepsy only) or population SD (0; its
+    # every other benchmark: sleep staging, brain age, BCI)
+    sd_ddof: int = 1
+    # the headline's chance differs by dataset (1 / classes present): a `chance` column in the
+    # results and the leaderboard, and a mark on the scores figure
+    draws_chance: bool = False
+    # a fixed score of a trivial predictor on the headline (the reference's `metrics.dummy`):
+    # gives the normalised score (mean - dummy) / (1 - dummy); None: no normalised score
+    dummy: float | None = None
     # what the probe job imports (baselines.STEP_IMPORTS), measured by preflight as its baseline
     probe_step: str = "probe"
 
@@ -62,11 +78,26 @@ class Task:
         raise NotImplementedError
 
     # --- folds ------------------------------------------------------------------------------
-    def fold_groups(self, subjects, bench: dict) -> dict[str, int]:
-        """Subject -> fold group: fold k tests group k and validates on group k+1."""
-        from embedprobe.probing.folds import subject_groups
+    def fold_groups(self, units, bench: dict, entry: dict | None = None):
+        """The folds (probing.folds.FoldPlan) over the units' subjects: the plan the dataset's
+        entry names with `fold_manifest` when it does, else the task's rule. `units`: the
+        window table (subject, recording, label), or subject ids alone."""
+        from embedprobe.probing.folds import manifest_plan, unit_table
 
-        return subject_groups(subjects, bench["folds"], bench["fold_seed"])
+        table, entry = unit_table(units), entry or {}
+        if entry.get("fold_manifest"):
+            return manifest_plan(entry["fold_manifest"], table, bench["folds"])
+        return self.fold_rule(table, bench, entry)
+
+    def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
+        """The reference's generic folds: subjects in ascending order, shuffled by
+        RandomState(fold_seed) within each stratum of the dataset's `fold_strata`, cut into
+        `folds` chunks; fold k tests chunk k, validates on chunk k+1."""
+        from embedprobe.probing.folds import chunk_plan, refuse_split
+
+        refuse_split(entry, self.name)
+        return chunk_plan(table["subject"], bench["folds"], bench["fold_seed"],
+                          entry.get("fold_strata"))
 
     # --- probe ------------------------------------------------------------------------------
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
@@ -78,8 +109,9 @@ class Task:
 
     # --- preflight -------------------------------------------------------------------------
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
-                     dim: int) -> tuple[str, dict, int]:
-        """(the preflight job type, its inputs, runtime minutes) of one fold's probe job."""
+                     dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
+        """(the preflight job type, its inputs, runtime minutes) of one fold's probe job;
+        `entry`: the dataset's, whose fold settings (fold_groups) size the fold's parts."""
         raise NotImplementedError
 
     # --- report ----------------------------------------------------------------------------

@@ -11,10 +11,10 @@ import pandas as pd
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.registry import dataset_root, reader_for
-from embedprobe.probing.folds import fold_split, subject_groups
+from embedprobe.probing.folds import fold_split
 from embedprobe.probing.metrics import regression_scores
 from embedprobe.probing.ridge import AGE_BINS, ALPHA_GRID, fit_age_fold
-from embedprobe.tasks.base import FoldJob, Task
+from embedprobe.tasks.base import FoldJob, Task, job_folds
 
 
 class BrainAge(Task):
@@ -26,6 +26,7 @@ class BrainAge(Task):
     lower_is_better = True
     defines_units = False
     probe_step = "ridge"
+    sd_ddof = 0  # population SD over folds, as the reference's brain_age
 
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
         config, dataset = job.config, job.dataset
@@ -38,8 +39,7 @@ class BrainAge(Task):
                             fix="brain_age needs the cassette subjects table (SC-subjects.xls)")
         subjects, means = subjects[known], means[known]
         ages = np.array([ages_by_subject[s] for s in subjects], dtype=float)
-        group = np.array([job.groups[s] for s in subjects])
-        masks = fold_split(group, job.fold, job.bench["folds"])
+        masks = fold_split(job_folds(self, job), pd.DataFrame({"subject": subjects}), job.fold)
         train = masks["train"] | masks["val"]  # alpha comes from inner CV, not the val group
         probe = job.bench.get("probe", {})
         result = fit_age_fold(means[train], ages[train], means[masks["test"]],
@@ -72,13 +72,12 @@ class BrainAge(Task):
             "baseline_mae_mean": round(float(np.mean([f["baseline_mae"] for f in folds])), 4)}
 
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
-                     dim: int) -> tuple[str, dict, int]:
+                     dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
         """Streams subject means, then fits ridge on the fold's training and validation
         subjects (one formula, probe_brain_age)."""
         subjects = table["subject"].astype(str).tolist()
         unique = sorted(set(subjects))
-        groups = subject_groups(unique, bench["folds"], bench["fold_seed"])
-        test = sum(1 for s in unique if groups[s] == fold)
+        test = len(self.fold_groups(table, bench, entry).members(fold, "test"))
         inputs = {"n": len(unique) - test, "p": dim,
                   "n_fits": len(bench.get("probe", {}).get("alpha_grid", ALPHA_GRID)) * 4,
                   } | subject_mean_inputs(config, subjects, dim)

@@ -15,15 +15,14 @@ import pandas as pd
 
 from embedprobe.probing.folds import fold_split
 from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
-from embedprobe.tasks.base import FoldJob, Task
+from embedprobe.tasks.base import FoldJob, Task, job_folds
 
 
-def fit_logistic_fold(job: FoldJob) -> tuple[dict, dict]:
+def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
     """(the fold's JSON record, arrays saved in its .npz) of a logistic probe over the units."""
     windows = job.store.windows
     X = np.asarray(job.store.embeddings[:], dtype=np.float32)
-    masks = fold_split(windows["subject"].map(job.groups).to_numpy(), job.fold,
-                       job.bench["folds"])
+    masks = fold_split(job_folds(task, job), windows, job.fold)
     y = windows["label"].to_numpy().astype(np.int64)
     result = fit_logistic_probe(
         X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
@@ -48,9 +47,9 @@ def fit_logistic_fold(job: FoldJob) -> tuple[dict, dict]:
 
 
 def logistic_probe_memory(task: Task, config: dict, bench: dict, table: pd.DataFrame, fold: int,
-                          dim: int) -> tuple[str, dict, int]:
+                          dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
     """(the preflight job type, its inputs, runtime minutes) of `fit_logistic_fold`."""
-    inputs = fold_part_sizes(task, bench, table, fold) | {
+    inputs = fold_part_sizes(task, bench, table, fold, entry) | {
         "dim": dim,
         "n_classes": len(task.classes),
         "n_jobs": config["probe"]["n_jobs"],
@@ -67,12 +66,11 @@ def plot_confusion_pair(classes, prediction_files: list[Path], title: str, out: 
     plot_confusion(prediction_files, classes, title, out)
 
 
-def fold_part_sizes(task: Task, bench: dict, table: pd.DataFrame, fold: int) -> dict[str, int]:
+def fold_part_sizes(task: Task, bench: dict, table: pd.DataFrame, fold: int,
+                    entry: dict | None = None) -> dict[str, int]:
     """Row counts of one fold's parts, as the preflight formulas of window-level probes take
-    them."""
-    subjects = table["subject"].astype(str).to_numpy()
-    groups = task.fold_groups(subjects, bench)
-    masks = fold_split(np.array([groups[s] for s in subjects]), fold, bench["folds"])
+    them; `entry`: the dataset's (its fold_manifest, fold_strata or split)."""
+    masks = fold_split(task.fold_groups(table, bench, entry), table, fold)
     return {f"n_{part}": int(mask.sum()) for part, mask in masks.items()}
 
 
@@ -88,11 +86,11 @@ class LogisticClassification(Task):
     derives from the other."""
 
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
-        return fit_logistic_fold(job)
+        return fit_logistic_fold(job, self)
 
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
-                     dim: int) -> tuple[str, dict, int]:
-        return logistic_probe_memory(self, config, bench, table, fold, dim)
+                     dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
+        return logistic_probe_memory(self, config, bench, table, fold, dim, entry)
 
     def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
                   out: Path) -> None:

@@ -1,10 +1,11 @@
 """Motor imagery: one embedding per trial cut after its cue; leave-one-subject-out folds.
 
-A trial starts `trial_offset_seconds` after its cue (default 0.5 s) and lasts the dataset's
-`epoch_seconds` (default 4 s): the 0.5-4.5 s window most motor-imagery work uses, after the
-visual evoked response to the cue and within the imagery period of both datasets (PhysioNet
-MMI cues last ~4.1 s, BNCI 2014-001's imagery 4 s). Fold k tests subject k (sorted ids) and
-validates C on subject k+1; an unweighted logistic probe picks C on validation kappa; the
+A trial starts `trial_offset_seconds` after its cue (default 1 s) and lasts the dataset's
+`epoch_seconds` (default 3 s): the 1-4 s window of the reference's default BCI variant (its
+confound control: after the visual evoked response to the cue, within the imagery period of
+both datasets: PhysioNet MMI cues last ~4.1 s, BNCI 2014-001's imagery 4 s). Fold k tests
+subject k (ascending ids) and validates C on a subject drawn with seed 42 among the others
+(probing/folds.loso_plan); an unweighted logistic probe picks C on validation kappa; the
 headline is balanced accuracy, with its SD over held-out subjects taken as the population SD.
 """
 
@@ -38,7 +39,7 @@ class MotorImagery(LogisticClassification):
 
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         header = reader.read_header(rec)
-        offset = float(entry.get("trial_offset_seconds", 0.5))
+        offset = float(entry.get("trial_offset_seconds", 1.0))
         length = entry_unit_seconds(entry, self.name)
         starts, labels = [], []
         for event in reader.read_events(rec):
@@ -57,16 +58,20 @@ class MotorImagery(LogisticClassification):
                             fix="check the file's annotations, or leave the run out")
         return Units(np.array(starts, np.int64), np.array(labels, np.int64), header.sfreq)
 
-    def fold_groups(self, subjects, bench: dict) -> dict[str, int]:
-        """Leave one subject out: subject k (sorted) is group k; `folds` must equal the
-        number of subjects."""
-        unique = sorted({str(s) for s in subjects})
+    def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
+        """Leave one subject out (the reference's LOSO): fold k tests the k-th subject in
+        ascending order, the validation subject is drawn with seed `fold_seed` (42) among the
+        others; `folds` must equal the number of subjects."""
+        from embedprobe.probing.folds import distinct, loso_plan, refuse_split
+
+        refuse_split(entry, self.name)
+        unique = distinct(table["subject"])
         if bench["folds"] != len(unique):
             raise UsageError(
                 f"leave-one-subject-out over {len(unique)} subjects needs folds: "
                 f"{len(unique)}, the benchmark has folds: {bench['folds']}",
                 fix=f"set `folds: {len(unique)}` on the benchmark in config/benchmarks.yaml")
-        return {s: k for k, s in enumerate(unique)}
+        return loso_plan(unique, bench["fold_seed"])
 
     def summary_notes(self, tables: dict[str, pd.DataFrame]) -> list[str]:
         return ["", "Chance level (balanced accuracy): 1 / number of classes in the dataset; "

@@ -23,6 +23,7 @@ class SleepStaging(LogisticClassification):
     chosen_name = "C"
     pair_figures = ("confusion",)
     classes = STAGE_NAMES
+    sd_ddof = 0  # population SD over folds, as the reference's sleep_stage
 
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         starts, labels, sfreq = reader.read_labels(rec, entry.get("trim_wake_minutes", 30),

@@ -1,11 +1,11 @@
 """Seizure-detection figures of one (dataset, model): ROC and precision-recall curves per fold, and
-event sensitivity against false alarms per 24 h per fold.
+event sensitivity against false alarms per hour per fold with the folds' median curve.
 
 Both read the `curves` dict scoring.score_fold returns for each fold (as saved in the
 fold's .npz): roc_fpr/roc_tpr, pr_recall/pr_precision, prevalence, auroc, auprc for the first;
-event_fa_per_24h/event_sensitivity (one point per swept threshold), fa_range_per_24h and
-event_auc for the second. A fold whose test windows hold one class has no ROC or PR curve and
-is left out of that figure (its legend says so).
+event_fa_grid/event_curve (the fold curve), event_fa_per_hour/event_sensitivity (one point per
+swept threshold), event_auc_range and event_auc for the second. A fold whose test windows hold
+one class has no ROC or PR curve and is left out of that figure (its legend says so).
 """
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ matplotlib.use("Agg")  # files only: cluster nodes have no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from embedprobe.tasks.seizure.scoring import sensitivity_envelope  # noqa: E402
+from embedprobe.tasks.seizure.scoring import (  # noqa: E402
+    AUC_RANGE_PER_HOUR,
+    curve_auc,
+    median_curve,
+)
 
 Curves = Mapping[str, np.ndarray]
 
@@ -58,31 +62,36 @@ def plot_roc_pr(folds: Mapping[int, Curves], title: str, out: Path) -> None:
 
 
 def plot_sensitivity_vs_fa(folds: Mapping[int, Curves], title: str, out: Path) -> None:
-    """Event sensitivity against false alarms per 24 h, log axis: each fold's swept thresholds
-    (dots) and its budget curve S(f) (steps), the integrated range between dotted lines."""
+    """Event sensitivity against false alarms per hour, log axis: each fold's curve on the FA/h
+    grid (thin; its sweep points as dots), the NaN-median of the fold curves whose area is the
+    headline (thick black), the integrated range between dotted lines."""
     fig, ax = plt.subplots(figsize=(6, 4))
     colours = plt.get_cmap("tab10")
-    ranges = [np.asarray(c["fa_range_per_24h"], dtype=float) for c in folds.values()]
-    lo = min((r[0] for r in ranges), default=2.4)
-    hi = max((r[1] for r in ranges), default=2400.0)
-    left = lo / 3  # where a point with no false alarm is drawn (0 has no place on a log axis)
-    for k, (fold, curves) in enumerate(sorted(folds.items())):
+    grids = [np.asarray(c["event_fa_grid"], dtype=float) for c in folds.values()]
+    lo, hi = (np.asarray(next(iter(folds.values()))["event_auc_range"], dtype=float)
+              if folds else AUC_RANGE_PER_HOUR)
+    left = grids[0][0] / 2 if grids else lo / 20  # where no false alarm is drawn (log axis)
+    curves = []
+    for k, (fold, c) in enumerate(sorted(folds.items())):
         colour = colours(k % 10)
-        fa = np.asarray(curves["event_fa_per_24h"], dtype=float)
-        sens = np.asarray(curves["event_sensitivity"], dtype=float)
-        if not np.isfinite(sens).all() or fa.size == 0:
-            ax.plot([], [], color=colour, label=f"fold {fold}: no seizure in the test windows")
+        curve = np.asarray(c["event_curve"], dtype=float)
+        if not np.isfinite(curve).any():
+            ax.plot([], [], color=colour, label=f"fold {fold}: no curve (no seizure, or no "
+                                                "false alarm to trade)")
             continue
-        steps, best = sensitivity_envelope(fa, sens)
-        x = np.r_[np.maximum(steps, left), max(hi, steps.max()) * 1.5]
-        ax.step(x, np.r_[best, best[-1]], where="post", color=colour, lw=1.3,
-                label=f"fold {fold}: area {float(curves['event_auc']):.3f}")
-        ax.scatter(np.maximum(fa, left), sens, color=colour, s=6, alpha=0.4)
+        curves.append(curve)
+        ax.plot(c["event_fa_grid"], curve, color=colour, lw=1.0,
+                label=f"fold {fold}: area {float(c['event_auc']):.3f}")
+        fa = np.asarray(c["event_fa_per_hour"], dtype=float)
+        ax.scatter(np.maximum(fa, left), c["event_sensitivity"], color=colour, s=6, alpha=0.4)
+    if curves:
+        median = median_curve(curves)
+        ax.plot(grids[0], median, color="black", lw=2.2,
+                label=f"median of folds: area {curve_auc(median, grids[0], (lo, hi)):.3f}")
     for edge in (lo, hi):
         ax.axvline(edge, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log")
-    ax.set(xlabel="false alarms per 24 h (SzCORE event scoring; left edge: none)",
-           ylabel="event sensitivity",
-           ylim=(-0.02, 1.02), title=title)
+    ax.set(xlabel="false alarms per hour (any-overlap events; left edge: none)",
+           ylabel="event sensitivity", ylim=(-0.02, 1.02), title=title)
     ax.legend(fontsize=7, loc="lower right")
     _save(fig, out)

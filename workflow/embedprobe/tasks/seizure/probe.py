@@ -6,7 +6,8 @@ max_iter=500, tol=1e-4) per C in C_GRID (the grid sleep staging uses), each fitt
 every training window. C is chosen on validation AUPRC (average precision; the smallest C among
 ties), the decision threshold on validation F1 of the seizure class over 0.01 ... 0.99
 (scoring.tune_threshold), and the chosen model scores the test windows
-(scoring.score_fold: window metrics, SzCORE event scoring, the event_auc headline).
+(scoring.score_fold: window metrics, the reference's event curve and its area, any-overlap
+F1, SzCORE event counts).
 
 Balanced weights give each class half the total weight (n / (2 n_class) per window): seizure
 windows are ~1% of EEG, and unweighted a probe learns to say "no seizure". max_iter 500 is the
@@ -39,9 +40,10 @@ from embedprobe.probing.logistic import (
 from embedprobe.probing.softmax import decision
 from embedprobe.probing.standardize import Standardizer
 from embedprobe.tasks.seizure.scoring import (
-    FA_RANGE_PER_24H,
+    AUC_RANGE_PER_HOUR,
+    CURVE_THRESHOLDS,
+    FA_GRID_PER_HOUR,
     MAX_FP_PER_HOUR,
-    MAX_THRESHOLDS,
     SZCORE_RULES,
     THRESHOLD_GRID,
     EventRules,
@@ -64,7 +66,8 @@ class SeizureProbeResult:
     test_pred: np.ndarray  # 1 where test_proba >= threshold
     test_metrics: dict[str, float]  # scoring.METRICS
     curves: dict[str, np.ndarray]  # for the figures; save beside the predictions
-    events: dict  # pooled event counts at the threshold
+    events: dict  # pooled SzCORE event counts at the threshold
+    overlap: dict = field(default_factory=dict)  # pooled any-overlap counts at the threshold
     iterations_by_C: dict[float, int] = field(default_factory=dict)
     converged_by_C: dict[float, bool] = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
@@ -78,6 +81,7 @@ class SeizureProbeResult:
             "val_f1": self.val_f1,
             "test_metrics": self.test_metrics,
             "events": self.events,
+            "overlap_events": self.overlap,
             "val_auprc_by_C": by_C_json(self.val_auprc_by_C),
             "iterations_by_C": by_C_json(self.iterations_by_C),
             "converged_by_C": by_C_json(self.converged_by_C),
@@ -120,8 +124,6 @@ def fit_seizure_probe(
     threshold_grid=THRESHOLD_GRID,
     max_fp_per_hour: float = MAX_FP_PER_HOUR,
     rules: EventRules = SZCORE_RULES,
-    fa_range=FA_RANGE_PER_24H,
-    max_thresholds: int = MAX_THRESHOLDS,
     n_jobs: int = 1,
     progress: Progress = None,
 ) -> SeizureProbeResult:
@@ -164,8 +166,7 @@ def fit_seizure_probe(
     threshold, val_f1 = tune_threshold(y_val, val_proba, threshold_grid)
     test_proba = _sigmoid(decision(X_test, scaler, model.coef_, model.intercept_)[:, 0])
     scores = score_fold(y_test, test_proba, threshold, test_timeline,
-                        max_fp_per_hour=max_fp_per_hour, rules=rules, fa_range=fa_range,
-                        max_thresholds=max_thresholds)  # fmt: skip
+                        max_fp_per_hour=max_fp_per_hour, rules=rules)
     iterations = {C: int(m.n_iter_[0]) for C, (m, _, _) in fitted.items()}
     return SeizureProbeResult(
         chosen_C=chosen,
@@ -177,6 +178,7 @@ def fit_seizure_probe(
         test_metrics=scores.metrics,
         curves=scores.curves,
         events=scores.events.as_dict(),
+        overlap=scores.overlap.as_dict(),
         iterations_by_C=iterations,
         converged_by_C={C: i < max_iter for C, i in iterations.items()},
         settings={
@@ -189,8 +191,12 @@ def fit_seizure_probe(
             f"{len(threshold_grid)} thresholds {min(threshold_grid):g}-{max(threshold_grid):g}",
             "max_fp_per_hour": max_fp_per_hour,
             "event_rules": rules.as_dict(),
-            "fa_range_per_24h": [float(v) for v in fa_range],
-            "max_thresholds": max_thresholds,
+            "event_curve": {"thresholds": len(CURVE_THRESHOLDS),
+                            "fa_grid_per_hour": [float(FA_GRID_PER_HOUR[0]),
+                                                 float(FA_GRID_PER_HOUR[-1]),
+                                                 len(FA_GRID_PER_HOUR)],
+                            "auc_range_per_hour": [float(v) for v in AUC_RANGE_PER_HOUR],
+                            "scoring": "any overlap, no tolerance, merge or split"},
         },
         seconds=time.perf_counter() - started,
     )

@@ -1,5 +1,6 @@
-"""Seizure-detection scores of one fold: window metrics, event scoring, the sensitivity vs false
-alarms per 24 h curve and its area (the headline), and the validation-F1 decision threshold.
+"""Seizure-detection scores of one fold and over folds: window metrics, the reference's event
+sensitivity vs false alarms per hour curve and its area (the headline), its any-overlap F1, SzCORE
+event counts, and the validation-F1 decision threshold.
 
 Windows
 -------
@@ -19,47 +20,68 @@ sensitivity_at_fpr the window sensitivity (TPR) at the ROC point with the highes
                    windows a false-positive rate of 10/3600 = 0.28%). Computed on every ROC
                    point (no intermediate point dropped).
 
-Events (SzCORE's rules through its library, timescoring 0.0.7)
---------------------------------------------------------------
-Per recording, positive windows that touch (next start <= previous end) merge into one predicted
-event; the true events are the recording's seizure intervals. `timescoring.EventScoring` then
-applies SzCORE's event rules with these parameters (`SZCORE_RULES`, SzCORE's published defaults,
-so that the numbers mean what SzCORE's users read them as):
-  toleranceStart=30 s, toleranceEnd=60 s  a prediction up to 30 s before a seizure's onset or 60 s
-                        after its end still counts as detecting it (and is no false alarm): EEG
-                        onsets and ends are uncertain by tens of seconds;
-  minOverlap=0          any overlap detects a seizure (the reference's any-overlap rule);
-  maxEventDuration=300  events (true and predicted) longer than 5 min are split into 5 min pieces:
-                        a detector that flags an hour scores as 12 alarms, not one;
-  minDurationBetweenEvents=90  events less than 90 s apart merge into one (true and predicted):
-                        one seizure flagged in bursts is one alarm, and the rate of alarms is
-                        bounded (at most one per 100 s with 10 s windows).
-The library counts, per recording, true events (after its merge and split), detected true
-events and false alarms (predicted events touching no detected true event's tolerance zone).
-A fold pools them: event sensitivity = detected / true events over all its recordings,
-FA/24h = false alarms / (sum of the recordings' durations in days). Only recordings with at
-least one window in the fold count; their full duration is the denominator (as timescoring's).
+The headline: event sensitivity vs FA/h, as the reference computes it
+----------------------------------------------------------------------
+Reference: kkontras/NeuroAtlas, src/neuroatlas/extensions/tasks/_event_sens_fa.py
+(threshold_sweep, fold_curve, curve_auc, median_curve, aggregate), aggregated over folds by
+src/neuroatlas/results.py (_event_sens_fa); its docs/guide/benchmarks.md section 4.4.
+Re-implemented here step by step:
+  events      A fold's test windows are read per recording in start order, and the k-th window of
+              a recording stands at [k, k + 1) window lengths (`recording_rows`): the reference
+              reads windows in array order, so a gap between two windows never splits an event
+              (our windows have no gaps: every whole window of a recording is scored). True events
+              are runs of seizure-labelled windows, predicted events runs of positive windows.
+  scoring     any overlap: a true event is detected when a predicted event overlaps it; a
+              predicted event overlapping no true event is one false alarm. No tolerance, no
+              merging of close events, no splitting of long ones. We count with SzCORE's library
+              (timescoring 0.0.7) under ANY_OVERLAP_RULES (tolerances 0, minOverlap 0, no merge,
+              no split), which is exactly that rule: EventScoring marks a true event detected when
+              any predicted sample falls in it and counts a predicted event as a false alarm when
+              none of its samples falls in a detected true event (pinned against a plain-numpy
+              count of the rule in tests/tasks/test_seizure_scoring.py).
+  sweep       thresholds tau = linspace(0, 1, 200) (CURVE_THRESHOLDS, threshold_sweep); per tau,
+              sensitivity = detected / true events and FA/h = false alarms / test hours, test
+              hours = number of test windows x window_s / 3600 (the reference's total_hours).
+  branch      the sweep is cut to its descending branch: the thresholds from the first one with
+              the highest FA/h up (np.nanargmax over tau ascending; fold_curve). Below it, a
+              recording turns into one long event, so FA/h falls while sensitivity stays high:
+              those points are dropped.
+  grid        the branch sorted by FA/h, the best sensitivity kept at equal FA/h, linearly
+              interpolated (in FA/h, np.interp) onto FA_GRID_PER_HOUR = geomspace(0.01, 100, 80);
+              grid points outside [lowest, highest] FA/h of the branch are NaN (`fold_curve`).
+  area        trapezoid of sensitivity over log10(FA/h) on the finite grid points inside
+              [0.1, 100] FA/h, divided by the log10 width of those points (first to last finite
+              one), not by the full 3 decades; NaN with fewer than two such points
+              (`curve_auc`). A fold with no seizure window has an all-NaN curve.
+  over folds  the headline is the area of the point-wise np.nanmedian of the fold curves (a grid
+              point NaN in every fold stays NaN); +- is the sample SD (ddof=1) of the per-fold
+              areas that are finite, NaN with fewer than two (`event_auc_over_folds`). So the
+              headline is not the mean of the per-fold areas; that mean is reported beside it
+              (`event_auc_fold_mean`).
+A constant predictor, or a perfect one, never raises an alarm below "everything positive" (one
+event per recording): its branch is a single FA/h of 0 and its area NaN, as in the reference.
 
-The sensitivity vs FA/24h curve and its area (`event_sweep`, `event_auc`)
--------------------------------------------------------------------------
-Thresholds swept: every distinct test probability when there are at most `max_thresholds`
-(400); otherwise the probabilities of the k-th most probable window for k on a geometric grid of
-`max_thresholds` ranks from 1 to n (fine where few windows are positive, the low-alarm end the
-curve is about; the lowest threshold, every window positive, is always in). Each threshold gives
-one point (FA/24h, event sensitivity). The curve is the best sensitivity within an alarm budget:
-    S(f) = max { sensitivity(t) : FA/24h(t) <= f }   (0 where no threshold stays within f),
-a non-decreasing step function (the points themselves need not be monotone: SzCORE's merging
-can lower the alarm count as the threshold falls). The headline is its mean over a log axis:
-    event_auc = integral of S(f) d log10 f over [lo, hi] / (log10 hi - log10 lo),
-integrated exactly (S is piecewise constant), in [0, 1]. [lo, hi] = [2.4, 2400] FA/24h by
-default: the reference's 0.1-100 false alarms per hour. A perfect ranking scores 1. A predictor
-with one value everywhere scores (log10 hi - log10 FA_all) / 3, FA_all being the alarm rate of
-"every window positive" (264/24h for a 1 h recording with one seizure: 11 of its 12 five-minute
-pieces are alarms -> 0.32): above FA_all every predictor reaches its best sensitivity.
-NaN when the fold has no true event. Differences from the reference's curve (kept on purpose):
-SzCORE tolerances, merging and splitting instead of plain any-overlap; the budget envelope S
-instead of interpolation on a descending branch; the full range as the normaliser (the
-reference divides by the part of the range its interpolation reaches).
+ovlp_f1 (`overlap_scores`)
+--------------------------
+Reference: _seizure_evaluation.py, event_overlap_metrics_grouped, applied to the test windows
+at the tuned threshold (full_binary_probe's test_ovlp_f1). The same events and any-overlap rule
+as the curve, pooled over the fold's recordings: sensitivity = detected / true events,
+precision = predicted events overlapping a true event / predicted events,
+F1 = 2 s p / max(s + p, 1e-12). No true event: s = 0, p = 0 (1 when nothing is predicted),
+F1 = 0; no predicted event: all 0.
+
+SzCORE event counts at the tuned threshold (`score_events`: event_sensitivity, fa_per_24h)
+-----------------------------------------------------------------------------------------
+Per recording, positive windows that touch merge into one predicted event; the true events are
+the recording's seizure intervals. `timescoring.EventScoring` applies SzCORE's published rules
+(SZCORE_RULES):
+  toleranceStart=30 s, toleranceEnd=60 s  a prediction up to 30 s before a seizure's onset or 60 s
+                        after its end still counts as detecting it (and is no false alarm);
+  minOverlap=0          any overlap detects a seizure;
+  maxEventDuration=300  events (true and predicted) longer than 5 min are split into 5 min pieces;
+  minDurationBetweenEvents=90  events less than 90 s apart merge into one (true and predicted).
+A fold pools the counts: event sensitivity = detected / true events, FA/24h = false alarms /
+(sum of the recordings' durations in days); only recordings with a window in the fold count.
 
 Decision threshold (`tune_threshold`)
 -------------------------------------
@@ -69,6 +91,8 @@ validation F1 of the seizure class; the smallest such threshold on ties.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -82,6 +106,7 @@ METRICS = (
     "event_auc",
     "auroc",
     "auprc",
+    "ovlp_f1",
     "event_sensitivity",
     "fa_per_24h",
     "sensitivity_at_fpr",
@@ -90,30 +115,34 @@ METRICS = (
 )
 THRESHOLD_GRID = np.linspace(0.01, 0.99, 101)
 MAX_FP_PER_HOUR = 1.0  # sensitivity_at_fpr: the reference's sens@1FA/h
-FA_RANGE_PER_24H = (2.4, 2400.0)  # the reference's 0.1-100 FA/h
-MAX_THRESHOLDS = 400
+# The reference's curve (_event_sens_fa.py: N_THRESHOLDS, FA_GRID, AUC_FA_RANGE)
+CURVE_THRESHOLDS = np.linspace(0.0, 1.0, 200)
+FA_GRID_PER_HOUR = np.geomspace(0.01, 100.0, 80)
+AUC_RANGE_PER_HOUR = (0.1, 100.0)
 SCORING_HZ = 10  # timescoring scores events on a 10 Hz grid (0.1 s)
 _EPS = 1e-6  # seconds: float slack when comparing window and recording edges
 
 
 @dataclass(frozen=True)
 class EventRules:
-    """timescoring.EventScoring.Parameters, frozen and JSON-ready (seconds; overlap relative)."""
+    """timescoring.EventScoring.Parameters, frozen and JSON-ready (seconds; overlap relative;
+    max_event_duration_s None: never split)."""
 
     tolerance_start_s: float = 30.0
     tolerance_end_s: float = 60.0
     min_overlap: float = 0.0
-    max_event_duration_s: float = 300.0
+    max_event_duration_s: float | None = 300.0
     min_duration_between_events_s: float = 90.0
 
     def to_timescoring(self):
         from timescoring.scoring import EventScoring
 
+        longest = self.max_event_duration_s
         return EventScoring.Parameters(
             toleranceStart=self.tolerance_start_s,
             toleranceEnd=self.tolerance_end_s,
             minOverlap=self.min_overlap,
-            maxEventDuration=self.max_event_duration_s,
+            maxEventDuration=math.inf if longest is None else longest,
             minDurationBetweenEvents=self.min_duration_between_events_s,
         )
 
@@ -122,6 +151,8 @@ class EventRules:
 
 
 SZCORE_RULES = EventRules()
+# The reference's plain any-overlap rule (module docstring): events must come in merged.
+ANY_OVERLAP_RULES = EventRules(0.0, 0.0, 0.0, None, 0.0)
 
 
 @dataclass(frozen=True)
@@ -166,13 +197,27 @@ class EventCounts:
 
 
 @dataclass
-class EventSweep:
-    """One point per swept threshold (descending thresholds)."""
+class OverlapCounts:
+    """Any-overlap event counts (the reference's rule) pooled over a fold's recordings."""
+
+    n_true: int
+    n_predicted: int
+    n_detected: int  # true events overlapped by a predicted event
+    n_false_alarms: int  # predicted events overlapping no true event
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class FoldCurve:
+    """The reference's sweep of one fold (CURVE_THRESHOLDS ascending) and its curve on the
+    FA/h grid (NaN where the fold does not reach)."""
 
     thresholds: np.ndarray
-    fa_per_24h: np.ndarray
-    sensitivity: np.ndarray
-    n_seizures: int
+    sensitivity: np.ndarray  # NaN when the fold has no true event
+    fa_per_hour: np.ndarray
+    curve: np.ndarray  # on FA_GRID_PER_HOUR
     hours: float
 
 
@@ -180,7 +225,8 @@ class EventSweep:
 class FoldScores:
     metrics: dict[str, float]  # the METRICS keys
     curves: dict[str, np.ndarray]  # what the figures draw (save them in the fold's .npz)
-    events: EventCounts  # at the tuned threshold
+    events: EventCounts  # SzCORE's, at the tuned threshold
+    overlap: OverlapCounts  # the reference's any-overlap, at the tuned threshold
 
 
 # ----------------------------------------------------------------------------------------------
@@ -404,72 +450,187 @@ def score_events(proba, threshold: float, timeline: WindowTimeline,
     )
 
 
-def sweep_thresholds(proba, max_thresholds: int = MAX_THRESHOLDS) -> np.ndarray:
-    """The thresholds of the curve, descending (module docstring)."""
-    proba = np.asarray(proba, dtype=np.float64)
-    distinct = np.unique(proba)[::-1]
-    if len(distinct) <= max_thresholds:
-        return distinct
-    ranked = np.sort(proba)[::-1]
-    ranks = np.unique(np.round(np.geomspace(1, len(ranked), max_thresholds)).astype(np.int64))
-    return np.unique(ranked[ranks - 1])[::-1]
+
+# ----------------------------------------------------------------------------------------------
+# The reference's any-overlap events, its curve and its area (module docstring)
+# ----------------------------------------------------------------------------------------------
+def recording_rows(recording, start_s) -> list[np.ndarray]:
+    """Each recording's rows (positions in the fold), sorted by window start: the order the
+    reference reads a recording's windows in."""
+    recording = np.asarray(recording).astype(str)
+    order = np.lexsort((np.asarray(start_s, dtype=np.float64), recording))
+    names = recording[order]
+    return np.split(order, np.flatnonzero(names[1:] != names[:-1]) + 1) if len(order) else []
 
 
-def event_sweep(proba, timeline: WindowTimeline, rules: EventRules = SZCORE_RULES,
-                max_thresholds: int = MAX_THRESHOLDS) -> EventSweep:
-    """(FA/24h, event sensitivity) at every swept threshold. Windows turn positive one
-    threshold after another, and only the recordings that gained a window are scored again."""
-    proba = _probabilities("probabilities", proba, len(np.asarray(proba)))
-    scorers = _scorers(timeline, len(proba), rules)
-    owner = np.empty(len(proba), dtype=np.int64)
-    for k, scorer in enumerate(scorers):
-        owner[scorer.rows] = k
-    thresholds = sweep_thresholds(proba, max_thresholds)
-    order = np.argsort(-proba, kind="stable")
-    descending = -proba[order]  # ascending, for searchsorted
-    positive = np.zeros(len(proba), dtype=bool)
-    counts = np.zeros((len(scorers), 2), dtype=np.int64)  # detected, false alarms
-    n_seizures = sum(s.n_seizures for s in scorers)
-    hours = sum(s.duration_s for s in scorers) / 3600.0
-    fa, sensitivity = np.empty(len(thresholds)), np.empty(len(thresholds))
-    taken = 0
-    for i, threshold in enumerate(thresholds):
-        stop = int(np.searchsorted(descending, -threshold, side="right"))  # proba >= t
-        newly = order[taken:stop]
-        positive[newly] = True
-        taken = stop
-        for k in np.unique(owner[newly]):
-            counts[k] = scorers[k].counts(positive)
-        fa[i] = counts[:, 1].sum() / (hours / 24.0)
-        sensitivity[i] = counts[:, 0].sum() / n_seizures if n_seizures else np.nan
-    return EventSweep(thresholds, fa, sensitivity, n_seizures, hours)
+def window_runs(mask, window_s: float) -> list[tuple[float, float]]:
+    """Runs of True in a recording's windows (start order) as (start, end) seconds, the k-th
+    window standing at [k, k + 1) window lengths."""
+    edges = np.diff(np.concatenate([[0], np.asarray(mask, dtype=np.int8), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(float(a * window_s), float(b * window_s)) for a, b in zip(starts, ends, strict=True)]
 
 
-def sensitivity_envelope(fa_per_24h, sensitivity) -> tuple[np.ndarray, np.ndarray]:
-    """The budget curve S at its steps: (distinct FA/24h ascending, best sensitivity with at most
-    that many false alarms)."""
-    fa = np.asarray(fa_per_24h, dtype=np.float64)
+class _OverlapScorer:
+    """One recording's true events; any-overlap counts of a set of positive windows through
+    timescoring under ANY_OVERLAP_RULES, remembered per set of predicted events."""
+
+    def __init__(self, labels: np.ndarray, window_s: float):
+        from timescoring.annotations import Annotation
+
+        self.window_s = float(window_s)
+        self.samples = int(round(len(labels) * self.window_s * SCORING_HZ))
+        self.Annotation = Annotation
+        self.truth = Annotation(window_runs(labels == 1, self.window_s), SCORING_HZ, self.samples)
+        self.n_true = len(self.truth.events)
+        self.params = ANY_OVERLAP_RULES.to_timescoring()
+        self._memo: dict[tuple, tuple[int, int, int]] = {(): (0, 0, 0)}
+
+    def counts(self, positive: np.ndarray) -> tuple[int, int, int]:
+        """(predicted events, detected true events, false alarms)."""
+        from timescoring.scoring import EventScoring
+
+        key = tuple(window_runs(positive, self.window_s))
+        if key not in self._memo:
+            predicted = self.Annotation(list(key), SCORING_HZ, self.samples)
+            score = EventScoring(self.truth, predicted, self.params)
+            self._memo[key] = (len(key), int(score.tp), int(score.fp))
+        return self._memo[key]
+
+
+class _FoldEvents:
+    """A fold's windows per recording (start order) with their any-overlap scorers."""
+
+    def __init__(self, y, recording, start_s, window_s: float):
+        y = _binary("test labels", y)
+        if not float(window_s) > 0:
+            raise UsageError(f"window length {window_s} s",
+                             fix="use the benchmark's window_s (10)")
+        if np.shape(recording) != y.shape or np.shape(start_s) != y.shape:
+            raise DataError(
+                f"{np.size(recording)} recording names and {np.size(start_s)} window starts "
+                f"for {y.size} windows",
+                fix="pass one recording name and one start time per scored window, in fold "
+                "order")
+        self.rows = recording_rows(recording, start_s)
+        self.scorers = [_OverlapScorer(y[rows], window_s) for rows in self.rows]
+        self.n_true = sum(s.n_true for s in self.scorers)
+        self.hours = y.size * float(window_s) / 3600.0  # the reference's total_hours
+
+    def counts(self, positive: np.ndarray) -> OverlapCounts:
+        per = [s.counts(positive[rows]) for s, rows in zip(self.scorers, self.rows, strict=True)]
+        predicted, detected, false_alarms = np.reshape(per, (-1, 3)).sum(axis=0).tolist()
+        return OverlapCounts(self.n_true, predicted, detected, false_alarms)
+
+
+def overlap_counts(y_true, y_pred, recording, start_s, window_s: float) -> OverlapCounts:
+    """Any-overlap event counts of the positive windows of y_pred, pooled over recordings."""
+    events = _FoldEvents(y_true, recording, start_s, window_s)
+    return events.counts(_binary("predictions", y_pred).astype(bool))
+
+
+def overlap_scores(counts: OverlapCounts) -> dict[str, float]:
+    """ovlp_sensitivity, ovlp_precision, ovlp_f1 as the reference's
+    event_overlap_metrics_grouped (module docstring), including its empty cases."""
+    if counts.n_true == 0:
+        precision = 0.0 if counts.n_predicted else 1.0
+        return {"ovlp_sensitivity": 0.0, "ovlp_precision": precision, "ovlp_f1": 0.0}
+    if counts.n_predicted == 0:
+        return {"ovlp_sensitivity": 0.0, "ovlp_precision": 0.0, "ovlp_f1": 0.0}
+    sensitivity = counts.n_detected / counts.n_true
+    precision = (counts.n_predicted - counts.n_false_alarms) / counts.n_predicted
+    f1 = 2 * sensitivity * precision / max(sensitivity + precision, 1e-12)
+    return {"ovlp_sensitivity": sensitivity, "ovlp_precision": precision, "ovlp_f1": f1}
+
+
+def fold_curve(sensitivity, fa_per_hour, fa_grid=FA_GRID_PER_HOUR) -> np.ndarray:
+    """The sweep's descending branch interpolated onto fa_grid, NaN outside the FA/h it
+    reaches (the reference's fold_curve; sweep points in ascending threshold order)."""
+    grid = np.asarray(fa_grid, dtype=np.float64)
     sens = np.asarray(sensitivity, dtype=np.float64)
-    order = np.argsort(fa, kind="stable")
-    steps, first = np.unique(fa[order], return_index=True)
-    best = np.maximum.reduceat(sens[order], first) if len(fa) else np.zeros(0)
-    return steps, np.maximum.accumulate(best)
+    fa = np.asarray(fa_per_hour, dtype=np.float64)
+    out = np.full(grid.shape, np.nan)
+    if sens.size == 0 or np.isnan(sens).any() or not np.isfinite(fa).any():
+        return out  # no true event in the fold
+    peak = int(np.nanargmax(fa))  # the first threshold with the most false alarms
+    levels, where = np.unique(fa[peak:], return_inverse=True)
+    best = np.zeros(len(levels))
+    np.maximum.at(best, where, sens[peak:])  # the best sensitivity at each FA/h
+    inside = (grid >= levels[0]) & (grid <= levels[-1])
+    out[inside] = np.interp(grid[inside], levels, best)
+    return out
 
 
-def event_auc(fa_per_24h, sensitivity, fa_range=FA_RANGE_PER_24H) -> float:
-    """Mean of S(f) over log10 f in [lo, hi], integrated exactly (module docstring)."""
+def curve_auc(curve, fa_grid=FA_GRID_PER_HOUR, fa_range=AUC_RANGE_PER_HOUR) -> float:
+    """Trapezoid area under sensitivity vs log10(FA/h) over the finite grid points in
+    fa_range, divided by their log10 width; NaN with fewer than two (reference curve_auc)."""
+    curve = np.asarray(curve, dtype=np.float64)
+    grid = np.asarray(fa_grid, dtype=np.float64)
     lo, hi = (float(v) for v in fa_range)
     if not 0 < lo < hi:
-        raise UsageError(f"FA/24h range {fa_range}",
-                         fix="use two rates 0 < lo < hi, e.g. 2.4, 2400")
-    sens = np.asarray(sensitivity, dtype=np.float64)
-    if sens.size == 0 or not np.isfinite(sens).all():
+        raise UsageError(f"FA/h range {fa_range}", fix="use two rates 0 < lo < hi, e.g. 0.1, 100")
+    use = (grid >= lo) & (grid <= hi) & np.isfinite(curve)
+    if use.sum() < 2:
         return float("nan")
-    steps, best = sensitivity_envelope(fa_per_24h, sens)
-    edges = np.concatenate([[lo], steps[(steps > lo) & (steps < hi)], [hi]])
-    at = np.searchsorted(steps, edges[:-1], side="right") - 1  # the last step at or below
-    level = np.where(at >= 0, best[np.maximum(at, 0)], 0.0)
-    return float(np.sum(level * np.diff(np.log10(edges))) / (np.log10(hi) - np.log10(lo)))
+    x = np.log10(grid[use])
+    return float(np.trapezoid(curve[use], x) / (x[-1] - x[0]))
+
+
+def event_curve(y_true, proba, recording, start_s, window_s: float,
+                thresholds=CURVE_THRESHOLDS, fa_grid=FA_GRID_PER_HOUR) -> FoldCurve:
+    """One fold's sweep over `thresholds` (ascending) and its curve on fa_grid."""
+    events = _FoldEvents(y_true, recording, start_s, window_s)
+    proba = _probabilities("test probabilities", proba, len(np.asarray(y_true)))
+    thresholds = np.sort(np.asarray(thresholds, dtype=np.float64))
+    sens, fa = np.empty(len(thresholds)), np.empty(len(thresholds))
+    for i, tau in enumerate(thresholds):
+        counts = events.counts(proba >= tau)
+        sens[i] = counts.n_detected / counts.n_true if counts.n_true else np.nan
+        fa[i] = counts.n_false_alarms / events.hours if events.hours > 0 else np.nan
+    return FoldCurve(thresholds, sens, fa, fold_curve(sens, fa, fa_grid), events.hours)
+
+
+def median_curve(curves) -> np.ndarray:
+    """Point-wise np.nanmedian of the fold curves; a point NaN in every fold stays NaN."""
+    stacked = np.asarray(curves, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        return np.nanmedian(stacked, axis=0)
+
+
+@dataclass
+class EventAucOverFolds:
+    headline: float  # the area of the folds' median curve
+    sd: float  # sample SD of the finite per-fold areas
+    fold_mean: float  # mean of the finite per-fold areas (ours, beside the headline)
+    per_fold: np.ndarray
+
+
+def event_auc_over_folds(curves, fa_grid=FA_GRID_PER_HOUR,
+                         fa_range=AUC_RANGE_PER_HOUR) -> EventAucOverFolds:
+    """The headline over folds and its +- (the reference's aggregate, module docstring). With
+    one fold the SD is 0, as for every other metric over one fold."""
+    stacked = np.asarray(curves, dtype=np.float64)
+    if stacked.size == 0:
+        return EventAucOverFolds(float("nan"), float("nan"), float("nan"), np.zeros(0))
+    per_fold = np.array([curve_auc(c, fa_grid, fa_range) for c in stacked])
+    finite = per_fold[np.isfinite(per_fold)]
+    if len(stacked) == 1:
+        sd = 0.0
+    else:
+        sd = float(np.std(finite, ddof=1)) if finite.size >= 2 else float("nan")
+    mean = float(finite.mean()) if finite.size else float("nan")
+    headline = curve_auc(median_curve(stacked), fa_grid, fa_range)
+    return EventAucOverFolds(headline, sd, mean, per_fold)
+
+
+def curve_to_json(curve) -> list[float | None]:
+    """A curve for a JSON record: NaN as null (strict JSON)."""
+    return [float(v) if np.isfinite(v) else None for v in np.asarray(curve, dtype=np.float64)]
+
+
+def curve_from_json(values) -> np.ndarray:
+    return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -483,29 +644,33 @@ def score_fold(
     *,
     max_fp_per_hour: float = MAX_FP_PER_HOUR,
     rules: EventRules = SZCORE_RULES,
-    fa_range=FA_RANGE_PER_24H,
-    max_thresholds: int = MAX_THRESHOLDS,
 ) -> FoldScores:
-    """Every METRICS value of one test fold, the curves its figures draw, and the event counts
-    at the tuned threshold."""
+    """Every METRICS value of one test fold, the curves its figures draw (and the fold curve
+    the headline over folds needs), and the event counts at the tuned threshold."""
     from sklearn.metrics import precision_recall_curve, roc_curve
 
     y = _binary("test labels", y_true)
     proba = _probabilities("test probabilities", proba, len(y))
-    window = window_metrics(y, proba, threshold, timeline.window_s, max_fp_per_hour)
+    window_s = float(timeline.window_s)
+    window = window_metrics(y, proba, threshold, window_s, max_fp_per_hour)
     events = score_events(proba, threshold, timeline, rules)
-    sweep = event_sweep(proba, timeline, rules, max_thresholds)
+    overlap = overlap_counts(y, proba >= threshold, timeline.recording, timeline.start_s,
+                             window_s)
+    sweep = event_curve(y, proba, timeline.recording, timeline.start_s, window_s)
     metrics = {
-        "event_auc": event_auc(sweep.fa_per_24h, sweep.sensitivity, fa_range),
+        "event_auc": curve_auc(sweep.curve),
         **window,
+        **overlap_scores(overlap),
         "event_sensitivity": float(events.sensitivity),
         "fa_per_24h": float(events.fa_per_24h),
     }
     curves = {
         "event_threshold": sweep.thresholds,
-        "event_fa_per_24h": sweep.fa_per_24h,
         "event_sensitivity": sweep.sensitivity,
-        "fa_range_per_24h": np.asarray(fa_range, dtype=np.float64),
+        "event_fa_per_hour": sweep.fa_per_hour,
+        "event_fa_grid": FA_GRID_PER_HOUR,
+        "event_curve": sweep.curve,
+        "event_auc_range": np.asarray(AUC_RANGE_PER_HOUR, dtype=np.float64),
         "prevalence": np.float64(y.mean() if len(y) else np.nan),
         "threshold": np.float64(threshold),
         **{key: np.float64(metrics[key]) for key in ("auroc", "auprc", "event_auc")},
@@ -514,4 +679,5 @@ def score_fold(
         curves["roc_fpr"], curves["roc_tpr"], _ = roc_curve(y, proba)
         precision, recall, _ = precision_recall_curve(y, proba)
         curves["pr_precision"], curves["pr_recall"] = precision, recall
-    return FoldScores({key: float(metrics[key]) for key in METRICS}, curves, events)
+    return FoldScores({key: float(metrics[key]) for key in METRICS}, curves, events,
+                      overlap)

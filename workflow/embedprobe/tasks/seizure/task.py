@@ -2,9 +2,16 @@
 
 The probe is a class-balanced logistic regression, C chosen on validation AUPRC, then the
 decision threshold tuned on validation F1 (tasks/seizure/probe.py). Window metrics (AUROC, AUPRC,
-balanced accuracy, MCC, sensitivity at a fixed false-positive rate) and event metrics (SzCORE
-event scoring through timescoring: sensitivity, false alarms per 24 h, and the area under the
-sensitivity / false-alarm curve, the headline) are in tasks/seizure/scoring.py.
+balanced accuracy, MCC, sensitivity at a fixed false-positive rate) and event metrics (the
+reference's any-overlap sensitivity vs FA/h curve and its area, the headline; ovlp_f1; SzCORE
+event sensitivity and false alarms per 24 h) are in tasks/seizure/scoring.py.
+
+The headline over folds is the reference's (kkontras/NeuroAtlas, src/neuroatlas/results.py,
+_event_sens_fa): the area of the point-wise NaN-median of the fold curves, +- the sample SD of
+the per-fold areas. Each fold record carries its curve (`event_curve`, NaN as null);
+`pooled_scores` combines them into the results row's event_auc_mean / event_auc_sd (so
+event_auc_mean is that area, not a mean) and adds event_auc_fold_mean, the mean of the per-fold
+areas.
 """
 
 from __future__ import annotations
@@ -17,9 +24,15 @@ import pandas as pd
 
 from embedprobe.datasets.registry import entry_unit_seconds, unit_seconds
 from embedprobe.probing.logistic import C_GRID
-from embedprobe.tasks.base import FoldJob, Task, Units
+from embedprobe.tasks.base import FoldJob, Task, Units, job_folds
 from embedprobe.tasks.classification import fold_part_sizes, probe_runtime_minutes
-from embedprobe.tasks.seizure.scoring import window_labels
+from embedprobe.tasks.seizure.scoring import (
+    METRICS,
+    curve_from_json,
+    curve_to_json,
+    event_auc_over_folds,
+    window_labels,
+)
 
 SEIZURE = "seizure"
 
@@ -30,8 +43,7 @@ def seizure_intervals(reader, rec) -> list[tuple[float, float]]:
 
 class SeizureDetection(Task):
     name = "seizure_detection"
-    metrics = ("event_auc", "auroc", "auprc", "event_sensitivity", "fa_per_24h",
-               "sensitivity_at_fpr", "balanced_accuracy", "mcc")
+    metrics = METRICS
     headline_label = "event sens/FA AUC"
     chosen_name = "C"
     pair_figures = ("roc_pr", "event_curve")
@@ -51,6 +63,18 @@ class SeizureDetection(Task):
         counts[("seizure windows", "")] += int(labels.sum())
         return Units(np.round(starts_s * header.sfreq).astype(np.int64), labels, header.sfreq)
 
+    def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
+        """The reference's seizure folds (probing/folds.seizure_plan): StratifiedKFold over the
+        sorted patients, stratified on having a seizure; validation the inner split's fold k+1.
+        `split: paper_recordings` on the dataset: the paper's recording-level Siena folds.
+        None for subject ids alone (no labels to stratify on): fit_fold plans from its window
+        table (base.job_folds)."""
+        from embedprobe.probing.folds import seizure_plan
+
+        if "label" not in table.columns:
+            return None
+        return seizure_plan(table, bench, entry)
+
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
         from embedprobe.datasets.registry import find_dataset_recordings, reader_for
         from embedprobe.probing.folds import fold_split
@@ -59,8 +83,7 @@ class SeizureDetection(Task):
 
         windows = job.store.windows
         X = np.asarray(job.store.embeddings[:], dtype=np.float32)
-        masks = fold_split(windows["subject"].map(job.groups).to_numpy(), job.fold,
-                           job.bench["folds"])
+        masks = fold_split(job_folds(self, job), windows, job.fold)
         y = windows["label"].to_numpy().astype(np.int64)
         test = windows[masks["test"]]
         # The test recordings' lengths and seizures, for event scoring, from the reader.
@@ -95,15 +118,26 @@ class SeizureDetection(Task):
                       "validation AUPRC, threshold on validation F1",
             **{k: v for k, v in result.summary().items() if k != "test_metrics"},
             "metrics": {k: float(v) for k, v in result.test_metrics.items()},
+            "event_curve": curve_to_json(result.curves["event_curve"]),
         }
         saved = {"index": np.flatnonzero(masks["test"]), "y_true": y[masks["test"]],
                  "y_pred": result.test_pred, "proba": result.test_proba,
                  **{f"curve_{k}": v for k, v in result.curves.items()}}
         return record, saved
 
+    def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
+        """The headline over folds as the reference computes it (module docstring), from the
+        folds that recorded a curve; none did (records from before): the plain mean stays."""
+        curves = [curve_from_json(f["event_curve"]) for f in folds if "event_curve" in f]
+        if not curves:
+            return {}
+        over = event_auc_over_folds(curves)
+        return {"event_auc_mean": round(over.headline, 4), "event_auc_sd": round(over.sd, 4),
+                "event_auc_fold_mean": round(over.fold_mean, 4)}
+
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
-                     dim: int) -> tuple[str, dict, int]:
-        inputs = fold_part_sizes(self, bench, table, fold) | {
+                     dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
+        inputs = fold_part_sizes(self, bench, table, fold, entry) | {
             "dim": dim,
             "n_jobs": config["probe"]["n_jobs"],
             "n_fits": len(bench.get("probe", {}).get("C_grid", C_GRID)),
@@ -125,10 +159,20 @@ class SeizureDetection(Task):
         plot(folds, title, out)
 
     def summary_notes(self, tables: dict[str, pd.DataFrame]) -> list[str]:
-        return ["", "event_auc: the area under event sensitivity against false alarms per 24 h "
-                "(log axis, 2.4-2,400 FA/24h, SzCORE event rules through timescoring); a "
-                "constant predictor scores about 0.32 on one-hour recordings, not 0. SD is "
-                "the sample SD over folds."]
+        notes = ["", "event_auc: the reference's headline, the area under event sensitivity "
+                 "against false alarms per hour (any-overlap events, 200 thresholds, log10 "
+                 "FA/h over 0.1-100, divided by the part of that range the curve reaches) of "
+                 "the NaN-median of the fold curves; +- is the sample SD of the per-fold "
+                 "areas. ovlp_f1: any-overlap event F1 at the tuned threshold. "
+                 "event_sensitivity, fa_per_24h: SzCORE event rules (timescoring) at the tuned "
+                 "threshold."]
+        means = [f"{dataset}/{row.model} {row.event_auc_fold_mean:.3f}"
+                 for dataset, table in tables.items() for row in table.itertuples()
+                 if np.isfinite(getattr(row, "event_auc_fold_mean", np.nan))]
+        if means:
+            notes.append("Mean of the per-fold event_auc (not the headline): "
+                         + ", ".join(means) + ".")
+        return notes
 
 
 TASK = SeizureDetection()

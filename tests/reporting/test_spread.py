@@ -1,0 +1,92 @@
+"""The +- of every task, as the reference (NeuroAtlas) reports it: the population SD (ddof=0) over
+folds for sleep staging, brain age and BCI, the sample SD (ddof=1) for epilepsy only; checked on
+one hand-made set of fold values written through the real aggregate into results.tsv."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from embedprobe.reporting.aggregate import read_results
+from embedprobe.tasks.registry import TASKS, task_for
+
+from helpers.results import roots_in, write_results_table
+
+VALUES = [0.70, 0.72, 0.74, 0.76, 0.78]
+# mean 0.74; squared deviations 0.0016, 0.0004, 0, 0.0004, 0.0016: sum 0.004
+POPULATION_SD = 0.0283  # sqrt(0.004 / 5) = 0.028284
+SAMPLE_SD = 0.0316  # sqrt(0.004 / 4) = 0.031623
+
+
+def sleep_fold(value: float) -> dict:
+    return {"kappa": value, "balanced_accuracy": 0.5, "macro_f1": 0.5, "n_classes": 5}
+
+
+def age_fold(value: float) -> dict:
+    return {"mae": value, "baseline_mae": 12.0,
+            "predictions": [{"subject": "a", "age": 40.0, "predicted": 41.0},
+                            {"subject": "b", "age": 60.0, "predicted": 58.0}]}
+
+
+def trial_fold(value: float) -> dict:
+    return {"balanced_accuracy": value, "kappa": 0.3, "macro_f1": 0.5, "n_classes": 4}
+
+
+def seizure_fold(value: float) -> dict:
+    return dict.fromkeys(task_for("seizure_detection").metrics, 0.5) | {"event_auc": value}
+
+
+CASES = {  # task -> (fold record from a headline value, ddof, the SD by hand)
+    "sleep_staging": (sleep_fold, 0, POPULATION_SD),
+    "brain_age": (age_fold, 0, POPULATION_SD),
+    "motor_imagery": (trial_fold, 0, POPULATION_SD),
+    "seizure_detection": (seizure_fold, 1, SAMPLE_SD),
+}
+
+
+def test_every_task_is_covered():
+    assert set(CASES) == set(TASKS)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_headline_sd_over_folds_is_the_reference_s(tmp_path, name):
+    make, ddof, by_hand = CASES[name]
+    task = task_for(name)
+    assert task.sd_ddof == ddof
+    path = write_results_table(roots_in(tmp_path), "b", "d", name, len(VALUES),
+                               {"m": [make(v) for v in VALUES]})
+    row = read_results(path).iloc[0]
+    headline = task.metrics[0]
+    assert row[f"{headline}_mean"] == pytest.approx(0.74, abs=1e-9)
+    assert row[f"{headline}_sd"] == by_hand == round(float(np.std(VALUES, ddof=ddof)), 4)
+
+
+def test_the_population_sd_of_two_folds_is_half_their_distance(tmp_path):
+    """Two sleep-staging folds 0.6 and 0.8: population SD 0.1 (the sample SD would be 0.141)."""
+    path = write_results_table(roots_in(tmp_path), "b", "d", "sleep_staging", 2,
+                               {"m": [sleep_fold(0.6), sleep_fold(0.8)]})
+    assert read_results(path).iloc[0]["kappa_sd"] == 0.1
+
+
+def test_results_tsv_carries_the_chance_and_normalised_columns(tmp_path):
+    """BCI's chance is 1/C of the classes present in the dataset's labels (3 here); no task sets
+    a dummy (the reference's catalog sets none), so the normalised column is empty."""
+    roots = roots_in(tmp_path)
+    three = [trial_fold(v) | {"n_classes": 3} for v in VALUES]
+    table = read_results(write_results_table(roots, "bci", "d", "motor_imagery", 5,
+                                             {"m": three}))
+    assert table["chance"].tolist() == [0.3333] and table["normalised"].isna().all()
+    table = read_results(write_results_table(roots, "stage", "d", "sleep_staging", 5,
+                                             {"m": [sleep_fold(v) for v in VALUES]}))
+    assert table["chance"].tolist() == [0.0]  # kappa
+    table = read_results(write_results_table(roots, "age", "d", "brain_age", 5,
+                                             {"m": [age_fold(v) for v in VALUES]}))
+    assert pd.isna(table["chance"]).all()  # no chance level for an error
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_task_sets_a_dummy_and_only_bci_has_a_chance_column(name):
+    task = task_for(name)
+    assert task.dummy is None
+    assert task.draws_chance == (name == "motor_imagery")

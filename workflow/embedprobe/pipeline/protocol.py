@@ -1,0 +1,174 @@
+"""What a recording goes through before a model sees it, by protocol: one owner for the choice.
+
+`protocol: reference` (the default) is the field's reference suite (NeuroAtlas; its user guide
+and REFERENCE.md): each recording high-passed at 0.5 Hz and notched at its dataset's powerline
+frequency (`line_freq`) before the model's resampling (pipeline/filters.py); BIOT's windows
+each centred, then divided per channel by the recording's 95th percentile of |x| in µV
+(`recording_q95`, computed once per recording over the whole filtered recording). Motor
+imagery filters as the reference's BCI protocol does (`bci_filters`).
+
+Deliberate differences are named options, off by default (`protocol_options: [...]`), each
+with its reason in PROTOCOL_OPTIONS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from embedprobe.core.config import lookup
+from embedprobe.core.errors import UsageError
+from embedprobe.datasets.registry import labelling_task_name, reader_for
+from embedprobe.pipeline.filters import FilterStep, describe
+
+if TYPE_CHECKING:
+    from embedprobe.models.registry import ModelSpec
+
+PROTOCOLS = ("reference",)
+# Named deviations from the reference: name -> why a user may want it.
+PROTOCOL_OPTIONS = {
+    "continuous_resampling": (
+        "each recording's stretch resampled as one signal, then cut (the windows equal the "
+        "whole recording's resampling) instead of each window resampled on its own: no "
+        "resampling transient at a window's edges"),
+    "window_percentile": (
+        "BIOT: each window divided by its own 95th percentile of |x| (BIOT's paper loaders) "
+        "instead of the recording's: a window's scale does not depend on the rest of the "
+        "night, and no recording-wide pass is needed"),
+    "no_filtering": (
+        "motor imagery: each model's own band (0.1-75 Hz; EEGPT 0.5-70 Hz) instead of the "
+        "4-40 Hz confound filtering of the reference's default BCI variant (its "
+        "`no_filtering` variant, whose trials also start at the cue: trial_offset_seconds 0)"),
+}
+HIGHPASS_HZ = 0.5  # the reference's common protocol (REFERENCE.md, its user guide)
+RECORDING_Q95 = "recording_q95"
+# How windows reach the model's rate: each window on its own with scipy's resample_poly (the
+# reference's model wrappers), a whole run with MNE's FFT resampling (its BCI loaders), or a
+# recording's stretch as one signal (continuous_resampling).
+EACH_WINDOW, WHOLE_MNE, CONTINUOUS = "each_window", "whole_mne", "continuous"
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """Everything between the recorded signal and the model's input besides resampling."""
+
+    filters: tuple[FilterStep, ...] = ()
+    # filter each recording whole (motor imagery: short runs, a filter reaching tens of
+    # seconds); otherwise a stretch with the filters' reach on each side is filtered
+    whole_recordings: bool = False
+    centre_windows: bool = False  # each window's mean removed per channel (BIOT's wrapper)
+    normalisation: str | None = None  # RECORDING_Q95 or None
+    scaling: str = "none"  # the model's amplitude convention (preprocess.scale)
+    # the recorded channels whose mean each of them loses before the filters (motor imagery:
+    # every EEG channel of the recording, whichever the model reads)
+    average_reference: tuple[str, ...] = ()
+    resampling: str = EACH_WINDOW
+
+    def key(self) -> dict:
+        """The part of the embeddings' cache key these steps make."""
+        return {"filters": describe(self.filters), "whole_recordings": self.whole_recordings,
+                "centre_windows": self.centre_windows, "normalisation": self.normalisation,
+                "scaling": self.scaling, "average_reference": list(self.average_reference),
+                "resampling": self.resampling}
+
+
+def protocol_options(config: dict) -> tuple[str, ...]:
+    """The run's named deviations, checked."""
+    name = config["protocol"]
+    if name not in PROTOCOLS:
+        raise UsageError(f"protocol: {name!r} is not one of {', '.join(PROTOCOLS)}",
+                         fix="set protocol: reference (deviations are protocol_options)")
+    options = tuple(config["protocol_options"])
+    unknown = [o for o in options if o not in PROTOCOL_OPTIONS]
+    if unknown:
+        raise UsageError(f"protocol_options: unknown {', '.join(map(repr, unknown))}",
+                         fix=f"use any of {', '.join(PROTOCOL_OPTIONS)} (or none)")
+    return options
+
+
+def line_freq(config: dict, dataset: str) -> float:
+    entry = lookup(config, "datasets", dataset)
+    if "line_freq" not in entry:
+        raise UsageError(f"dataset '{dataset}' has no line_freq (the powerline frequency the "
+                         f"reference protocol notches)",
+                         fix=f"add `line_freq: 50` (Europe, most of Asia) or `line_freq: 60` "
+                             f"(the Americas) to datasets.{dataset} in config/datasets.yaml")
+    return float(entry["line_freq"])
+
+
+def preprocessing(config: dict, dataset: str, spec: ModelSpec) -> Preprocessing:
+    """The steps (dataset, model) windows go through under the run's protocol."""
+    options = protocol_options(config)
+    entry = lookup(config, "datasets", dataset)
+    task = labelling_task_name(entry)
+    if task == "motor_imagery":
+        steps = Preprocessing(bci_filters(config, dataset, spec), whole_recordings=True,
+                              average_reference=bci_average_reference(config, dataset),
+                              resampling=WHOLE_MNE)
+    else:
+        steps = Preprocessing((FilterStep("highpass", (HIGHPASS_HZ,)),
+                               FilterStep("notch", (line_freq(config, dataset),))))
+    if "continuous_resampling" in options:
+        steps = replace(steps, resampling=CONTINUOUS)
+    if spec.scaling == "percentile95" and task == "motor_imagery":
+        # the reference's BIOT wrapper: a BCI trial divided by its own 95th percentile
+        return replace(steps, centre_windows=True, scaling=spec.scaling)
+    if spec.scaling == "percentile95" and "window_percentile" not in options:
+        return replace(steps, centre_windows=True, normalisation=RECORDING_Q95)
+    return replace(steps, scaling=spec.scaling)
+
+
+def bci_filters(config: dict, dataset: str, spec: ModelSpec) -> tuple[FilterStep, ...]:
+    """Motor imagery's filters over whole runs at the recorded rate, as the reference's
+    default BCI variant (confound filtering) prepares a trial for the model's family: MNE's
+    FIR notch at the family's notch frequency and its harmonics below Nyquist, then MNE's FIR
+    band-pass at 4-40 Hz (`no_filtering`: the family's own band). The reference's common
+    average reference is not a filter of the model's inputs: `bci_average_reference`."""
+    form = bci_format(spec)
+    notch = form.notch_hz if form.notch_hz is not None else line_freq(config, dataset)
+    band = form.band_hz if "no_filtering" in protocol_options(config) else MI_CONFOUND_BAND_HZ
+    return (FilterStep("mne_notch", (notch,)), FilterStep("mne_bandpass", band))
+
+
+@dataclass(frozen=True)
+class BCIFormat:
+    """A family's BCI input in the reference (its dataio/bci_formats.py `Format`)."""
+
+    band_hz: tuple[float, float]  # the model's own band: the `no_filtering` variant's
+    rate: float  # the rate the trials are resampled to
+    notch_hz: float | None  # None: the dataset's powerline frequency (`line_freq`)
+
+
+# The reference's formats (src/neuroatlas/extensions/datasets/dataio/bci_formats.py FORMATS,
+# FAMILY_FORMAT, DEFAULT_FORMAT; its user guide, docs/guide/benchmarks.md "BCI variants").
+BCI_FORMATS = {
+    "labram": BCIFormat((0.1, 75.0), 200.0, 50.0),  # every family not listed below
+    "bendr": BCIFormat((0.5, 70.0), 256.0, None),
+    "steegformer": BCIFormat((0.1, 64.0), 128.0, None),
+}
+BCI_FAMILY_FORMAT = {"eegpt": "bendr", "steegformer": "steegformer", "sleepfm": "steegformer"}
+# Confound filtering of motor imagery, the default variant (moabb_loader.py MI_MOTOR_BAND and
+# CONFOUND_FILTERING["mi"]): 4-40 Hz in place of the format's band; its trial starts 1 s after
+# the cue (the dataset's trial_offset_seconds, not a filter).
+MI_CONFOUND_BAND_HZ = (4.0, 40.0)
+
+
+def bci_format(spec: ModelSpec) -> BCIFormat:
+    """The family's BCI format; its rate must be the model's, where our windows are made."""
+    form = BCI_FORMATS[BCI_FAMILY_FORMAT.get(spec.family.lower(), "labram")]
+    if float(spec.sfreq) != form.rate:
+        raise UsageError(
+            f"model family '{spec.family}' runs at {spec.sfreq:g} Hz, but the reference "
+            f"prepares its motor-imagery trials at {form.rate:g} Hz",
+            fix="name the family's BCI format in BCI_FAMILY_FORMAT "
+                "(workflow/embedprobe/pipeline/protocol.py)")
+    return form
+
+
+def bci_average_reference(config: dict, dataset: str) -> tuple[str, ...]:
+    """The recorded channels whose mean the reference subtracts from each EEG channel (its
+    set_eeg_reference(ref_channels="average", ch_type="eeg") after picking the recording's EEG
+    channels, before any model's channel selection): every EEG channel of the dataset's
+    format, whichever of them the model reads (BIOT reads 18 of BNCI 2014-001's 22)."""
+    reader = reader_for(config, dataset)
+    return tuple(getattr(reader, "EEG_CHANNELS", reader.CHANNELS))
