@@ -326,8 +326,8 @@ def measure_probe_seizure(plan, workdir: Path) -> list[dict]:
         config, index = seizure_set(folder)
         config.setdefault("probe", {})["n_jobs"] = n_jobs
         store = folder / f"store_{rows}x{dim}.h5"
-        subjects = seizure_store(store, index, rows, dim)
-        inputs = probe_inputs(config, SEIZURE_BENCHMARK, subjects, dim)
+        table = seizure_store(store, index, rows, dim)
+        inputs = probe_inputs(config, SEIZURE_BENCHMARK, table, dim)
         predicted = estimate("probe_seizure", inputs, load_calibration(), None)
         path = write_estimate(folder / f"estimate_{rows}x{dim}_{n_jobs}.json",
                               f"probe/{SEIZURE_BENCHMARK}/fold0", predicted)

@@ -269,7 +269,6 @@ def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
 def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                  margin: float) -> Iterator[Row]:
     """The seizure probe job (fold 0) as the workflow runs it, predicted as preflight does."""
-    import pandas as pd
 
     from embedprobe.memory.preflight import probe_estimate
     from embedprobe.tasks.registry import benchmark_task
@@ -282,9 +281,9 @@ def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
     for dim, sizes in grid["seizure_rows"].items():
         for rows in sizes:
             store = workdir / f"store_{rows}x{dim}.h5"
-            subjects = workloads.seizure_store(store, index, rows, dim, seed=1)
-            estimate, _ = probe_estimate(config, task, bench, pd.DataFrame({"subject": subjects}),
-                                         0, dim, calibration, limit, margin, None)
+            table = workloads.seizure_store(store, index, rows, dim, seed=1)
+            estimate, _ = probe_estimate(config, task, bench, table, 0, dim, calibration, limit,
+                                         margin, None)
             estimate_path = workloads.write_estimate(workdir / f"estimate_{rows}x{dim}.json",
                                                      key, estimate)
             argv = workloads.probe_argv(config, store, estimate_path, workdir / "out",

@@ -136,9 +136,9 @@ def test_a_band_power_probe_finds_the_seizures(lookalike):
         chbmit.find_recordings(root)[0]).channels))["biot"]
     auroc, windows, positives = band_power_auroc(chbmit, root, biot.recorded)
     assert windows == 10 * SECONDS // 10 and positives >= 20
-    # 0.70 at seed 0 (0.75-0.83 at seeds 1-3); shuffled labels: 0.48 on average, at most 0.59
+    # 0.68 at seed 0 (0.73-0.81 at seeds 1-3); shuffled labels: 0.48 on average, at most 0.58
     # in 20 draws
-    assert 0.65 < auroc < 0.9
+    assert 0.62 < auroc < 0.9
 
 
 def test_the_channel_map_fits_both_layouts(lookalike):

@@ -155,7 +155,7 @@ def test_a_band_power_probe_finds_the_seizures(lookalike):
         siena.find_recordings(root)[0]).channels))
     auroc, windows, positives = band_power_auroc(siena, root, plans["cbramod"].recorded)
     assert windows == 10 * SECONDS // 10 and positives >= 20
-    # 0.80 at seed 0 (0.80-0.84 at seeds 1-3); shuffled labels: 0.49 on average, at most 0.62
+    # 0.79 at seed 0 (0.80-0.84 at seeds 1-3); shuffled labels: 0.49 on average, at most 0.63
     # in 20 draws
     assert 0.7 < auroc < 0.9
 

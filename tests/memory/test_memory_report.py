@@ -573,13 +573,15 @@ def test_a_refit_refuses_runs_too_alike(tmp_path, tables, capsys):
 
 
 def test_a_refit_refuses_constants_that_move_together(tmp_path, tables, capsys):
-    """Embed jobs that all resample by the same ratio: the raw and the resampled copies of a
-    night grow together, so their constants cannot be told apart."""
+    """Embed jobs that all resample by the same ratio, each reader's signal (a 2-12 h stretch)
+    larger than its part's windows (100): the raw and the resampled copies of a night grow
+    together, so their constants cannot be told apart. (Where a reader's windows outgrow its
+    signal, its raw copies do not count and the runs do tell them apart.)"""
     truth, in_use = tables
     s = Scenario(tmp_path / "results", in_use, truth)
     for k in range(8):
         s.add(f"set{k}", "encoder", "embed", "embed_cpu", embed_inputs(k) | {
-            "resample_ratio": 2.0}, margin=0.2)
+            "resample_ratio": 2.0, "night_windows": 100}, margin=0.2)
     runs = s.write()
     code, _, err = run_cli(capsys, "calibrate", "--from-runs", runs, "--out",
                            tmp_path / "x.yaml", "--calibration", in_use, "--job", "embed_cpu")

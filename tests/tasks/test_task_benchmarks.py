@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from embedprobe.tasks.seizure.scoring import curve_from_json, event_auc_over_folds
+
 from helpers.project import PROJECT, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -47,18 +49,26 @@ def test_epilepsy_demo_detects_the_generated_seizures(epilepsy_run):
     for dataset in EPILEPSY_DATASETS:
         row = results(workdir, "epilepsy_demo", dataset)
         assert row["status"] == "ok" and row["folds"] == "5/5"
-        # The look-alikes carry a spike-and-wave signature: far above chance (AUROC 0.5, a
-        # constant predictor's event_auc ~0.32), with an SD over 5 folds.
-        assert row["auroc_mean"] > 0.85 and row["auprc_mean"] > 0.6, row.to_dict()
-        assert row["event_auc_mean"] > 0.6 and row["event_sensitivity_mean"] > 0.6
-        assert row["event_auc_sd"] >= 0 and np.isfinite(row["fa_per_24h_mean"])
-        fold = json.loads((workdir / f"results/epilepsy_demo/{dataset}/biot_random/fold0.json")
-                          .read_text())
+        # The look-alikes are made hard (datasets/synth/seizure.py): a random encoder's probe
+        # finds most seizures, not all, and raises false alarms: between chance (AUROC 0.5)
+        # and perfect on every score, the folds differing.
+        assert 0.6 < row["auroc_mean"] < 0.97 and row["auprc_mean"] > 0.3, row.to_dict()
+        assert 0.6 < row["event_auc_mean"] < 0.95 and row["event_auc_sd"] > 0, row.to_dict()
+        assert 0 < row["ovlp_f1_mean"] < 1 and np.isfinite(row["fa_per_24h_mean"])
+        folds = [json.loads((workdir / f"results/epilepsy_demo/{dataset}/biot_random/"
+                             f"fold{k}.json").read_text()) for k in range(5)]
+        fold = folds[0]
         assert fold["chosen_C"] in (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
         assert 0 < fold["threshold"] < 1 and fold["n_test_seizure_windows"] > 0
         assert set(fold["metrics"]) >= {"auroc", "auprc", "balanced_accuracy", "mcc",
                                         "sensitivity_at_fpr", "event_sensitivity",
-                                        "fa_per_24h", "event_auc"}
+                                        "fa_per_24h", "event_auc", "ovlp_f1"}
+        # the headline is the area of the folds' NaN-median curve, the per-fold mean beside it
+        over = event_auc_over_folds([curve_from_json(f["event_curve"]) for f in folds])
+        assert row["event_auc_mean"] == pytest.approx(over.headline, abs=1e-4)
+        assert row["event_auc_sd"] == pytest.approx(over.sd, abs=1e-4)
+        assert row["event_auc_fold_mean"] == pytest.approx(
+            np.nanmean([f["metrics"]["event_auc"] for f in folds]), abs=1e-4)
         for figure in ("roc_pr", "event_curve"):
             png = workdir / f"results/epilepsy_demo/{dataset}/biot_random/{figure}.png"
             assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -199,7 +199,7 @@ def test_check_json_has_what_preflight_reads(demo_run):
     workdir, _ = demo_run
     check = json.loads((workdir / "results/check/sleep_edf_demo/biot_random.json").read_text())
     assert check["status"] == "ok" and check["forward"] == "(32, 256) finite"
-    assert check["feature_dim"] == 256 and check["n_chans"] == 2 and check["n_times_epoch"] == 6000
+    assert check["feature_dim"] == 256 and check["n_chans"] == 16 and check["n_times_epoch"] == 6000
     assert check["batch_activation_bytes"] > 0 and check["seconds"] > 0
 
 

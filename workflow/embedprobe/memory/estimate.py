@@ -137,6 +137,9 @@ class JobType:
     fill: Callable[[dict], None] = _nothing_to_fill  # a default that depends on other inputs
     composed_of: tuple[str, ...] = ()  # their constants first (later ones win), then its own
     device: str | None = None  # the job type of its GPU side, estimated beside it
+    # constants that enter through the larger of two amounts (embed's reader part): the
+    # estimate is convex, not linear, in them; refit fits it on its tangents
+    convex: tuple[str, ...] = ()
 
 
 _EMBED_REQUIRED = ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
@@ -163,7 +166,8 @@ _TYPES = [
         defaults=_EMBED_DEFAULTS,
         constants=MappingProxyType({"baseline_bytes": 700 * MIB, **_EMBED_HOST_CONSTANTS,
                                     "input_copies": 1.0, "activation_factor": 1.2}),
-        knobs=("batch_size", "n_workers"), cheaper=_cheaper_embed, fill=_activations_at_batch),
+        knobs=("batch_size", "n_workers"), cheaper=_cheaper_embed, fill=_activations_at_batch,
+        convex=("recording_copies",)),
     # host memory (the device has its own job type below), the readers being processes
     JobType(
         "embed_gpu",
@@ -175,7 +179,7 @@ _TYPES = [
             # the reader processes (measured: formulas, the reader-process terms)
             "reader_server_bytes": 70 * MIB, "reader_process_bytes": 25 * MIB}),
         knobs=("batch_size", "n_workers"), cheaper=_cheaper_embed, fill=_activations_at_batch,
-        device="embed_gpu_device"),
+        device="embed_gpu_device", convex=("recording_copies",)),
     JobType(
         "embed_gpu_device",
         terms=EMBED_GPU_DEVICE_TERMS,

@@ -97,6 +97,16 @@ def _total(job: str, values: dict, inputs: dict) -> float:
     return float(estimate(job, inputs, {"jobs": {job: values}}, None).total)
 
 
+def linearised(job: str, runs: list[dict], names, constants: dict
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(design, rest) of the estimate as a linear function of the constants `names`: its
+    tangents at `constants` where it is convex in one of them (JobType.convex), else exactly
+    (design_matrix)."""
+    if set(JOB_TYPES[job].convex) & set(names):
+        return tangent_matrix(job, runs, names, constants)
+    return design_matrix(job, runs, names, constants)
+
+
 def design_matrix(job: str, runs: list[dict], names, constants: dict
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(design, rest): a run's column for constant k is the estimate with k = 1 (the other
@@ -119,14 +129,15 @@ def fit_constants(job: str, runs: list[dict], names, constants: dict) -> tuple[d
     under-predicted, every constant >= 0. Most terms are linear in each fitted constant, so a
     run's column for constant k is the estimate with k = 1 (the other fitted ones 0) minus the
     estimate with all of them 0. A term that takes the larger of a constant's product and an
-    input (embed's reader part: max(recording_copies x signal, windows)) is convex instead: the
-    fit is then repeated on its tangents at the constants just fitted (a convex estimate lies
-    above its tangents, so constants that cover every run on them cover it for real) until
-    they settle. Runs are {"inputs": estimate inputs, "peak": bytes}. Returns the constants
-    and the largest over-prediction of the fit, in bytes.
+    input (embed's reader part: max(recording_copies x signal, windows); JobType.convex) is
+    convex instead: the fit runs on its tangents, first at `constants`, then again at the
+    constants just fitted (a convex estimate lies above its tangents, so constants that cover
+    every run on them cover it for real) until they settle. Runs are {"inputs": estimate
+    inputs, "peak": bytes}. Returns the constants and the largest over-prediction of the fit,
+    in bytes.
     """
     peaks = np.array([run["peak"] for run in runs], float)
-    design, rest = design_matrix(job, runs, names, constants)
+    design, rest = linearised(job, runs, names, constants)
     for _ in range(LINEARISATIONS):
         coef = _envelope(job, design, peaks - rest, peaks)
         values = dict(zip(names, coef.tolist(), strict=True))
@@ -175,6 +186,7 @@ def tangent_matrix(job: str, runs: list[dict], names, constants: dict
                    ) -> tuple[np.ndarray, np.ndarray]:
     """(design, rest) of the tangents at `constants`: column k the estimate's slope in
     constant k (a one-sided difference), rest what the tangent gives at all of them 0."""
+    constants = job_constants(job, {"jobs": {job: constants}})  # defaults where unset
     point = np.array([float(constants[name]) for name in names])
     design, rest = [], []
     for run in runs:
@@ -300,7 +312,7 @@ def refuse_reason(job: str, runs: list[dict], names, constants: dict
                   ) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
     """(reason the runs cannot identify the constants or None, constants to fit, constants no
     run exercises)."""
-    design, _ = design_matrix(job, runs, names, constants)
+    design, _ = linearised(job, runs, names, constants)
     peaks = np.array([run["peak"] for run in runs], float)
     used = [k for k in range(len(names)) if np.any(design[:, k] > 0)]
     unused = tuple(names[k] for k in range(len(names)) if k not in used)

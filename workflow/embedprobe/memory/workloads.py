@@ -255,15 +255,16 @@ def probe_config(folder: Path, n_jobs: int) -> dict:
     return config
 
 
-def probe_inputs(config: dict, benchmark: str, subjects: list[str], dim: int,
-                 fold: int = 0) -> dict:
-    """A probe job's estimate inputs exactly as preflight builds them (the benchmark's task)."""
+def probe_inputs(config: dict, benchmark: str, units, dim: int, fold: int = 0) -> dict:
+    """A probe job's estimate inputs exactly as preflight builds them (the benchmark's task):
+    `units` is the store's window table (the seizure folds stratify on its labels) or its
+    subject column."""
     import pandas as pd
 
     from embedprobe.tasks.registry import benchmark_task
 
     bench = config["benchmarks"][benchmark]
-    table = pd.DataFrame({"subject": subjects})
+    table = units if isinstance(units, pd.DataFrame) else pd.DataFrame({"subject": units})
     return benchmark_task(config, benchmark).probe_memory(config, bench, table, fold, dim)[1]
 
 
@@ -297,12 +298,13 @@ def seizure_set(folder: Path):
     return config, read_index(index)
 
 
-def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0) -> list[str]:
+def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0):
     """A store of `rows` synthetic embeddings over SEIZURE_PATIENTS patients. Each row is a
     real window of the look-alike (its recording, start and label, cycling through the index),
     so the job reads the real headers and seizure lists for its event scoring; each patient's
     rows cover every window, seizures included. Seizure windows are shifted on a few features
-    (a learnable signal). Returns the store's subject column."""
+    (a learnable signal). Returns the store's window table (recording, subject, start, label:
+    the seizure folds stratify the patients on their labels)."""
     import pandas as pd
 
     pick = np.arange(rows) % len(index)
@@ -317,7 +319,7 @@ def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0) -> list
         X = rng.standard_normal((rows, dim), dtype=np.float32)
         X[table["label"].to_numpy() == 1, : min(8, dim)] += 1.0
         write_store(path, X, table["label"].to_numpy(), table, SEIZURE_DATASET)
-    return table["subject"].tolist()
+    return table
 
 
 def brain_age_set(folder: Path, n_subjects: int, dim: int):

@@ -27,7 +27,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame], task, benchmark: str,
         pairs = ", ".join(f"{d}/{r.model} {pair_status(r)}" for d, r in not_run)
         lines += [f"**Warning: {len(not_run)} pair(s) did not finish: {pairs}.** Their rows "
                   "show the folds that did; see \"Not run\" below.", ""]
-    lines += [f"Headline: {headline} (mean +- SD over folds).", "",
+    lines += [f"Headline: {headline} ({task.headline_over_folds}).", "",
               "| dataset | model | " + " | ".join(columns) + " | folds | chosen | status |",
               "|---|---|" + "---|" * len(columns) + "---|---|---|"]
     for dataset, table in tables.items():

@@ -61,6 +61,8 @@ class Task:
     pair_figures: tuple[str, ...] = ()  # figure names drawn per (dataset, model)
     defines_units: bool = True  # False: uses the units of the dataset's own labelling task
     classes: tuple[str, ...] = ()
+    # how the summary's headline line says the headline is taken over folds
+    headline_over_folds: str = "mean +- SD over folds"
     # the SD over folds: sample SD (1; the reference's epilepsy only) or population SD (0; its
     # every other benchmark: sleep staging, brain age, BCI)
     sd_ddof: int = 1

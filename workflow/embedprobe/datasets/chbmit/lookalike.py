@@ -12,7 +12,8 @@
 
 Settings (the dataset's `generator:` entry): patients (5), files_per_patient (3),
 minutes_per_file (60, the real files' hour), seed (0). Every patient's first file has one or
-two seizures, later files none (10%), one (45%) or two (45%): a test patient holds a few
+two seizures, later files none (10%), one (45%) or two (45%), the last patient's last file
+none (a summary always holds "Number of Seizures in File: 0"): a test patient holds a few
 seizures, so that its fold is scored on more than one; seizures last 20-90 s, short ones more
 often (datasets/synth/seizure.py: how hard they are to find). Headers carry fixed dates: the
 same settings write the same bytes.
@@ -103,6 +104,8 @@ def plan(settings: dict) -> list[FilePlan]:
                                     dt.time(9, int(rng.integers(60)), int(rng.integers(60))))
         for number in range(1, s["files_per_patient"] + 1):
             count = rng.integers(1, 3) if number == 1 else rng.choice(3, p=[0.1, 0.45, 0.45])
+            if patient == s["patients"] and number == s["files_per_patient"] > 1:
+                count = 0  # one file without seizures, whatever the draws
             seizures = place_seizures(rng, int(count), EDGE_S, seconds - EDGE_S)
             dummies = patient == 2 and number == s["files_per_patient"]
             plans.append(FilePlan(patient, number, start, seconds, tuple(seizures),

@@ -51,6 +51,10 @@ WORDINGS = ("standard", "colon", "shared")
 EDGE_S = 10  # no seizure this close to a file's start or end
 STREAM = 2  # the look-alikes of one seed draw different patients
 MIDNIGHT_GAP_S = 5  # the seizures of the midnight file keep this far from 00.00.00
+# Seizures 12% stronger than the CHB-MIT look-alike's: every Siena file has one or two, so a
+# test patient holds 3-4 and a fold is more often imperfect; with this gain a random encoder
+# scores about as on the CHB-MIT look-alike (the epilepsy_demo headline near 0.8 on both).
+SEIZURE_GAIN = 1.12
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,7 @@ def eeg_label(electrode: str, patient: int) -> str:
 
 
 def signals(p: FilePlan, seed: int) -> list[Signal]:
-    traits = patient_traits(np.random.default_rng([seed, STREAM, 1, p.patient]))
+    traits = patient_traits(np.random.default_rng([seed, STREAM, 1, p.patient]), SEIZURE_GAIN)
     rng = np.random.default_rng([seed, STREAM, 2, p.patient, p.number])
     eeg = electrode_signals(rng, ELECTRODES, SFREQ, p.seconds, p.seizures, traits)
     heart, _ = ecg(rng, SFREQ, p.seconds)

@@ -86,12 +86,14 @@ class Patient:
     interictal_per_minute: float
 
 
-def patient_traits(rng: np.random.Generator) -> Patient:
+def patient_traits(rng: np.random.Generator, seizure_gain: float = 1.0) -> Patient:
+    """A patient's traits; its seizures are 1.0-1.5 x `seizure_gain` x the background's RMS at
+    the focus (before each seizure's own strength)."""
     names = sorted(POSITIONS)
     focus = POSITIONS[names[rng.integers(len(names))]]
     return Patient(focus, float(rng.uniform(8.8, 11.0)), float(rng.uniform(12.0, 20.0)),
-                   float(rng.uniform(1.0, 1.5)), SEIZURE_KINDS[rng.integers(len(SEIZURE_KINDS))],
-                   float(rng.uniform(0.3, 1.5)))
+                   seizure_gain * float(rng.uniform(1.0, 1.5)),
+                   SEIZURE_KINDS[rng.integers(len(SEIZURE_KINDS))], float(rng.uniform(0.3, 1.5)))
 
 
 def place_seizures(rng: np.random.Generator, count: int, first: int, last: int

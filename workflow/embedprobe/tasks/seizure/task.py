@@ -45,6 +45,10 @@ class SeizureDetection(Task):
     name = "seizure_detection"
     metrics = METRICS
     headline_label = "event sens/FA AUC"
+    # the reference's: the area of the NaN-median of the fold curves, +- the sample SD of the
+    # per-fold areas
+    headline_over_folds = ("area of the median fold curve +- sample SD of the per-fold "
+                           "areas")
     chosen_name = "C"
     pair_figures = ("roc_pr", "event_curve")
     classes = ("background", SEIZURE)
