@@ -110,6 +110,8 @@ def place_seizures(rng: np.random.Generator, count: int, first: int, last: int
     free = room - SEIZURE_GAP_S * (count - 1)
     if durations.sum() > free:
         durations = np.maximum(MIN_SEIZURE_S, durations * free // durations.sum())
+    if durations.sum() > free:  # the shortest length raised some above the room: all shortest
+        durations = np.full(count, MIN_SEIZURE_S, np.int64)
     cuts = np.sort(rng.integers(0, free - durations.sum() + 1, count))
     before = np.concatenate([[0], np.cumsum(durations)[:-1]])
     return [Seizure(int(first + cuts[i] + before[i] + SEIZURE_GAP_S * i), int(durations[i]))
