@@ -62,7 +62,7 @@ def world(tmp_path, pristine):
         "data_root": str(tmp_path / "data"), "results_root": str(tmp_path / "results"),
         "cache_root": str(tmp_path / "cache"), "weights_root": str(tmp_path / "weights"),
         "datasets": {DATASET: {"format": "sleep_edf", "path": "bad", "expected_recordings": 6,
-                               "channel_map": "sleep_edf_expanded"}}}))
+                               "line_freq": 50, "channel_map": "sleep_edf_expanded"}}}))
     earlier = [tmp_path / "results/index/earlier.tsv", tmp_path / "results/demo/x/results.tsv",
                tmp_path / "cache/embeddings/earlier/biot_random.h5"]
     for i, path in enumerate(earlier):
