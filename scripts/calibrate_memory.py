@@ -33,7 +33,8 @@ measured in, and a drift table against the table it replaces is printed (constan
 that fell).
 
 Usage:
-  python scripts/calibrate_memory.py --quick          # ~4 min on 2 cores (241 s); shipped table
+  python scripts/calibrate_memory.py --quick          # ~20 min on 2 cores; shipped table
+  python scripts/calibrate_memory.py --quick --jobs embed_cpu   # its embed runs alone
   python scripts/calibrate_memory.py                  # more and larger runs
   python scripts/calibrate_memory.py --quick --out /tmp/cal.yaml --no-drift
 """
@@ -206,7 +207,9 @@ PLANS = {
     # probe_logistic: (rows, width, parallel fits); probe_ridge: (training subjects, width)
     # subject_means: (rows, width); embed_repeats: runs of each embed job (the highest peak counts)
     "quick": {
-        "embed_repeats": 2,
+        # the same embed job peaks 10-20% apart between runs (BIOT: its readers' filter copies
+        # and its batches' activations coincide or not): three runs each, the highest counts
+        "embed_repeats": 3,
         "embed": [("biot_random", 0.5), ("cbramod_random", 1.0), ("labram_random", 0.25)],
         "embed_seizure": [("biot_random", 600, 1), ("cbramod_random", 256, 2)],
         "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (80_000, 128, 1),
@@ -559,6 +562,17 @@ def environment(mode: str, seconds: float) -> dict:
     }
 
 
+def kept_fit(old_fit: dict, report: dict, selected: tuple) -> dict:
+    """The fit report of a refit of some job types: the previous table's entries and
+    in-sample rows for the job types not refit (their constants are kept too), then the new
+    ones, so the table still shows how every constant it holds was fitted."""
+    kept = {job: value for job, value in old_fit.items()
+            if job != "in_sample" and job not in selected}
+    rows = [row for row in old_fit.get("in_sample", []) if row["job"] not in selected]
+    return {**kept, **{k: v for k, v in report.items() if k != "in_sample"},
+            "in_sample": rows + report.get("in_sample", [])}
+
+
 def tidy(value):
     """Floats of the report to four significant digits, for a table people read."""
     if isinstance(value, dict):
@@ -616,7 +630,7 @@ def main(argv=None) -> int:
         "environment": environment(mode, time.monotonic() - start),
         "jobs": constants,
         "provenance": provenance,
-        "fit": tidy(report),
+        "fit": tidy(kept_fit((old or {}).get("fit", {}), report, selected)),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(HEADER + yaml.safe_dump(table, sort_keys=False, width=100))

@@ -349,7 +349,7 @@ ROW_KINDS = ("embed", "logistic", "brain-age", "seizure", "contended")
 
 
 def cpu_grid(args) -> int:
-    chosen = set(args.workloads.split(","))
+    chosen = set(args.jobs.split(","))
     unknown = chosen - set(ROW_KINDS)
     if unknown:
         raise SystemExit(f"error: unknown job types {sorted(unknown)}\n"

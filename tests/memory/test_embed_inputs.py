@@ -25,9 +25,9 @@ from embedprobe.pipeline.protocol import preprocessing
 from helpers.check_config import DATASET, make_config
 
 WINDOWS = 10  # one recording's first ten 30-s windows: one part
-READER = ("nights in flight: each reader's part, the larger of its signal read and filtered "
-          "(float64 copies; the whole recording first for the recording statistic) and the "
-          "windows it makes")
+HELD = ("parts in flight and being batched: their windows, and the signal each reader "
+        "reads and filters (float64 copies; a recording's statistic reads it whole first), "
+        "the larger")
 
 
 def fake_check(model: str, n_chans: int) -> SimpleNamespace:
@@ -39,16 +39,17 @@ def fake_check(model: str, n_chans: int) -> SimpleNamespace:
 
 @pytest.fixture(scope="module")
 def demo(demo_root, tmp_path_factory):
-    """The demo's config, roots, one recording's ten windows as an index, and the longest
-    recording's EEG samples as MNE reads the EDF headers (the oracle)."""
+    """The demo's config, roots, one recording's ten windows as an index, and the EEG
+    samples of the longest recording and of that one as MNE reads the EDF headers (the
+    oracle)."""
     config, roots = make_config(demo_root.parent, tmp_path_factory.mktemp("inputs"))
     files = sorted((demo_root / "sleep-cassette").glob("*-PSG.edf"))
-    longest = max(mne.io.read_raw_edf(f, include=["EEG Fpz-Cz"], verbose="error").n_times
-                  for f in files)
+    lengths = [mne.io.read_raw_edf(f, include=["EEG Fpz-Cz"], verbose="error").n_times
+               for f in files]
     recording = files[0].name.removesuffix("-PSG.edf")
     table = pd.DataFrame({"recording": recording, "subject": recording[:5],
                           "start": np.arange(WINDOWS) * 3000, "label": 0, "sfreq": 100.0})
-    return config, roots, table, longest
+    return config, roots, table, SimpleNamespace(longest=max(lengths), own=lengths[0])
 
 
 def stretch_samples(config: dict) -> int:
@@ -62,14 +63,18 @@ def stretch_samples(config: dict) -> int:
 
 
 def test_biot_reads_two_channels_for_sixteen_inputs_and_the_longest_recording_first(demo):
-    config, roots, table, longest = demo
+    config, roots, table, length = demo
     inputs = embed_inputs(config, roots, DATASET, fake_check("biot_random", 16), table)
     assert inputs["n_channels"] == 16  # the model inputs: windows and batches
     assert inputs["night_windows"] == WINDOWS
     # the read and filter terms: Fpz-Cz and Pz-Oz as float64, not 16 inputs
     assert inputs["recording_bytes"] == 2 * stretch_samples(config) * 8
-    assert inputs["statistic_bytes"] == 2 * longest * 8
+    assert inputs["statistic_bytes"] == 2 * length.longest * 8
     assert inputs["resample_ratio"] == 2.0
+    # its one part: the statistic reads its own recording whole, more than the stretch
+    assert inputs["part_windows"] == [WINDOWS]
+    assert inputs["part_signal_bytes"] == [2 * length.own * 8]
+    assert length.own > stretch_samples(config)
 
 
 def test_a_model_without_the_statistic_reads_only_its_stretch(demo):
@@ -78,6 +83,7 @@ def test_a_model_without_the_statistic_reads_only_its_stretch(demo):
     assert inputs["n_channels"] == 2
     assert inputs["recording_bytes"] == 2 * stretch_samples(config) * 8
     assert inputs["statistic_bytes"] == 0
+    assert inputs["part_signal_bytes"] == [2 * stretch_samples(config) * 8]
 
 
 def test_motor_imagery_reads_every_channel_of_its_average_reference():
@@ -99,30 +105,52 @@ def reader_inputs(**overrides) -> dict:
             "night_windows": 10, "n_workers": 2, "batch_activation_bytes": 0, **overrides}
 
 
-WINDOWS_BYTES = 10 * 16 * 6000 * 4  # a part's windows: 10 x 16 inputs x 6000 float32
+PER_WINDOW = 16 * 6000 * 4  # a window of 16 inputs x 6000 float32
+WINDOWS_BYTES = 10 * PER_WINDOW  # reader_inputs' part
+
+
+def held(calibration: dict, **overrides) -> float:
+    return estimate("embed_cpu", reader_inputs(**overrides), calibration, None).terms[HELD]
+
+
+COPIES = {"jobs": {"embed_cpu": {"recording_copies": 3.0}}}
 
 
 def test_each_reader_holds_the_larger_of_its_stretch_and_the_whole_recording():
-    calibration = {"jobs": {"embed_cpu": {"recording_copies": 3.0}}}
-
-    def reader_part(**overrides) -> float:
-        return estimate("embed_cpu", reader_inputs(**overrides), calibration, None).terms[READER]
-
-    assert reader_part() == 2 * 10 * MIB * 3.0  # two readers, each its stretch x 3 copies
+    """Without the index's parts every part is the largest: two readers' parts, one made
+    ahead and one batched as windows; each part being made adds what its reader's signal
+    (3 copies) holds beyond its windows."""
+    assert held(COPIES) == 4 * WINDOWS_BYTES + 2 * (3 * 10 * MIB - WINDOWS_BYTES)
     # the statistic's whole recording first, then the stretch: never both at once
-    assert reader_part(statistic_bytes=25 * MIB) == 2 * 25 * MIB * 3.0
-    assert reader_part(statistic_bytes=4 * MIB) == 2 * 10 * MIB * 3.0
-    assert reader_part(n_workers=0) == 10 * MIB * 3.0  # the job's own thread reads
+    assert held(COPIES, statistic_bytes=25 * MIB) \
+        == 4 * WINDOWS_BYTES + 2 * (3 * 25 * MIB - WINDOWS_BYTES)
+    assert held(COPIES, statistic_bytes=4 * MIB) == held(COPIES)
+    # the job's own thread reads the next part while the last one's windows are held
+    assert held(COPIES, n_workers=0) == 2 * WINDOWS_BYTES + (3 * 10 * MIB - WINDOWS_BYTES)
 
 
 def test_a_reader_s_windows_count_where_they_outgrow_its_signal():
     """BIOT on Sleep-EDF: 2 channels read become 16 model inputs; once the filters' copies
-    are freed a reader holds the windows it writes, which can be larger."""
-    calibration = {"jobs": {"embed_cpu": {"recording_copies": 3.0}}}
-    many = reader_inputs(night_windows=100)  # 100 x 16 x 6000 x 4 = 36.6 MiB > 30 MiB
-    terms = estimate("embed_cpu", many, calibration, None).terms
-    assert terms[READER] == 2 * 10 * WINDOWS_BYTES
-    assert terms["windows of the night being batched"] == 10 * WINDOWS_BYTES
+    are freed a reader holds the windows it writes, here the larger (36.6 MiB > 30 MiB)."""
+    assert held(COPIES, night_windows=100) == 4 * 100 * PER_WINDOW
+
+
+def test_the_index_s_parts_of_different_sizes_never_come_all_at_once():
+    """Parts end at recording ends and every 512th row: the stream holds a part being
+    batched and the three in flight after it, never four of the largest."""
+    parts = [100, 10, 10, 100, 10]
+    small = reader_inputs(night_windows=100, part_windows=parts,
+                          part_signal_bytes=[MIB] * 5)  # 3 MiB < any part's windows
+    assert estimate("embed_cpu", small, COPIES, None).terms[HELD] == 220 * PER_WINDOW
+    # the last part's reader filters 40 MiB (x 3): batched the second part, in flight the
+    # rest, that reader making the last: 130 windows and 120 MiB beyond its 10 windows
+    late = {**small, "part_signal_bytes": [MIB] * 4 + [40 * MIB]}
+    assert estimate("embed_cpu", late, COPIES, None).terms[HELD] \
+        == 130 * PER_WINDOW + 3 * 40 * MIB - 10 * PER_WINDOW == 171_909_120
+    # reader processes write into slots the size of the largest part, which stay
+    gpu = {**late, "gpu_peaks": {1: MIB, 32: 2 * MIB}, "gpu_total_bytes": 80 * 1024 * MIB}
+    assert estimate("embed_gpu", gpu, COPIES | {"jobs": {"embed_gpu": {
+        "recording_copies": 3.0}}}, None).terms[HELD] == 4 * 100 * PER_WINDOW
 
 
 def test_the_fit_covers_each_run_through_the_larger_of_signal_and_windows():

@@ -187,26 +187,28 @@ GPU_PAGE_LOCKED = {
 }
 
 
-# Reference preprocessing (the readers filter, BIOT reads a recording statistic first): each
-# reader's part is the larger of the signal it reads and filters and the windows it makes
-# (every model input: BIOT's 16 slots from 2 channels read), and the embed inputs carry
+# Reference preprocessing (the readers filter, BIOT reads a recording statistic first): the
+# parts in flight and being batched are one term, each part as its windows (every model
+# input: BIOT's 16 slots from 2 channels read) or, while its reader makes it, the signal it
+# reads and filters where that is larger, over the index's consecutive parts where preflight
+# gives them (here: every part as large as the largest); the embed inputs carry
 # statistic_bytes (0 unless given). In every case here the signal outgrows the windows (2
-# inputs) and there is no statistic: every number stays; only the term's name and the
+# inputs) and there is no statistic: every number stays; only the terms' names and the
 # inputs in the outcome, and so its hash, are new.
 # case/calibration -> sha256[:16] of the outcome
 READERS_CHANGED = {
-    "embed_cpu/biot 8 h/defaults": "321d1ca0ca9b11e4",
-    "embed_cpu/biot 8 h/table": "6d7a8f5001dbc662",
-    "embed_cpu/defaults filled/defaults": "da35b889b012550b",
-    "embed_cpu/defaults filled/table": "75f0002b47a31b9f",
-    "embed_cpu/no readers, measured, cluster/defaults": "51db18a8c3d5dfb2",
-    "embed_cpu/no readers, measured, cluster/table": "17fd26ecde30d3aa",
-    "embed_gpu/below the smallest measured/defaults": "e4538be92d7d010c",
-    "embed_gpu/below the smallest measured/table": "08fae4554afc00a2",
-    "embed_gpu/reserved peaks, context/defaults": "6c5c460f15aa075a",
-    "embed_gpu/reserved peaks, context/table": "5512f886b34fbccd",
-    "embed_gpu/small gpu/defaults": "cfe491316bdb131c",
-    "embed_gpu/small gpu/table": "7155d7181dc99104",
+    "embed_cpu/biot 8 h/defaults": "95e4ce093461dfcd",
+    "embed_cpu/biot 8 h/table": "0af4929f99439958",
+    "embed_cpu/defaults filled/defaults": "92b69a5a21e3be2f",
+    "embed_cpu/defaults filled/table": "7937ced6dacd6534",
+    "embed_cpu/no readers, measured, cluster/defaults": "66e5bc210cb3dea8",
+    "embed_cpu/no readers, measured, cluster/table": "22bfe03610cef1be",
+    "embed_gpu/below the smallest measured/defaults": "aa24e9d7aab20911",
+    "embed_gpu/below the smallest measured/table": "9cdecfcead608282",
+    "embed_gpu/reserved peaks, context/defaults": "d547b9703a63b283",
+    "embed_gpu/reserved peaks, context/table": "db8b7c178e68e25a",
+    "embed_gpu/small gpu/defaults": "55f7aaec025b8602",
+    "embed_gpu/small gpu/table": "070bdbc7a805859b",
     "embed_gpu_device/allocated peaks/defaults": "fb635b832ff72cfa",
     "embed_gpu_device/allocated peaks/table": "1273ff48d70e4ce1",
     "embed_gpu_device/reserved peaks/defaults": "6b2541504d3a0d84",

@@ -13,7 +13,7 @@ from helpers.project import PROJECT
 
 sys.path.insert(0, str(PROJECT / "scripts"))
 
-from calibrate_memory import PLANS  # noqa: E402
+from calibrate_memory import PLANS, kept_fit  # noqa: E402
 from validate_fresh_clone import run_line  # noqa: E402
 from validate_memory import GRIDS, cpu_load  # noqa: E402
 
@@ -76,3 +76,16 @@ def test_the_grids_run_seizure_data_with_and_without_the_recording_statistic():
     assert any(windows > PART_WINDOWS for windows, _ in files)
     assert any(windows > PART_WINDOWS for _, windows, _ in PLANS["quick"]["embed_seizure"])
     assert normalisations(GRIDS["quick"]["seizure_embed_models"]) == {RECORDING_Q95}
+
+
+def test_a_refit_of_some_job_types_keeps_the_others_fit_rows():
+    old = {"embed_cpu": {"fit_max_over_prediction_mb": 18.0},
+           "probe_ridge": {"fit_max_over_prediction_mb": 1.1},
+           "in_sample": [{"job": "embed_cpu", "run": "old embed", "error": 0.05},
+                         {"job": "probe_ridge", "run": "40 x 16", "error": 0.0}]}
+    new = {"embed_cpu": {"fit_max_over_prediction_mb": 3.0},
+           "in_sample": [{"job": "embed_cpu", "run": "new embed", "error": 0.01}]}
+    fit = kept_fit(old, new, ("embed_cpu",))
+    assert fit["embed_cpu"] == {"fit_max_over_prediction_mb": 3.0}
+    assert fit["probe_ridge"] == {"fit_max_over_prediction_mb": 1.1}
+    assert [row["run"] for row in fit["in_sample"]] == ["40 x 16", "new embed"]

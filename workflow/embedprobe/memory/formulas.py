@@ -12,7 +12,9 @@ Inputs (bytes unless said otherwise):
     normalisation needs a per-recording statistic, window_source.recording_statistic, else
     0), resample_ratio (model rate / recorded rate), n_workers (readers: threads beside a CPU
     encoder, processes beside a GPU one), n_windows, night_windows (windows of the largest
-    part; n_channels, the model inputs, sizes them), batch_activation_bytes measured at
+    part; n_channels, the model inputs, sizes them), optional part_windows and
+    part_signal_bytes (each part's windows and what its reader reads and filters, in stream
+    order; without them every part counts as the largest), batch_activation_bytes measured at
     activation_batch_size
     (CPU; peaks.measure_peak_growth of one forward pass, in check); embed_gpu also gpu_peaks
     ({batch size: allocator peak}, two or more sizes; gpu.gpu_batch_peaks),
@@ -69,19 +71,6 @@ def _nights_in_flight(i: Inputs) -> int:
     return max(1, int(i["n_workers"]))
 
 
-def _parts_made_ahead(i: Inputs) -> int:
-    """Parts made and waiting beyond one per reader: WindowSource.stream keeps one more in
-    flight than it has readers (window_source.in_flight), so a reader done early goes on; it
-    waits as windows (reader processes: in a shared slot). None without readers."""
-    return 1 if int(i["n_workers"]) > 0 else 0
-
-
-def _part_windows_bytes(i: Inputs) -> float:
-    """The model windows of the largest part (night_windows: preflight's largest part), every
-    model input counted (BIOT's zero slots too: window_source fills them with zeros)."""
-    return i["night_windows"] * i["n_channels"] * i["n_samples"] * FLOAT32
-
-
 def _signal_held(i: Inputs) -> float:
     """The signal a reader reads and filters at once, as float64 bytes of the channels read:
     the whole recording while it computes the recording's statistic, else its part's stretch.
@@ -90,15 +79,49 @@ def _signal_held(i: Inputs) -> float:
     return max(float(i["recording_bytes"]), float(i["statistic_bytes"]))
 
 
-def _reader_part(i: Inputs, c: Constants) -> float:
-    """What one reader holds for the part it makes (window_source.make_windows): first the
-    signal it reads and filters (scipy's sosfiltfilt pads it and runs forwards and backwards
-    in float64, MNE's FIR filters too; one fitted factor, recording_copies, since every
-    protocol filters what it reads), then, those copies freed, the windows it writes: every
-    model input (BIOT's 16 slots from 2 channels read on Sleep-EDF), so not a multiple of what
-    it reads. The larger of the two counts. (The estimate is then convex, not linear, in
-    recording_copies: refit.fit_constants linearises it where it fits.)"""
-    return max(_signal_held(i) * c["recording_copies"], _part_windows_bytes(i))
+def _parts_in_flight(i: Inputs) -> int:
+    """Parts submitted and not yet taken by the model (window_source.in_flight: one per
+    reader and one more); without readers the job's own thread makes the next part while the
+    last one's array is still held: one."""
+    workers = int(i["n_workers"])
+    return workers + 1 if workers > 0 else 1
+
+
+def _stream_parts(i: Inputs, slots: bool) -> tuple[list, list]:
+    """(windows, signal bytes) of each part in stream order (preflight: the window index's
+    parts). Reader processes write into `workers + 2` shared slots the size of the largest
+    part, which stay resident (`slots`), and inputs without the parts (older records) make
+    every part as large as the largest."""
+    if slots or not i.get("part_windows"):
+        count = _parts_in_flight(i) + 1
+        return [i["night_windows"]] * count, [_signal_held(i)] * count
+    return list(i["part_windows"]), list(i["part_signal_bytes"])
+
+
+def _parts_held(i: Inputs, c: Constants, slots: bool = False) -> float:
+    """The most the window stream holds at once (window_source.WindowStream): the part being
+    batched and the parts in flight after it, each as its windows (every model input: BIOT's
+    16 slots from 2 channels read on Sleep-EDF), and what each part being made holds beyond
+    its windows: the signal its reader reads and filters (scipy's sosfiltfilt pads it and
+    runs forwards and backwards in float64, MNE's FIR filters too; one fitted factor,
+    recording_copies, since every protocol filters what it reads). A reader allocates the
+    windows once those copies are freed, so the larger of the two counts; at most one part
+    per reader is being made. Taken over every run of consecutive parts: where the index's
+    parts differ in size (they end at recording ends and every 512th row) the largest never
+    come all at once. (The estimate is convex, not linear, in recording_copies:
+    refit.fit_constants fits it on its tangents.)"""
+    per_window = i["n_channels"] * i["n_samples"] * FLOAT32
+    windows, signal = _stream_parts(i, slots)
+    beyond = [max(0.0, s * c["recording_copies"] - w * per_window)
+              for w, s in zip(windows, signal, strict=True)]
+    flight, making = _parts_in_flight(i), max(1, int(i["n_workers"]))
+    most = 0.0
+    for batched in range(-1, len(windows)):  # -1: before the model takes the first part
+        after = range(batched + 1, min(len(windows), batched + 1 + flight))
+        held = sum(windows[j] for j in after) + (windows[batched] if batched >= 0 else 0)
+        made = sorted((beyond[j] for j in after), reverse=True)[:making]
+        most = max(most, held * per_window + sum(made))
+    return most
 
 
 def _reader_processes(i: Inputs) -> int:
@@ -249,20 +272,18 @@ def _sklearn_workspace(i: Inputs, c: Constants) -> float:
 
 # ------------------------------------------------------- terms several job types share
 
+PARTS_HELD = ("parts in flight and being batched: their windows, and the signal each reader "
+              "reads and filters (float64 copies; a recording's statistic reads it whole "
+              "first), the larger")
 # Host terms shared by embed on the CPU and on the GPU (only activations move to the device).
 _EMBED_HOST_TERMS: list[Term] = [
     ("interpreter and libraries, with the model built", embed_baseline),
-    ("nights in flight: each reader's part, the larger of its signal read and filtered "
-     "(float64 copies; the whole recording first for the recording statistic) and the "
-     "windows it makes",
-     lambda i, c: _nights_in_flight(i) * _reader_part(i, c)),
+    # its batches are views of the part being batched; no finished part is held beyond it
+    # and those in flight
+    (PARTS_HELD, lambda i, c: _parts_held(i, c)),
     ("nights in flight: resampled signal copies",
      lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
      * c["window_copies"]),
-    ("windows of a part made ahead, waiting for the model",
-     lambda i, c: _parts_made_ahead(i) * _part_windows_bytes(i)),
-    # its batches are views of it; no finished part is held beyond those in flight
-    ("windows of the night being batched", lambda i, c: _part_windows_bytes(i)),
     ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
     ("HDF5 buffers", lambda i, c: c["hdf5_buffer_bytes"] + i["batch_size"] * i["feature_dim"]
      * FLOAT32),
@@ -326,11 +347,15 @@ _PROBE_ROWS: list[Term] = [
 
 EMBED_CPU_TERMS: tuple[Term, ...] = (*_EMBED_HOST_TERMS, ("batch activations", _batch_activations))
 # host memory (the device has its own terms below), the readers being processes
+# (its reader processes write each part into a shared slot the size of the largest part)
+_GPU_HOST_TERMS: list[Term] = [
+    (name, (lambda i, c: _parts_held(i, c, slots=True)) if name == PARTS_HELD else formula)
+    for name, formula in _EMBED_HOST_TERMS]
 EMBED_GPU_TERMS: tuple[Term, ...] = (
-    *_EMBED_HOST_TERMS[:-1], *_READER_PROCESS_TERMS,
+    *_GPU_HOST_TERMS[:-1], *_READER_PROCESS_TERMS,
     ("page-locked copies of batches, in and out of the device",
      lambda i, c: _page_locked_copies(i)),
-    _EMBED_HOST_TERMS[-1])
+    _GPU_HOST_TERMS[-1])
 EMBED_GPU_DEVICE_TERMS: tuple[Term, ...] = (
     ("CUDA context", _cuda_context),
     ("allocator peak at the smallest measured batch (weights, buffers, activations)",

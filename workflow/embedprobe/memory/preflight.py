@@ -41,19 +41,22 @@ from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.channel_maps import channel_plan
 from embedprobe.pipeline.check import OK, read_result
 from embedprobe.pipeline.device import embed_device
+from embedprobe.pipeline.filters import reach as filter_reach
 from embedprobe.pipeline.index import read_index
+from embedprobe.pipeline.preprocess import recorded_span
 from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing
-from embedprobe.pipeline.window_source import largest_part
+from embedprobe.pipeline.window_source import largest_part, parts
 from embedprobe.tasks.registry import task_for
 
 FLOAT64 = 8
 
 
-def recording_headers(config: dict, roots: dict, dataset: str) -> list:
-    """Every recording's header (channels, rate, length), read from the headers only."""
+def recording_headers(config: dict, roots: dict, dataset: str) -> dict:
+    """Every recording's header (channels, rate, length) by its name, read from the headers
+    only."""
     reader = reader_for(config, dataset)
-    return [reader.read_header(r) for r in find_dataset_recordings(config, roots, dataset)
-            if not r.problem]
+    return {r.recording: reader.read_header(r)
+            for r in find_dataset_recordings(config, roots, dataset) if not r.problem}
 
 
 def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
@@ -62,18 +65,21 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     stretch with the filters' reach (window_source.largest_part), or the longest recording
     from the headers where whole ones are read, and the longest recording again where the
     model's normalisation needs the recording's statistic first (BIOT under the reference
-    protocol). Both are sized by the recorded channels read (channels_read), not the model
-    inputs (check.n_chans: BIOT's 16 slots), which size the windows and batches."""
+    protocol); the same for each part, in stream order. All are sized by the recorded
+    channels read (channels_read), not the model inputs (check.n_chans: BIOT's 16 slots),
+    which size the windows and batches."""
     spec = model_spec(config, check.model, dataset)
     headers = recording_headers(config, roots, dataset)
-    recorded_sfreq = headers[0].sfreq
+    recorded_sfreq = next(iter(headers.values())).sfreq
     prep = preprocessing(config, dataset, spec)
     part = largest_part(table, prep.whole_recordings, spec.sfreq, check.n_times_epoch,
                         prep.filters)
-    longest = max(h.n_samples for h in headers)
+    lengths = {name: header.n_samples for name, header in headers.items()}
+    longest = max(lengths.values())
     samples = part.samples if part.samples is not None else longest
     read = channels_read(config, dataset, spec, prep)
     statistic = longest if prep.normalisation == RECORDING_Q95 else 0
+    windows, part_samples = stream_parts(table, prep, spec.sfreq, check.n_times_epoch, lengths)
     batch_size = config["embed"]["batch_size"]  # the request; fit_knobs may lower it
     return {
         "batch_size": batch_size,
@@ -87,10 +93,34 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "n_workers": config["embed"]["reader_threads"],
         "n_windows": len(table),
         "night_windows": part.windows,
+        "part_windows": windows,
+        "part_signal_bytes": [read * n * FLOAT64 for n in part_samples],
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
         "on_cluster": bool(config.get("memory_on_cluster")),
     } | measured_baseline(check) | gpu_inputs(check, batch_size)
+
+
+def stream_parts(table, prep, to_sfreq: float, window_samples: int,
+                 lengths: dict[str, int]) -> tuple[list[int], list[int]]:
+    """Each part's windows and the recorded samples its reader reads and filters, in stream
+    order (window_source.parts): the stretch its windows span with the filters' reach, up to
+    the recording's end, or the whole recording where whole ones are read (or the index has
+    no rates); the whole recording where the model's normalisation needs its statistic first
+    (window_source.recording_statistic), that being the longer."""
+    spans = not prep.whole_recordings and "sfreq" in table
+    windows, samples = [], []
+    for recording, rows in parts(table, prep.whole_recordings):
+        whole = lengths.get(recording, max(lengths.values()))
+        read = whole
+        if spans:
+            sfreq = float(rows["sfreq"].iloc[0])
+            first, stop = recorded_span(rows["start"].to_numpy(), sfreq, to_sfreq,
+                                        window_samples, extra=filter_reach(prep.filters, sfreq))
+            read = min(stop, whole) - first  # a stretch past the end reads what there is
+        windows.append(len(rows))
+        samples.append(whole if prep.normalisation == RECORDING_Q95 else read)
+    return windows, samples
 
 
 def channels_read(config: dict, dataset: str, spec, prep) -> int:
