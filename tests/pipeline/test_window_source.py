@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -555,3 +556,54 @@ def test_a_reader_process_imports_nothing_its_server_did_not_preload(demo, tmp_p
     assert done.returncode == 0, done.stderr
     imported = json.loads(done.stdout)
     assert imported == [], " ".join(imported)
+
+
+def test_reader_threads_wanting_one_recording_s_statistic_compute_it_once(monkeypatch):
+    """Two reader threads taking parts of one recording: the second waits for the first's
+    statistic instead of reading and filtering the whole recording again at the same time."""
+    import threading
+
+    from embedprobe.pipeline import window_source
+
+    reads = []
+    recorded = np.linspace(-50e-6, 50e-6, 4000, dtype=np.float32).reshape(2, 2000)
+
+    def slow_read(recipe, rec, span, index_sfreq):
+        reads.append(rec.signal_path)
+        time.sleep(0.3)  # long enough that the other thread asks meanwhile
+        return recorded, window_source.ReadSpan(0, 100.0)
+
+    monkeypatch.setattr(window_source, "_read", slow_read)
+    monkeypatch.setattr(window_source, "_STATISTICS", {})
+    recipe = _Recipe()  # the cache keys on (recipe, path)
+    monkeypatch.setattr(window_source, "apply_filters", lambda data, sfreq, steps: data)
+    rec = SimpleNamespace(signal_path=Path("/data/night 1.edf"))
+    results = []
+
+    def want():
+        results.append(window_source.recording_statistic(recipe, rec, None))
+
+    threads = [threading.Thread(target=want) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert reads == [rec.signal_path]  # read (and filtered) once
+    expected = np.quantile(np.abs(recorded * 1e6), 0.95, axis=1)
+    assert len(results) == 3
+    for value in results:
+        np.testing.assert_allclose(value, expected, rtol=1e-5)
+    assert window_source._COMPUTING == {}  # nothing left waiting
+    # another recording is computed anew
+    other = SimpleNamespace(signal_path=Path("/data/night 2.edf"))
+    window_source.recording_statistic(recipe, other, None)
+    assert len(reads) == 2
+
+
+class _Recipe:
+    """A recipe stand-in: what recording_statistic reads of it, hashable as WindowRecipe is."""
+
+    preprocessing = SimpleNamespace(filters=())
+
+    def __hash__(self):
+        return 1

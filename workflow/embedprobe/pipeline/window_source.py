@@ -255,10 +255,13 @@ def _read(recipe: WindowRecipe, rec, span: tuple[int, int] | None, index_sfreq: 
 
 
 # Per reader (thread or process): the statistic of the recordings it made parts of lately.
-# Parts of one recording mostly go to one reader in turn; another reader computes it once more.
+# Reader threads share it: one computes a recording's statistic while the others that want it
+# wait for that value (two threads taking parts of one recording would otherwise each read and
+# filter it whole, at once). Reader processes compute their own.
 _STATISTICS: dict = {}
 _STATISTICS_KEPT = 4
 _STATISTICS_LOCK = threading.Lock()
+_COMPUTING: dict = {}  # key -> the lock its computing thread holds
 
 
 def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
@@ -268,12 +271,22 @@ def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) ->
     with _STATISTICS_LOCK:
         if key in _STATISTICS:
             return _STATISTICS[key]
-    signals, span = _read(recipe, rec, None, index_sfreq)
-    value = recording_q95(apply_filters(signals, span.sfreq, recipe.preprocessing.filters))
-    with _STATISTICS_LOCK:
-        _STATISTICS[key] = value
-        while len(_STATISTICS) > _STATISTICS_KEPT:
-            del _STATISTICS[next(iter(_STATISTICS))]
+        computing = _COMPUTING.setdefault(key, threading.Lock())
+    with computing:
+        with _STATISTICS_LOCK:  # computed by the thread this one waited for
+            if key in _STATISTICS:
+                return _STATISTICS[key]
+        try:
+            signals, span = _read(recipe, rec, None, index_sfreq)
+            value = recording_q95(apply_filters(signals, span.sfreq,
+                                                recipe.preprocessing.filters))
+            with _STATISTICS_LOCK:
+                _STATISTICS[key] = value
+                while len(_STATISTICS) > _STATISTICS_KEPT:
+                    del _STATISTICS[next(iter(_STATISTICS))]
+        finally:
+            with _STATISTICS_LOCK:
+                _COMPUTING.pop(key, None)
     return value
 
 
