@@ -233,8 +233,12 @@ def runs(tmp_path_factory):
     after = file_hashes(*real)
     again = snakemake(workdir, *args, "-n", "pair", config=("folds=debug",))
     strict = snakemake(workdir, *args, "-n", "pair", config=("strict=true",))
+    # model aliases: all_random is biot_random here; biot, BIOT's pretrained checkpoints, none
+    aliases = {alias: snakemake(workdir, *args, "-n", "pair",
+                                config=("folds=debug", f"only_models={alias}"))
+               for alias in ("all_random", "biot", "all_randon")}
     return {"workdir": workdir, "debug": debug, "capped": capped, "again": again,
-            "strict": strict, "before": before, "after": after}
+            "strict": strict, "before": before, "after": after, "aliases": aliases}
 
 
 @pytest.mark.workflow
@@ -315,3 +319,21 @@ def test_strict_refuses_the_dataset_without_files(runs):
     assert (f"error: dataset 'sleep_edf_gone' is missing (0/2 recordings) in "
             f"{workdir}/data/gone") in run.stderr
     assert f"fix: put the sleep_edf_gone files under {workdir}/data/gone" in run.stderr
+
+
+@pytest.mark.workflow
+def test_model_aliases_select_in_the_real_plan(runs):
+    aliases = runs["aliases"]
+    same = aliases["all_random"]  # = only_models=biot_random: the debug run's jobs, all done
+    assert same.returncode == 0, same.stderr[-2000:]
+    assert "Nothing to be done" in same.stdout + same.stderr, same.stdout[-2000:]
+    pretrained = aliases["biot"]  # biot_pretrained, biot_six_datasets: pair runs neither
+    assert pretrained.returncode == 2, pretrained.stderr[-2000:]
+    assert ("error: only_models=biot_pretrained,biot_six_datasets folds=debug leaves target "
+            "'pair' nothing to run: its benchmarks run models biot_random") in pretrained.stderr
+    typo = aliases["all_randon"]
+    assert typo.returncode == 2, typo.stderr[-2000:]
+    assert ("error: config only_models names unknown model 'all_randon' (did you mean "
+            "'all_random'?)") in typo.stderr
+    assert "or an alias: all_pretrained, all_random, biot, labram, cbramod, eegpt" in (
+        typo.stderr)

@@ -170,6 +170,7 @@ def cmd_check(args, config, roots):
     """
     import time
 
+    from embedprobe.core.model_aliases import expand_models
     from embedprobe.pipeline.check import (
         check_pair,
         closing_notes,
@@ -184,9 +185,11 @@ def cmd_check(args, config, roots):
     if args.benchmark:
         bench = lookup(config, "benchmarks", args.benchmark)
         datasets = [args.dataset] if args.dataset else bench["datasets"]
-        models = args.model.split(",") if args.model else bench["models"]
+        models = (expand_models(args.model.split(","), config["models"], "--model")
+                  if args.model else bench["models"])
     else:
-        datasets, models = [args.dataset], args.model.split(",")
+        datasets = [args.dataset]
+        models = expand_models(args.model.split(","), config["models"], "--model")
     if args.out and len(datasets) * len(models) != 1:
         raise UsageError("--out names one pair's JSON, but this check has "
                          f"{len(datasets) * len(models)} pairs",

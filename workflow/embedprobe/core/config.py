@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 from pathlib import Path
 
 import yaml
 
 from embedprobe.core.errors import UsageError
+from embedprobe.core.model_aliases import expand_models
+from embedprobe.core.names import closest  # noqa: F401  (imported from here by many modules)
 from embedprobe.core.paths import ROOTS, limited_roots
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -49,12 +50,6 @@ def _fill(value, schema: dict) -> None:
         for key, item in value.items():
             if key not in known:
                 _fill(item, schema["additionalProperties"])
-
-
-def closest(name: str, choices) -> str:
-    """' (did you mean X?)' when a close valid name exists, else ''."""
-    match = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.5)
-    return f" (did you mean '{match[0]}'?)" if match else ""
 
 
 def _schema() -> dict:
@@ -105,22 +100,26 @@ def _check_values(config: dict, schema: dict) -> None:
 
 def check_names(config: dict) -> None:
     """Every key is known, every value fits the schema, and every benchmark names datasets and
-    models the config defines; then the schema's defaults are filled in (fill_defaults)."""
+    models the config defines (model aliases expanded: core/model_aliases.py); then the schema's
+    defaults are filled in (fill_defaults)."""
     coerce_flags(config)
     schema = _schema()
     _check_keys(config, schema, "")
     _check_values(config, schema)
     _fill(config, schema)
     for bench_id, bench in config.get("benchmarks", {}).items():
-        for kind in ("datasets", "models"):
-            defined = config.get(kind, {})
-            for name in bench.get(kind, []):
-                if name not in defined:
-                    raise UsageError(
-                        f"benchmark '{bench_id}' names unknown {kind[:-1]} '{name}'"
-                        f"{closest(name, defined)}",
-                        fix=f"use one of: {', '.join(sorted(defined))} (config/{kind}.yaml)",
-                    )
+        defined = config.get("datasets", {})
+        for name in bench.get("datasets", []):
+            if name not in defined:
+                raise UsageError(
+                    f"benchmark '{bench_id}' names unknown dataset '{name}'"
+                    f"{closest(name, defined)}",
+                    fix=f"use one of: {', '.join(sorted(defined))} (config/datasets.yaml)",
+                )
+        # aliases (all_pretrained, all_random, a family) become their model ids, in place
+        if "models" in bench:
+            bench["models"] = expand_models(bench["models"], config.get("models", {}),
+                                            f"benchmark '{bench_id}'")
 
 
 def resolve_roots(config: dict, environ=os.environ) -> dict:

@@ -32,7 +32,18 @@ def in_job_config(key: str, value) -> bool:
 
 
 def name_list(config: dict, key: str) -> list[str] | None:
-    """only_models / only_datasets as a list (`a,b` from the command line too); None: all."""
+    """only_models / only_datasets as a list (`a,b` from the command line too), model aliases
+    as their ids (core/model_aliases.py); None: all."""
+    names = _listed(config, key)
+    if names is None or key != "only_models":
+        return names
+    from embedprobe.core.model_aliases import expand_models
+
+    return expand_models(names, config.get("models", {}), "config only_models")
+
+
+def _listed(config: dict, key: str) -> list[str] | None:
+    """The names as written: a list, or `a,b`."""
     value = config.get(key)
     if value is None:
         return None
@@ -82,10 +93,13 @@ def check_selection(config: dict) -> None:
 
     for kind in ("models", "datasets"):
         defined = config.get(kind, {})
-        listed = name_list(config, f"only_{kind}")
+        listed = _listed(config, f"only_{kind}")
         if listed == []:
             raise UsageError(f"config only_{kind} is empty",
                              fix=f"name some {kind}, or leave only_{kind} out to run them all")
+        if kind == "models":
+            name_list(config, "only_models")  # an unknown name or alias: its usage error
+            continue
         for name in listed or ():
             if name not in defined:
                 raise UsageError(

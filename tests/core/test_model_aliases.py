@@ -1,0 +1,79 @@
+"""Model aliases (core/model_aliases.py): all_pretrained, all_random and a family name expand to
+model ids in config order wherever models are listed; unknown names are usage errors."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from embedprobe.core.config import check_names, load_config
+from embedprobe.core.errors import UsageError
+from embedprobe.core.model_aliases import expand_models, model_aliases
+from embedprobe.core.selection import check_selection, name_list, selected
+
+from helpers.project import PROJECT, VENV_BIN
+
+PRETRAINED = ["biot_pretrained", "biot_six_datasets", "labram_pretrained", "cbramod_pretrained",
+              "eegpt_pretrained"]
+RANDOM = ["biot_random", "labram_random", "cbramod_random", "eegpt_random"]
+
+
+@pytest.fixture
+def config():
+    return load_config()
+
+
+def test_the_shipped_models_aliases(config):
+    assert model_aliases(config["models"]) == {
+        "all_pretrained": PRETRAINED, "all_random": RANDOM,
+        "biot": ["biot_pretrained", "biot_six_datasets"], "labram": ["labram_pretrained"],
+        "cbramod": ["cbramod_pretrained"], "eegpt": ["eegpt_pretrained"]}
+
+
+def test_a_benchmark_list_expands_in_order_and_once(config):
+    config["benchmarks"]["demo"]["models"] = ["labram_random", "all_random", "biot"]
+    check_names(config)
+    assert config["benchmarks"]["demo"]["models"] == [
+        "labram_random", "biot_random", "cbramod_random", "eegpt_random", "biot_pretrained",
+        "biot_six_datasets"]
+    check_names(config)  # ids stay ids: expanding again changes nothing
+    assert config["benchmarks"]["demo"]["models"][:2] == ["labram_random", "biot_random"]
+
+
+def test_only_models_takes_aliases(config):
+    config["only_models"] = "cbramod,all_random"
+    check_selection(config)
+    assert name_list(config, "only_models") == ["cbramod_pretrained", *RANDOM]
+    assert selected(config, "sleep_stage", "models") == [
+        m for m in config["benchmarks"]["sleep_stage"]["models"]
+        if m in ["cbramod_pretrained", *RANDOM]]
+
+
+def test_a_model_id_spelled_like_an_alias_is_that_model(config):
+    models = {"biot": {"family": "biot", "weights": "hf:org/biot"},
+              "all_random": {"family": "x", "weights": "random"},
+              "x_random": {"family": "x", "weights": "random"}}
+    assert model_aliases(models) == {"all_pretrained": ["biot"]}
+    assert expand_models(["all_random", "biot"], models, "here") == ["all_random", "biot"]
+
+
+def test_unknown_names_and_empty_aliases_are_usage_errors(config):
+    config["benchmarks"]["demo"]["models"] = ["all_pretraind"]
+    with pytest.raises(UsageError) as raised:
+        check_names(config)
+    assert raised.value.message == ("benchmark 'demo' names unknown model 'all_pretraind' (did "
+                                    "you mean 'all_pretrained'?)")
+    assert "biot_random" in raised.value.fix and "all_pretrained" in raised.value.fix
+    only_random = {"a_random": {"family": "a", "weights": "random"}}
+    with pytest.raises(UsageError, match="'all_pretrained', which stands for no model"):
+        expand_models(["all_pretrained"], only_random, "config only_models")
+
+
+def test_check_takes_an_alias_and_refuses_a_typo_with_exit_2(tmp_path):
+    cli = str(VENV_BIN / "embedprobe")
+    done = subprocess.run([cli, "check", "--benchmark", "demo", "--model", "eegt"],
+                          capture_output=True, text=True, cwd=PROJECT, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "error: --model names unknown model 'eegt' (did you mean 'eegpt'?)" in done.stderr
+    assert "fix: " in done.stderr

@@ -1,0 +1,63 @@
+"""Names that stand for several model ids wherever models are listed: a benchmark's `models:`,
+`only_models` and `embedprobe check --model`.
+
+- `all_pretrained`: every model whose `weights` are not `random` (Hub checkpoints, local files);
+- `all_random`: every random-init baseline;
+- a family name (`biot`, `labram`, ...): that family's pretrained checkpoints.
+
+Each expands to the ids in config/models.yaml's order. A model id spelled like an alias is
+that model, not the alias. config.check_names expands a benchmark's list, selection.name_list
+`only_models`. Only the standard library and core here: the Snakefile's parse imports it.
+"""
+
+from __future__ import annotations
+
+from embedprobe.core.errors import UsageError
+from embedprobe.core.names import closest
+
+RANDOM_WEIGHTS = "random"
+ALL_PRETRAINED = "all_pretrained"
+ALL_RANDOM = "all_random"
+
+
+def is_pretrained(entry: dict) -> bool:
+    """Whether a model entry loads trained weights (anything but `weights: random`)."""
+    return str(entry.get("weights", RANDOM_WEIGHTS)) != RANDOM_WEIGHTS
+
+
+def model_aliases(models: dict) -> dict[str, list[str]]:
+    """Each alias and the model ids it stands for, in config order. A family alias exists
+    where the family has a pretrained checkpoint; the two `all_` aliases always exist."""
+    pretrained = [m for m, entry in models.items() if is_pretrained(entry)]
+    aliases = {ALL_PRETRAINED: pretrained,
+               ALL_RANDOM: [m for m in models if m not in pretrained]}
+    for model in pretrained:
+        family = models[model].get("family")
+        if family:
+            aliases.setdefault(str(family), []).append(model)
+    return {alias: ids for alias, ids in aliases.items() if alias not in models}
+
+
+def expand_models(names, models: dict, where: str) -> list[str]:
+    """`names` with each alias replaced by its model ids, in order, each id once. An unknown
+    name is a usage error naming `where` and the closest valid name; so is an alias that
+    stands for no model (no pretrained checkpoint is configured, say)."""
+    aliases = model_aliases(models)
+    expanded: list[str] = []
+    for name in names:
+        name = str(name)
+        if name in models:
+            ids = [name]
+        elif name in aliases:
+            ids = aliases[name]
+            if not ids:
+                raise UsageError(f"{where} names '{name}', which stands for no model of "
+                                 "config/models.yaml",
+                                 fix="name model ids instead, or add such a model")
+        else:
+            raise UsageError(
+                f"{where} names unknown model '{name}'{closest(name, [*models, *aliases])}",
+                fix=f"use one of: {', '.join(sorted(models))} (config/models.yaml), or an "
+                    f"alias: {', '.join(aliases)}")
+        expanded += [model for model in ids if model not in expanded]
+    return expanded
