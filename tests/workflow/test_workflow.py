@@ -322,10 +322,11 @@ def test_a_refit_from_the_demo_runs_is_refused(demo_run):
     assert refit.returncode == 2 and not (workdir / "refitted.yaml").exists()
     err = refit.stderr
     assert "error: cannot refit the memory calibration from these runs:" in err
-    # recording_copies enters through the larger of the statistic and the stretch (a convex
-    # term, refit on tangents): a demo's single embed run refits the other two
-    assert ("embed_cpu: kept the table's constants (1 run): too few runs: 1 for 2 constants "
-            "(window_copies, activation_factor)") in err, err
+    # recording_copies enters where a part's filtered signal (BIOT: its whole recording, for
+    # the statistic) outgrows its windows (a convex term, refit on its tangent): with the
+    # table's 3.2 copies it does on the demo, so the single embed run is 1 for 3 constants
+    assert ("embed_cpu: kept the table's constants (1 run): too few runs: 1 for 3 constants "
+            "(recording_copies, window_copies, activation_factor)") in err, err
     for job in ("probe_logistic", "probe_brain_age"):
         assert f"  {job}: kept the table's constants (" in err, err
     assert "left out" not in err, err  # every run joined with its preflight entry
