@@ -33,8 +33,8 @@ measured in, and a drift table against the table it replaces is printed (constan
 that fell).
 
 Usage:
-  python scripts/calibrate_memory.py --quick          # ~20 min on 2 cores; shipped table
-  python scripts/calibrate_memory.py --quick --jobs embed_cpu   # its embed runs alone
+  python scripts/calibrate_memory.py --quick          # the shipped table
+  python scripts/calibrate_memory.py --quick --jobs embed_cpu   # its embed runs alone (474 s)
   python scripts/calibrate_memory.py                  # more and larger runs
   python scripts/calibrate_memory.py --quick --out /tmp/cal.yaml --no-drift
 """

@@ -50,7 +50,7 @@ def test_only_models_takes_aliases(config):
         if m in ["cbramod_pretrained", *RANDOM]]
 
 
-def test_a_model_id_spelled_like_an_alias_is_that_model(config):
+def test_a_model_id_spelled_like_an_alias_is_that_model():
     models = {"biot": {"family": "biot", "weights": "hf:org/biot"},
               "all_random": {"family": "x", "weights": "random"},
               "x_random": {"family": "x", "weights": "random"}}
@@ -70,7 +70,7 @@ def test_unknown_names_and_empty_aliases_are_usage_errors(config):
         expand_models(["all_pretrained"], only_random, "config only_models")
 
 
-def test_check_takes_an_alias_and_refuses_a_typo_with_exit_2(tmp_path):
+def test_check_refuses_a_misspelt_alias_with_exit_2():
     cli = str(VENV_BIN / "embedprobe")
     done = subprocess.run([cli, "check", "--benchmark", "demo", "--model", "eegt"],
                           capture_output=True, text=True, cwd=PROJECT, timeout=300)

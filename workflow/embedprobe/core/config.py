@@ -10,7 +10,7 @@ import yaml
 
 from embedprobe.core.errors import UsageError
 from embedprobe.core.model_aliases import expand_models
-from embedprobe.core.names import closest  # noqa: F401  (imported from here by many modules)
+from embedprobe.core.names import closest  # other modules import it from here too
 from embedprobe.core.paths import ROOTS, limited_roots
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]

@@ -41,11 +41,9 @@ from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.channel_maps import channel_plan
 from embedprobe.pipeline.check import OK, read_result
 from embedprobe.pipeline.device import embed_device
-from embedprobe.pipeline.filters import reach as filter_reach
 from embedprobe.pipeline.index import read_index
-from embedprobe.pipeline.preprocess import recorded_span
 from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing
-from embedprobe.pipeline.window_source import largest_part, parts
+from embedprobe.pipeline.window_source import largest_part, part_spans
 from embedprobe.tasks.registry import task_for
 
 FLOAT64 = 8
@@ -104,22 +102,19 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
 def stream_parts(table, prep, to_sfreq: float, window_samples: int,
                  lengths: dict[str, int]) -> tuple[list[int], list[int]]:
     """Each part's windows and the recorded samples its reader reads and filters, in stream
-    order (window_source.parts): the stretch its windows span with the filters' reach, up to
-    the recording's end, or the whole recording where whole ones are read (or the index has
-    no rates); the whole recording where the model's normalisation needs its statistic first
-    (window_source.recording_statistic), that being the longer."""
-    spans = not prep.whole_recordings and "sfreq" in table
+    order (window_source.part_spans): its stretch, up to the recording's end, or the whole
+    recording where whole ones are read (or the index has no rates); the whole recording where
+    the model's normalisation needs its statistic first (window_source.recording_statistic),
+    that being the longer."""
+    longest = max(lengths.values())
     windows, samples = [], []
-    for recording, rows in parts(table, prep.whole_recordings):
-        whole = lengths.get(recording, max(lengths.values()))
-        read = whole
-        if spans:
-            sfreq = float(rows["sfreq"].iloc[0])
-            first, stop = recorded_span(rows["start"].to_numpy(), sfreq, to_sfreq,
-                                        window_samples, extra=filter_reach(prep.filters, sfreq))
-            read = min(stop, whole) - first  # a stretch past the end reads what there is
-        windows.append(len(rows))
-        samples.append(whole if prep.normalisation == RECORDING_Q95 else read)
+    for recording, n_windows, span in part_spans(table, prep.whole_recordings, to_sfreq,
+                                                 window_samples, prep.filters):
+        whole = lengths.get(recording, longest)
+        statistic = prep.normalisation == RECORDING_Q95
+        # a stretch past the recording's end reads what there is
+        samples.append(whole if span is None or statistic else min(span[1], whole) - span[0])
+        windows.append(n_windows)
     return windows, samples
 
 

@@ -122,22 +122,34 @@ class LargestPart:
     samples: int | None  # recorded samples read for it; None: whole recordings are read
 
 
-def largest_part(table: pd.DataFrame, whole: bool, to_sfreq: float, window_samples: int,
-                 filters: tuple = ()) -> LargestPart:
-    """The most windows and recorded samples any part of `table` holds (window_samples at
-    the model rate `to_sfreq`, the `filters`' reach included; the index's `sfreq` column is
-    the recorded rate: without it make_windows reads whole files, and so samples is None
-    here too)."""
+def part_spans(table: pd.DataFrame, whole: bool, to_sfreq: float, window_samples: int,
+               filters: tuple = ()) -> Iterator[tuple[str, int, tuple[int, int] | None]]:
+    """(recording, windows, recorded span) of each part of `table` in stream order (parts):
+    the recorded samples [first, stop) its windows span (window_samples at the model rate
+    `to_sfreq`, the `filters`' reach included; stop may pass the recording's end). None where
+    make_windows reads whole files: whole recordings, or an index without its `sfreq` column
+    (the recorded rate)."""
     spans = not whole and "sfreq" in table
-    windows, samples = 0, 0
-    for _recording, rows in parts(table, whole):
-        windows = max(windows, len(rows))
+    for recording, rows in parts(table, whole):
+        span = None
         if spans:
             sfreq = float(rows["sfreq"].iloc[0])
-            first, stop = recorded_span(rows["start"].to_numpy(), sfreq, to_sfreq,
-                                        window_samples, extra=filter_reach(filters, sfreq))
-            samples = max(samples, stop - first)
-    return LargestPart(windows, samples if spans else None)
+            span = recorded_span(rows["start"].to_numpy(), sfreq, to_sfreq, window_samples,
+                                 extra=filter_reach(filters, sfreq))
+        yield recording, len(rows), span
+
+
+def largest_part(table: pd.DataFrame, whole: bool, to_sfreq: float, window_samples: int,
+                 filters: tuple = ()) -> LargestPart:
+    """The most windows and recorded samples any part of `table` holds (part_spans; samples
+    is None where whole files are read)."""
+    windows, samples = 0, 0
+    for _recording, n_windows, span in part_spans(table, whole, to_sfreq, window_samples,
+                                                  filters):
+        windows = max(windows, n_windows)
+        if span is not None:
+            samples = max(samples, span[1] - span[0])
+    return LargestPart(windows, samples if not whole and "sfreq" in table else None)
 
 
 @dataclass(frozen=True)
