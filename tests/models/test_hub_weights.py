@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-from fnmatch import fnmatch
 from pathlib import Path
 
 import h5py
@@ -37,6 +36,8 @@ from embedprobe.smk import plan as smk_plan
 from embedprobe.smk.job_configs import not_run_file
 from embedprobe.smk.plan import known_skips, runnable_models
 
+from helpers.hub import NO_HUB, FakeHub, commit_of, fetch_cli, publish
+
 DATASET = "sleep_edf_demo"
 # biot_pretrained: the reference suite's PREST checkpoint; biot_six_datasets: the 18-token one.
 BIOT_REPO = "braindecode/biot-pretrained-prest-16chs"
@@ -47,22 +48,8 @@ SIX_DATASETS_REPO = "braindecode/biot-pretrained-six-datasets-18chs"
 BIOT_LAYOUTS = {BIOT_REPO: dict(n_chans=16, sfreq=200, n_times=2000),
                 SIX_DATASETS_REPO: dict(n_chans=18, sfreq=200, n_times=2000)}
 EEGPT_REPO = "braindecode/eegpt-pretrained"
-REAL_DOWNLOAD = huggingface_hub.snapshot_download
 # A small EEGPT (the published one is 8 x 512): what its checkpoint and the model entry share.
 SMALL_EEGPT = {"depth": 1, "embed_dim": 64, "num_heads": 4}
-# Any request to the hub from a job would go here, and fail: nothing listens on port 9.
-NO_HUB = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0"}
-
-
-def publish(hub_dir: Path, repo: str, spec, n_chans: int, seed: int = 5, **changes) -> Path:
-    """A repo as braindecode publishes it: save_pretrained of a (random) model."""
-    spec = dataclasses.replace(spec, weights=RANDOM, seed=seed, **changes)
-    model, _ = build_model(spec, n_chans, roots={})
-    folder = hub_dir / repo
-    if folder.exists():
-        shutil.rmtree(folder)
-    model.save_pretrained(folder)
-    return folder
 
 
 def publish_biot(hub_dir: Path, repo: str, seed: int = 5) -> Path:
@@ -76,35 +63,6 @@ def publish_biot(hub_dir: Path, repo: str, seed: int = 5) -> Path:
         shutil.rmtree(folder)
     model.save_pretrained(folder)
     return folder
-
-
-class FakeHub:
-    """snapshot_download from local folders: counts the downloads, knows revision `main`."""
-
-    def __init__(self, hub_dir: Path):
-        self.hub_dir, self.calls = hub_dir, []
-
-    def __call__(self, repo_id, *, revision=None, cache_dir=None, allow_patterns=None,
-                 local_files_only=False, force_download=False, **kwargs):
-        if local_files_only:
-            return REAL_DOWNLOAD(repo_id, revision=revision, cache_dir=cache_dir,
-                                 allow_patterns=allow_patterns, local_files_only=True)
-        self.calls.append((repo_id, revision, force_download))
-        source = self.hub_dir / repo_id
-        if revision != "main" or not source.is_dir():
-            raise ValueError(f"Revision Not Found for url: https://huggingface.co/api/models/"
-                             f"{repo_id}/revision/{revision}")
-        commit = hashlib.sha1(f"{repo_id}{revision}".encode()).hexdigest()
-        repo_cache = Path(cache_dir) / f"models--{repo_id.replace('/', '--')}"
-        snapshot = repo_cache / "snapshots" / commit
-        snapshot.mkdir(parents=True, exist_ok=True)
-        for path in source.iterdir():
-            if any(fnmatch(path.name, p) for p in allow_patterns):
-                if force_download or not (snapshot / path.name).exists():
-                    shutil.copyfile(path, snapshot / path.name)
-        (repo_cache / "refs").mkdir(exist_ok=True)
-        (repo_cache / "refs" / revision).write_text(commit)
-        return str(snapshot)
 
 
 @pytest.fixture(scope="module")
@@ -139,15 +97,6 @@ def env(tiny, tmp_path, monkeypatch):
     return config, roots, fake, index
 
 
-def fetch_cli(config, *models):
-    return cli.main(["--job-config", json.dumps(config), "fetch-weights", *models])
-
-
-def commit_of(repo: str, revision: str = "main") -> str:
-    """The commit FakeHub resolves a revision to."""
-    return hashlib.sha1(f"{repo}{revision}".encode()).hexdigest()
-
-
 # ------------------------------------------------------------------------------ the names
 
 
@@ -166,11 +115,23 @@ def test_the_shipped_repos_are_those_braindecode_documents():
         "labram_pretrained": "braindecode/labram-pretrained",
         "cbramod_pretrained": "braindecode/cbramod-pretrained",
         "eegpt_pretrained": EEGPT_REPO,
+        "bendr_pretrained": "braindecode/braindecode-bendr",
+        "signal_jepa_pretrained": "braindecode/signal-jepa",
+        "signal_jepa_without_chans_pretrained": "braindecode/signal-jepa_without-chans",
+        "luna_base_pretrained": "PulpBio/LUNA",
+        "luna_large_pretrained": "PulpBio/LUNA",
+        "luna_huge_pretrained": "PulpBio/LUNA",
+        "reve_base_pretrained": "brain-bzh/reve-base",
+        "steegformer_small_pretrained": "braindecode/STEEGFormer-small",
+        "steegformer_base_pretrained": "braindecode/STEEGFormer-base",
+        "steegformer_large_pretrained": "braindecode/STEEGFormer-large",
+        "steegformer_largev2_pretrained": "braindecode/STEEGFormer-largeV2",
     }
     assert braindecode.__version__ == "1.8.1"
     for entry in pretrained.values():
         cls = getattr(braindecode.models, ARCHITECTURES[entry["architecture"]].class_name)
-        assert f'"{hub.hub_repo(entry["weights"])}"' in cls.__doc__, cls.__name__
+        assert hub.hub_repo(entry["weights"]) in cls.__doc__, cls.__name__
+        assert entry.get("hub_file", hub.WEIGHTS_FILE) in cls.__doc__ + hub.WEIGHTS_FILE
         assert entry["revision"] == "main"
 
 

@@ -23,9 +23,16 @@ from embedprobe.models.architectures import ARCHITECTURES  # noqa: E402
 from embedprobe.models.encoder import Encoder  # noqa: E402
 from embedprobe.models.registry import model_spec, weights_path  # noqa: E402
 from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_map_path, channel_plan  # noqa: E402
-from embedprobe.pipeline.preprocess import cut_windows, resample, scale  # noqa: E402
+from embedprobe.pipeline.preprocess import (  # noqa: E402
+    cut_windows,
+    recording_zscore,
+    resample,
+    scale,
+    zscore_by_recording,
+)
+from embedprobe.pipeline.protocol import RECORDING_ZSCORE  # noqa: E402
 
-from helpers.project import SCRIPTS, with_local_weights  # noqa: E402
+from helpers.project import LOCAL_WEIGHTS, SCRIPTS, with_local_weights  # noqa: E402
 
 sys.path.insert(0, str(SCRIPTS))
 from make_weights import main as make_weights_main  # noqa: E402
@@ -33,10 +40,15 @@ from make_weights import write_weights  # noqa: E402
 
 DATASET = "sleep_edf_demo"
 # Feature widths as documented (REFERENCE.md), independent of the code under test.
-WIDTH = {"biot": 256, "labram": 200, "cbramod": 200, "eegpt": 2048}
-RATE = {"biot": 200, "labram": 200, "cbramod": 200, "eegpt": 256}
+WIDTH = {"biot": 256, "labram": 200, "cbramod": 200, "eegpt": 2048, "bendr": 512,
+         "signal_jepa": 64, "luna": 256, "reve": 512, "steegformer": 512}
+RATE = {"biot": 200, "labram": 200, "cbramod": 200, "eegpt": 256, "bendr": 256,
+        "signal_jepa": 128, "luna": 256, "reve": 200, "steegformer": 128}
 CONFIG = with_local_weights(load_config())
-MODEL_IDS = sorted(CONFIG["models"])
+# Every family's random init, and the local-file path of the first four families' checkpoints
+# (every family's hub checkpoint: tests/models/test_hub_weights.py).
+MODEL_IDS = sorted(m for m, e in CONFIG["models"].items()
+                   if e["weights"] == "random" or m in LOCAL_WEIGHTS)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -61,8 +73,11 @@ def epochs_for(spec, signals, stages, wanted=("W", "3")) -> np.ndarray:
     starts = np.array([int(np.flatnonzero(stages == s)[0]) for s in wanted]) * 30 * 100
     resampled = resample(signals, 100, spec.sfreq)
     ratio = spec.sfreq / 100
-    return scale(cut_windows(resampled, np.round(starts * ratio).astype(np.int64),
-                             int(30 * spec.sfreq)), spec.scaling)
+    windows = cut_windows(resampled, np.round(starts * ratio).astype(np.int64),
+                          int(30 * spec.sfreq))
+    if spec.scaling == RECORDING_ZSCORE:  # a normalisation by the recording's moments
+        return zscore_by_recording(windows.astype(np.float32), recording_zscore(resampled))
+    return scale(windows, spec.scaling)
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +224,11 @@ def test_channel_maps_cover_every_family_and_the_demo_shares_sleep_edfs():
     assert channel_map_path(CONFIG, DATASET) == expanded  # channel_map: in datasets.yaml
     assert channel_map_path(CONFIG, "sleep_edf_expanded") == expanded  # named after the id
     families = {entry["family"] for entry in CONFIG["models"].values()}
-    assert families == set(WIDTH) == set(yaml.safe_load(expanded.read_text()))
+    assert families == set(WIDTH)
+    # every dataset's map has an entry, usable or ruled out with its reason, for every family
+    for path in sorted(CHANNEL_MAP_DIR.glob("*.yaml")):
+        assert set(yaml.safe_load(path.read_text())) == families, path.name
+    assert families == set(yaml.safe_load(expanded.read_text()))
     for family in families:
         plan = channel_plan(CONFIG, DATASET, family)
         assert plan.recorded == ("EEG Fpz-Cz", "EEG Pz-Oz"), family

@@ -42,7 +42,7 @@ from embedprobe.pipeline.channel_maps import channel_plan
 from embedprobe.pipeline.check import OK, read_result
 from embedprobe.pipeline.device import embed_device
 from embedprobe.pipeline.index import read_index
-from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing
+from embedprobe.pipeline.protocol import preprocessing
 from embedprobe.pipeline.window_source import largest_part, part_spans
 from embedprobe.tasks.registry import task_for
 
@@ -76,7 +76,7 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     longest = max(lengths.values())
     samples = part.samples if part.samples is not None else longest
     read = channels_read(config, dataset, spec, prep)
-    statistic = longest if prep.normalisation == RECORDING_Q95 else 0
+    statistic = longest if prep.normalisation else 0
     windows, part_samples = stream_parts(table, prep, spec.sfreq, check.n_times_epoch, lengths)
     batch_size = config["embed"]["batch_size"]  # the request; fit_knobs may lower it
     return {
@@ -111,7 +111,7 @@ def stream_parts(table, prep, to_sfreq: float, window_samples: int,
     for recording, n_windows, span in part_spans(table, prep.whole_recordings, to_sfreq,
                                                  window_samples, prep.filters):
         whole = lengths.get(recording, longest)
-        statistic = prep.normalisation == RECORDING_Q95
+        statistic = prep.normalisation is not None
         # a stretch past the recording's end reads what there is
         samples.append(whole if span is None or statistic else min(span[1], whole) - span[0])
         windows.append(n_windows)

@@ -19,12 +19,15 @@ fall back to some other embedding (EEGPT) or fail deep inside the forward pass (
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
 from embedprobe.core.errors import ModelError
+from embedprobe.models import electrodes
 
 if TYPE_CHECKING:  # the Snakefile reads this table at parse time: no torch there (~220 MB)
     import torch
@@ -127,6 +130,105 @@ def _eegpt_forward(model, x, ch_names, readout=MEAN):
     return summary.flatten(2).mean(dim=1)
 
 
+# ------------------------------------------------------------------ channels given by position
+# (models/electrodes.py). `companions` holds the files a pretrained checkpoint was fetched with
+# (checkpoints.COMPANIONS: name -> local path); a random-init model has none.
+
+
+def _chs_with_positions(family: str):
+    """SignalJEPA, LUNA: each channel's template position makes its channel embedding."""
+    def kwargs(ch_names: tuple[str, ...], companions: dict, params: dict) -> dict:
+        if params.get("channel_embedding") == "pretrain_aligned":
+            # its checkpoint has one embedding row per pretraining channel, picked by name
+            # (braindecode raises a bare ValueError for another name)
+            from braindecode.models.signal_jepa import _PRETRAIN_CHS_INFO
+
+            _require_known(ch_names, {ch["ch_name"].upper(): i for i, ch in
+                                      enumerate(_PRETRAIN_CHS_INFO)},
+                           f"{family} (pretrain_aligned)",
+                           "braindecode.models.signal_jepa._PRETRAIN_CHS_INFO")
+        return {"chs_info": electrodes.chs_info(ch_names, family)}
+    return kwargs
+
+
+REVE_BANK = "reve_positions"  # checkpoints.COMPANIONS: the published position bank
+
+
+def _reve_channels(ch_names: tuple[str, ...], companions: dict, params: dict) -> dict:
+    """REVE reads `<REVE_POSITIONS_PATH>/reve_positions.json` in its constructor (and downloads
+    it when absent): it is pointed at the fetched bank, or for random init at the template's
+    positions written as a bank. Names are checked here (braindecode skips an unknown name and
+    then fails on the shapes) and given in the bank's own spelling."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    source = companions.get(REVE_BANK)
+    if source is None:
+        bank = json.loads(json.dumps(electrodes.template_positions()))
+        digest = "template"
+    else:
+        bank = json.loads(Path(source).read_text())
+        digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16]
+    spelled = {name.upper(): name for name in bank}
+    electrodes.positions(ch_names, "REVE", {k: bank[v] for k, v in spelled.items()})
+    folder = Path(tempfile.gettempdir()) / f"embedprobe-reve-bank-{digest}"
+    folder.mkdir(parents=True, exist_ok=True)
+    staged = folder / f".reve_positions.{os.getpid()}.json"
+    staged.write_text(json.dumps(bank))
+    os.replace(staged, folder / "reve_positions.json")  # whole, for processes reading it now
+    os.environ["REVE_POSITIONS_PATH"] = str(folder)
+    return {"chs_info": [{"ch_name": spelled[name.upper()]} for name in ch_names]}
+
+
+STEEGFORMER_VOCAB = "steegformer_channels"  # checkpoints.COMPANIONS: the slot names
+STEEGFORMER_SLOTS = 145  # braindecode's default n_chans_pos: small, base and large
+
+
+def _steegformer_channels(ch_names: tuple[str, ...], companions: dict,
+                          params: dict) -> dict:
+    """ST-EEGFormer embeds each channel by its slot in the checkpoints' shared 145-name
+    vocabulary (the fetched steegformer_channels.json). braindecode would download it, or fall
+    back to slot i for channel i with a warning: the slots are given explicitly instead. A
+    random-init model has no vocabulary to honour: channel i takes slot i."""
+    from pathlib import Path
+
+    source = companions.get(STEEGFORMER_VOCAB)
+    if source is None:
+        return {"chan_pos_idx": list(range(len(ch_names)))}
+    names = json.loads(Path(source).read_text())
+    slots = params.get("n_chans_pos", STEEGFORMER_SLOTS)
+    if slots != len(names):
+        raise ModelError(
+            f"this ST-EEGFormer checkpoint has {slots} channel slots; the published names "
+            f"(steegformer_channels.json) are those of the {len(names)}-slot vocabulary",
+            fix="use STEEGFormer small, base or large: largeV2's 256-slot HBN vocabulary has no "
+                "published electrode names, so no channel map can place a channel in it")
+    vocab = {name.upper(): i for i, name in enumerate(names)}
+    return {"chan_pos_idx": _require_known(ch_names, vocab, "STEEGFormer",
+                                           "the checkpoint's steegformer_channels.json")}
+
+
+def _luna_forward(model, x, ch_names, readout=MEAN):
+    """LUNA's forward ends in its head; its patch tokens are the output of the final norm
+    (batch, patches, queries x width), taken by a hook and averaged over the patches."""
+    seen = []
+    hook = model.norm.register_forward_hook(lambda module, args, out: seen.append(out))
+    try:
+        model(x)
+    finally:
+        hook.remove()
+    return _pool(seen[0])
+
+
+def _cls_or_mean(model, x, ch_names, readout=MEAN):
+    """Models whose features come with a CLS token (ST-EEGFormer: after the final norm)."""
+    tokens = model(x, return_features=True)
+    if readout == CLS:
+        return tokens["cls_token"]
+    return _pool(tokens["features"])
+
+
 @dataclass(frozen=True)
 class Architecture:
     class_name: str
@@ -137,6 +239,11 @@ class Architecture:
     # feature width with the default params, as documented (cls_mean: twice this)
     width: int | None = None
     readouts: tuple[str, ...] = (MEAN,)  # the readouts it offers
+    # (channel names, companion files, the entry's params) -> constructor kwargs that depend on
+    # the channels
+    # themselves, for families that embed a channel by its name or position; None: the count
+    # is all the constructor needs
+    channel_kwargs: Callable[[tuple[str, ...], dict, dict], dict] | None = None
 
 
 def _pooled_features(model, x: torch.Tensor, ch_names: tuple[str, ...],
@@ -192,5 +299,61 @@ ARCHITECTURES = {
                 "concatenated (4 x 512); equal to the reference's duration-weighted mean over "
                 "4 s tiles",
         width=2048,
+    ),
+    "BENDR": Architecture(
+        "BENDR",
+        # final_layer=False: no head; the features are the contextualiser's output at its start
+        # token, which the authors keep for downstream tasks (braindecode's bendr.py).
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, sfreq=sfreq, n_times=n_times, final_layer=False,
+        ),
+        _pooled_features,
+        pooling="the contextualiser's output at its start token (BENDR's downstream feature)",
+        width=512,
+    ),
+    "SignalJEPA": Architecture(
+        "SignalJEPA",
+        lambda n_chans, sfreq, n_times: dict(n_chans=n_chans, sfreq=sfreq, n_times=n_times),
+        _pooled_features,
+        pooling="mean over the contextual tokens (channels x local-feature steps)",
+        width=64,
+        channel_kwargs=_chs_with_positions("SignalJEPA"),
+    ),
+    "LUNA": Architecture(
+        "LUNA",
+        # n_outputs=1: a head LUNA needs to return from forward; the features are taken before it
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
+        ),
+        _luna_forward,
+        pooling="mean over the 40-sample patches of the final norm's output (queries x width "
+                "concatenated)",
+        width=256,
+        channel_kwargs=_chs_with_positions("LUNA"),
+    ),
+    "REVE": Architecture(
+        "REVE",
+        # a head over every token (attention_pooling False, as pretrained): sized by channels x
+        # patches, never loaded from a checkpoint for another montage (checkpoints.HEAD_PREFIXES)
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
+        ),
+        _pooled_features,
+        pooling="mean over the (channel, 1-s patch) tokens after the transformer: the "
+                "reference's readout (patches, then channels)",
+        width=512,
+        channel_kwargs=_reve_channels,
+    ),
+    "STEEGFormer": Architecture(
+        "STEEGFormer",
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
+        ),
+        _cls_or_mean,
+        pooling="mean over the (channel, 16-sample patch) tokens; `cls` the CLS token after the "
+                "final norm (the reference's readout)",
+        width=512,
+        readouts=(MEAN, CLS),
+        channel_kwargs=_steegformer_channels,
     ),
 }

@@ -29,11 +29,32 @@ MUST_MATCH = {
     "Labram": ("sfreq", "patch_size", "embed_dim", "num_layers", "num_heads"),
     "CBraMod": ("sfreq", "patch_size", "dim_feedforward", "n_layer", "nhead"),
     "EEGPT": ("sfreq", "patch_size", "embed_num", "embed_dim", "depth", "num_heads"),
+    "BENDR": ("sfreq", "encoder_h", "transformer_layers", "transformer_heads"),
+    "SignalJEPA": ("sfreq", "channel_embedding"),
+    "LUNA": ("sfreq", "patch_size", "num_queries", "embed_dim", "depth", "num_heads"),
+    "REVE": ("sfreq", "embed_dim", "depth", "heads", "patch_size", "patch_overlap"),
+    # n_chans_pos: the size of the channel vocabulary the slots index (largeV2: 256 slots with
+    # no published names, which no channel map can place)
+    "STEEGFormer": ("sfreq", "patch_size", "embed_dim", "depth", "num_heads", "n_chans_pos"),
 }
 # BIOT learns one channel token per input position: a checkpoint with C tokens serves a dataset
 # of up to C channels (the first ones, as BIOT's own code does: "N_channels >= your actual
 # channels"); the others embed channels by name (LaBraM, EEGPT) or not at all (CBraMod).
 POSITIONAL_CHANNELS = {"BIOT"}
+# BENDR's first convolution takes exactly its pretraining inputs: the 19 10-20 electrodes and a
+# relative-amplitude channel, in braindecode's BENDR_CHANNEL_ORDER; no other count fits.
+FIXED_CHANNELS = {"BENDR": "the 19 10-20 electrodes and SCALE of BENDR_CHANNEL_ORDER"}
+
+# Files a family's pretrained checkpoints need besides their weights, fetched with them by
+# `embedprobe fetch-weights` and read offline: name -> (repo, revision, file). REVE looks its
+# channels up in its published position bank (braindecode downloads it in the constructor
+# otherwise); ST-EEGFormer's slot names are published once, in the small model's repo
+# (braindecode's steegformer.py _CHANNELS_REPO), for small, base and large alike.
+COMPANIONS = {
+    "REVE": {"reve_positions": ("brain-bzh/reve-positions", "main", "positions.json")},
+    "STEEGFormer": {"steegformer_channels": ("braindecode/STEEGFormer-small", "main",
+                                             "steegformer_channels.json")},
+}
 
 
 def checkpoint_channels(ckpt: dict) -> int | None:
@@ -55,13 +76,18 @@ def built_kwargs(spec, n_chans: int) -> dict:
     return defaults | arch.build_kwargs(n_chans, spec.sfreq, spec.n_times) | spec.params
 
 
+def _setting(value):
+    """A hyperparameter as compared: numbers as floats (200 == 200.0), others as they are."""
+    return float(value) if isinstance(value, (int, float)) else value
+
+
 def checkpoint_mismatch(spec, ckpt: dict, n_chans: int, ch_names=()) -> str:
     """Why this checkpoint cannot serve the pair ('' when it can)."""
     reasons = []
     ours = built_kwargs(spec, n_chans)
     for key in MUST_MATCH.get(spec.architecture, ("sfreq",)):
         if key in ckpt and ckpt[key] is not None and key in ours and ours[key] is not None:
-            if float(ckpt[key]) != float(ours[key]):
+            if _setting(ckpt[key]) != _setting(ours[key]):
                 source = "the model entry" if key == "sfreq" or key in spec.params else \
                     "braindecode's default"
                 reasons.append(f"{key} {ckpt[key]} in the checkpoint, {ours[key]} from {source}")
@@ -69,6 +95,9 @@ def checkpoint_mismatch(spec, ckpt: dict, n_chans: int, ch_names=()) -> str:
     if have is not None and spec.architecture in POSITIONAL_CHANNELS and n_chans > have:
         reasons.append(f"it has {have} channel tokens, the channel map gives {n_chans} "
                        f"channels ({', '.join(ch_names)})")
+    if have is not None and spec.architecture in FIXED_CHANNELS and n_chans != have:
+        reasons.append(f"it takes exactly {have} inputs ({FIXED_CHANNELS[spec.architecture]}), "
+                       f"the channel map gives {n_chans}")
     return "; ".join(reasons)
 
 
@@ -128,7 +157,15 @@ HEAD_PREFIXES = ("final_layer.", "head.", "classifier.")
 # Key prefixes a checkpoint may hold that the model built here does not use: EEGPT's channel ids
 # (our forward computes them from the mapped names) and braindecode's downstream channel
 # projection (`chan_proj.`, never pretrained; the entry builds chan_proj_type="none").
-IGNORED = {"EEGPT": ("chans_id", "chan_proj.")}
+IGNORED = {"EEGPT": ("chans_id", "chan_proj."),
+           # LUNA's pretraining decoder (the published files hold it; the frozen encoder
+           # returns before it) and a norm braindecode leaves out of its channel embedder
+           "LUNA": ("decoder_head.", "channel_emb.", "channel_location_embedder.norm.")}
+# Keys a checkpoint may leave out, loaded when present: SignalJEPA's `without-chans` checkpoint
+# has no channel embedding, which is then made from the channel positions (scratch), as
+# braindecode's docstring loads it (strict=False); its `signal-jepa` checkpoint has one row
+# per pretraining channel.
+OPTIONAL = {"SignalJEPA": ("pos_encoder.pos_encoder_spat.",)}
 
 
 # ------------------------------------------------------------------------------ tensors that
@@ -173,12 +210,16 @@ def unwrap(state) -> dict:
     return {k: v for k, v in state.items() if hasattr(v, "shape")}
 
 
-def to_braindecode(state: dict, architecture: str, expected: set[str]) -> dict:
-    """Original names -> braindecode's: strip the wrapper prefixes, then the family's map
-    (renames; dropped keys are those braindecode's model does not have). A checkpoint all in
-    braindecode's names passes unchanged."""
+def to_braindecode(state: dict, architecture: str, expected: set[str],
+                   mapping: dict | None = None) -> dict:
+    """Original names -> braindecode's: strip the wrapper prefixes, then braindecode's own
+    `mapping` of the class (LUNA's), then the family's map (renames; dropped keys are those
+    braindecode's model does not have). A checkpoint all in braindecode's names passes
+    unchanged."""
     if set(state) <= expected:
         return state
+    if mapping:
+        state = {mapping.get(k, k): v for k, v in state.items()}
     for prefix in PREFIXES:
         if state and all(k.startswith(prefix) for k in state):
             state = {k[len(prefix):]: v for k, v in state.items()}
@@ -201,7 +242,8 @@ def fit_state(model, state: dict, architecture: str, source: Path):
     """Load `state` into `model`: the encoder strictly, a head only when it fits.
     Unexpected, missing and mis-shaped keys are named in the error."""
     own = model.state_dict()
-    state = fit_window_shapes(to_braindecode(state, architecture, set(own)), architecture, own)
+    state = fit_window_shapes(to_braindecode(state, architecture, set(own),
+                                             getattr(model, "mapping", None)), architecture, own)
     ignored = IGNORED.get(architecture, ())
     state = {k: v for k, v in state.items() if not k.startswith(ignored)}
     head = {k for k in own if k.startswith(HEAD_PREFIXES)}
@@ -209,8 +251,9 @@ def fit_state(model, state: dict, architecture: str, source: Path):
              if not (k in head and tuple(v.shape) != tuple(own[k].shape))
              and not (k.startswith(HEAD_PREFIXES) and k not in own)}
     unexpected = sorted(set(state) - set(own))
+    optional = ignored + OPTIONAL.get(architecture, ())
     missing = sorted(k for k in set(own) - set(state) if k not in head
-                     and not k.startswith(ignored))
+                     and not k.startswith(optional))
     shapes = sorted(f"{k} {tuple(v.shape)} vs {tuple(own[k].shape)}" for k, v in state.items()
                     if k in own and tuple(v.shape) != tuple(own[k].shape))
     if unexpected or missing or shapes:

@@ -37,7 +37,8 @@ class Encoder:
         self.spec = spec
         self.ch_names = tuple(ch_names)
         self.device = torch.device(device)
-        self.model, self.weights_sha256 = build_model(spec, len(ch_names), roots)
+        self.model, self.weights_sha256 = build_model(spec, len(ch_names), roots,
+                                                       self.ch_names)
         self.model.to(self.device)
         self.arch = ARCHITECTURES[spec.architecture]
 

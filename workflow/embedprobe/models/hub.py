@@ -29,8 +29,12 @@ from embedprobe.core.hashing import sha256_file
 from embedprobe.core.paths import output_path
 
 HUB_PREFIX = "hf:"
-ALLOW_PATTERNS = ["config.json", "*.safetensors"]
-WEIGHTS_FILE = "model.safetensors"
+WEIGHTS_FILE = "model.safetensors"  # save_pretrained's name; an entry's `hub_file:` names another
+
+
+def allow_patterns(weights_file: str = WEIGHTS_FILE) -> list[str]:
+    """What is fetched of a checkpoint's repo: its config and its weights file."""
+    return ["config.json", weights_file]
 
 
 def hub_repo(weights: str) -> str | None:
@@ -64,8 +68,10 @@ def _write_manifest(roots: dict, manifest: dict) -> None:
     os.replace(tmp, path)
 
 
-def manifest_key(repo: str, revision: str) -> str:
-    return f"{repo}@{revision}"
+def manifest_key(repo: str, revision: str, file: str = WEIGHTS_FILE) -> str:
+    """One manifest entry per (repo, revision, main file): a companion file of a repo (a
+    vocabulary beside some weights) has its own."""
+    return f"{repo}@{revision}" if file == WEIGHTS_FILE else f"{repo}@{revision}:{file}"
 
 
 def go_offline() -> None:
@@ -101,16 +107,20 @@ class HubCheckpoint:
     commit: str
     folder: Path
     files: dict  # name -> sha256, as recorded at fetch time
+    main_file: str = WEIGHTS_FILE  # the file it was fetched for: its weights, or a companion
 
     @property
     def weights(self) -> Path:
-        return self.folder / WEIGHTS_FILE
+        return self.folder / self.main_file
 
     @property
     def sha256(self) -> str:
-        return self.files[WEIGHTS_FILE]
+        return self.files[self.main_file]
 
     def config(self) -> dict:
+        """The checkpoint's config.json; {} for a repo published without one (LUNA's)."""
+        if "config.json" not in self.files:
+            return {}
         path = self.folder / "config.json"
         try:
             return json.loads(path.read_text())
@@ -125,19 +135,20 @@ class HubState:
     reason: str = ""  # why it cannot be used (not fetched, a file missing)
 
 
-def locate(repo: str, revision: str, roots: dict) -> HubState:
+def locate(repo: str, revision: str, roots: dict, main_file: str = WEIGHTS_FILE,
+           patterns: list[str] | None = None) -> HubState:
     """The fetched snapshot, resolved from the local cache only (no network, no download)."""
     go_offline()
     import huggingface_hub
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     cache = hub_cache(roots)
-    entry = read_manifest(roots).get(manifest_key(repo, revision))
+    entry = read_manifest(roots).get(manifest_key(repo, revision, main_file))
     where = f"{repo} at revision {revision}"
     try:
         folder = Path(huggingface_hub.snapshot_download(
-            repo, revision=revision, cache_dir=str(cache), allow_patterns=ALLOW_PATTERNS,
-            local_files_only=True))
+            repo, revision=revision, cache_dir=str(cache),
+            allow_patterns=patterns or allow_patterns(main_file), local_files_only=True))
     except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
         return HubState(None, f"weights not fetched: {where} is not in {cache}")
     if entry is None or entry.get("commit") != folder.name:
@@ -145,12 +156,13 @@ def locate(repo: str, revision: str, roots: dict) -> HubState:
                               f"manifest {manifest_path(roots).name} (not fetched by embedprobe, "
                               "or the revision moved)")
     missing = [name for name in entry["files"] if not (folder / name).is_file()]
-    if WEIGHTS_FILE not in entry["files"]:
-        missing.append(WEIGHTS_FILE)
+    if main_file not in entry["files"]:
+        missing.append(main_file)
     if missing:
         return HubState(None, f"weights not fetched: {where}: {', '.join(missing)} missing "
                               f"from {folder}")
-    return HubState(HubCheckpoint(repo, revision, folder.name, folder, dict(entry["files"])))
+    return HubState(HubCheckpoint(repo, revision, folder.name, folder, dict(entry["files"]),
+                                  main_file))
 
 
 def verified_weights(checkpoint: HubCheckpoint, model_id: str) -> str:
@@ -175,8 +187,10 @@ def _files_ok(folder: Path, files: dict) -> list[str]:
             if not (folder / name).is_file() or sha256_file(folder / name) != digest]
 
 
-def fetch(repo: str, revision: str, roots: dict) -> tuple[str, dict]:
-    """Download one repo at one revision into the cache unless the manifest says it is there.
+def fetch(repo: str, revision: str, roots: dict, main_file: str = WEIGHTS_FILE,
+          patterns: list[str] | None = None) -> tuple[str, dict]:
+    """Download one repo at one revision into the cache unless the manifest says it is there:
+    `patterns` (default: config.json and `main_file`), of which `main_file` must exist.
 
     Returns ("fetched" | "already fetched", manifest entry)."""
     _go_online()
@@ -184,18 +198,18 @@ def fetch(repo: str, revision: str, roots: dict) -> tuple[str, dict]:
 
     cache = hub_cache(roots)
     manifest = read_manifest(roots)
-    key = manifest_key(repo, revision)
+    key = manifest_key(repo, revision, main_file)
     entry = manifest.get(key)
     bad: list[str] = []
     if entry:
         folder = cache / f"models--{repo.replace('/', '--')}" / "snapshots" / entry["commit"]
         bad = _files_ok(folder, entry["files"])
-        if not bad and WEIGHTS_FILE in entry["files"]:
+        if not bad and main_file in entry["files"]:
             return "already fetched", entry
     try:
         folder = Path(huggingface_hub.snapshot_download(
-            repo, revision=revision, cache_dir=str(cache), allow_patterns=ALLOW_PATTERNS,
-            force_download=bool(bad)))
+            repo, revision=revision, cache_dir=str(cache),
+            allow_patterns=patterns or allow_patterns(main_file), force_download=bool(bad)))
     except Exception as exc:  # the hub raises many types (network, auth, revision, repo)
         raise WeightsError(
             f"cannot fetch {repo} at revision {revision}: {type(exc).__name__}: "
@@ -205,10 +219,11 @@ def fetch(repo: str, revision: str, roots: dict) -> tuple[str, dict]:
 
     files = {p.relative_to(folder).as_posix(): sha256_file(p)
              for p in sorted(folder.rglob("*")) if p.is_file()}
-    if WEIGHTS_FILE not in files:
-        raise WeightsError(f"{repo} at revision {revision} has no {WEIGHTS_FILE} "
+    if main_file not in files:
+        raise WeightsError(f"{repo} at revision {revision} has no {main_file} "
                            f"(files: {', '.join(files) or 'none'})",
-                           fix="name a repo published with save_pretrained / push_to_hub")
+                           fix="name a repo published with save_pretrained / push_to_hub, or "
+                               "its weights file with hub_file: in config/models.yaml")
     entry = {"repo": repo, "revision": revision, "commit": folder.name, "files": files,
              "fetched": time.strftime("%Y-%m-%dT%H:%M:%S")}
     manifest = read_manifest(roots)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from embedprobe.core.config import closest, lookup
-from embedprobe.core.errors import UsageError, WeightsError
+from embedprobe.core.errors import ModelError, UsageError, WeightsError
 from embedprobe.core.hashing import sha256_file
 from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.datasets.registry import entry_unit_seconds, labelling_task_name
@@ -38,6 +38,8 @@ class ModelSpec:
     # `readout_by_task` for the dataset's labelling task, else its `readout`. It changes the
     # embeddings, so it belongs to whatever identifies them.
     readout: str = MEAN
+    # for `weights: hf:...`: the weights file in the repo (LUNA's repo holds one per size)
+    hub_file: str = hub.WEIGHTS_FILE
 
     @property
     def n_times(self) -> int:
@@ -109,7 +111,7 @@ def weights_path(spec: ModelSpec, roots: dict) -> Path | None:
         return None
     repo = hub.hub_repo(spec.weights)
     if repo is not None:
-        state = hub.locate(repo, spec.revision, roots)
+        state = hub_state(spec, roots)
         return state.checkpoint.weights if state.checkpoint else hub.hub_cache(roots)
     path = Path(spec.weights)
     return path if path.is_absolute() else Path(roots["weights_root"]) / path
@@ -119,12 +121,29 @@ def weights_state(spec: ModelSpec, roots: dict) -> str:
     if spec.weights == RANDOM:
         return "not needed"
     if hub.hub_repo(spec.weights) is not None:
-        return "found" if hub_state(spec, roots).checkpoint else "not fetched"
+        fetched = hub_state(spec, roots).checkpoint and not companions(spec, roots)[1]
+        return "found" if fetched else "not fetched"
     return "found" if weights_path(spec, roots).is_file() else "missing"
 
 
 def hub_state(spec: ModelSpec, roots: dict) -> hub.HubState:
-    return hub.locate(hub.hub_repo(spec.weights), spec.revision, roots)
+    return hub.locate(hub.hub_repo(spec.weights), spec.revision, roots, spec.hub_file)
+
+
+def companions(spec: ModelSpec, roots: dict) -> tuple[dict[str, Path], str]:
+    """The files a pretrained model of this family needs besides its weights
+    (checkpoints.COMPANIONS: REVE's position bank, ST-EEGFormer's channel vocabulary), fetched
+    with them: ({name: local path}, '') or ({}, why one is missing). None for random init."""
+    if spec.weights == RANDOM:
+        return {}, ""
+    found = {}
+    for name, (repo, revision, file) in checkpoints.COMPANIONS.get(spec.architecture,
+                                                                   {}).items():
+        state = hub.locate(repo, revision, roots, file, patterns=[file])
+        if state.checkpoint is None:
+            return {}, state.reason
+        found[name] = state.checkpoint.weights
+    return found, ""
 
 
 def checkpoint_against_pair(spec: ModelSpec, roots: dict,
@@ -145,7 +164,8 @@ def missing_weights(spec: ModelSpec, roots: dict) -> tuple[str, str] | None:
     """(reason, fix) when the pair is skipped for its weights before running, else None."""
     state = weights_state(spec, roots)
     if state == "not fetched":
-        return hub_state(spec, roots).reason, hub.fetch_command(spec.model_id)
+        reason = hub_state(spec, roots).reason or companions(spec, roots)[1]
+        return reason, hub.fetch_command(spec.model_id)
     if state == "missing":
         path = weights_path(spec, roots)
         return (f"weights not found at {path}",
@@ -172,17 +192,35 @@ def load_state_dict(path: Path) -> dict:
     return checkpoints.unwrap(state) if isinstance(state, dict) else state
 
 
-def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Module, str]:
-    """The model in eval mode and the sha256 identifying its weights ('random:<seed>')."""
+def constructor_kwargs(spec: ModelSpec, n_chans: int, ch_names: tuple[str, ...],
+                       files: dict) -> dict:
+    """The architecture's kwargs for `n_chans` channels, those its channels' names or
+    positions give (`files`: the companions), then the entry's `params:`."""
+    arch = ARCHITECTURES[spec.architecture]
+    kwargs = arch.build_kwargs(n_chans, spec.sfreq, spec.n_times)
+    if arch.channel_kwargs is not None:
+        if len(ch_names) != n_chans:
+            raise ModelError(
+                f"{spec.architecture} embeds each channel by its name or position: it needs "
+                f"the {n_chans} channel names, {len(ch_names)} were given",
+                fix="build it through the channel map (models/encoder.py Encoder)")
+        kwargs |= arch.channel_kwargs(tuple(ch_names), files, spec.params)
+    return kwargs | spec.params
+
+
+def build_model(spec: ModelSpec, n_chans: int, roots: dict,
+                ch_names: tuple[str, ...] = ()) -> tuple[torch.nn.Module, str]:
+    """The model in eval mode and the sha256 identifying its weights ('random:<seed>').
+    `ch_names`: the model's channel names, which the families that embed a channel by name or
+    position need (architectures.Architecture.channel_kwargs)."""
     import braindecode.models
     import torch
-
 
     arch = ARCHITECTURES[spec.architecture]
     torch.manual_seed(spec.seed)
     if hub.hub_repo(spec.weights) is not None:
-        return _build_from_hub(spec, n_chans, roots)
-    kwargs = arch.build_kwargs(n_chans, spec.sfreq, spec.n_times) | spec.params
+        return _build_from_hub(spec, n_chans, roots, ch_names)
+    kwargs = constructor_kwargs(spec, n_chans, ch_names, {})
     model = getattr(braindecode.models, arch.class_name)(**kwargs)
     path = weights_path(spec, roots)
     if path is None:
@@ -211,7 +249,8 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Mo
     return model.eval(), sha256_file(path)
 
 
-def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.nn.Module, str]:
+def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict,
+                    ch_names: tuple[str, ...]) -> tuple[torch.nn.Module, str]:
     """A fetched hub checkpoint, from the local cache only; checked against its manifest and
     against the pair (its config.json) before its weights are read."""
     import braindecode.models
@@ -229,9 +268,13 @@ def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict) -> tuple[torch.n
                            f"'{spec.model_id}': {mismatch}",
                            fix="use a checkpoint made for this montage and rate, or rule the "
                                "family out in the dataset's channel map")
+    files, missing = companions(spec, roots)
+    if missing:
+        raise WeightsError(f"'{spec.model_id}': {missing}",
+                           fix=hub.fetch_command(spec.model_id) + "   # on a node with internet")
     digest = hub.verified_weights(checkpoint, spec.model_id)
-    kwargs = arch.build_kwargs(checkpoints.build_channels(spec, ckpt, n_chans), spec.sfreq,
-                               spec.n_times) | spec.params
+    kwargs = constructor_kwargs(spec, checkpoints.build_channels(spec, ckpt, n_chans), ch_names,
+                                files)
     model = getattr(braindecode.models, arch.class_name)(**kwargs)
     weights = load_state_dict(checkpoint.weights)
     model = checkpoints.fit_state(model, weights, spec.architecture, checkpoint.weights)
@@ -249,8 +292,13 @@ def fetch_models(config: dict, roots: dict, models: list[str] | None = None) -> 
             lines.append(f"{model}: not a hub checkpoint (weights: {spec.weights}), nothing "
                          "to fetch")
             continue
-        state, entry = hub.fetch(repo, spec.revision, roots)
+        state, entry = hub.fetch(repo, spec.revision, roots, spec.hub_file)
         lines.append(f"{model}: {state} {repo}@{spec.revision} (commit "
-                     f"{entry['commit'][:12]}, {hub.WEIGHTS_FILE} sha256 "
-                     f"{entry['files'][hub.WEIGHTS_FILE][:12]})")
+                     f"{entry['commit'][:12]}, {spec.hub_file} sha256 "
+                     f"{entry['files'][spec.hub_file][:12]})")
+        for name, (other, revision, file) in checkpoints.COMPANIONS.get(spec.architecture,
+                                                                        {}).items():
+            state, entry = hub.fetch(other, revision, roots, file, patterns=[file])
+            lines.append(f"{model}: {state} {name} {other}@{revision}/{file} (commit "
+                         f"{entry['commit'][:12]}, sha256 {entry['files'][file][:12]})")
     return lines

@@ -406,6 +406,29 @@ def recording_q95(signals: np.ndarray) -> np.ndarray:
     return out
 
 
+ZSCORE_CLIP_SD = 15.0  # REVE's reference input clips at +-15 SD
+
+
+def recording_zscore(signals: np.ndarray) -> np.ndarray:
+    """(2, channels) float64: each channel's mean and SD over a whole (filtered) recording,
+    one channel at a time."""
+    out = np.empty((2, signals.shape[0]))
+    for channel, row in enumerate(signals):
+        out[:, channel] = row.mean(dtype=np.float64), row.std(dtype=np.float64)
+    return out
+
+
+def zscore_by_recording(windows: np.ndarray, moments: np.ndarray) -> np.ndarray:
+    """windows (volts) as (x - mean) / SD per channel with the recording's moments, clipped
+    at +-15 SD, in place; a flat channel (SD 0) gives zeros."""
+    mean, sd = moments[0], moments[1]
+    factors = np.divide(1.0, sd, out=np.zeros_like(sd), where=sd > 0)
+    windows -= mean.astype(np.float32)[None, :, None]
+    windows *= factors.astype(np.float32)[None, :, None]
+    np.clip(windows, -ZSCORE_CLIP_SD, ZSCORE_CLIP_SD, out=windows)
+    return windows
+
+
 def centre_windows(windows: np.ndarray) -> np.ndarray:
     """Each window's mean removed per channel, in place (BIOT's wrapper before it normalises)."""
     windows -= windows.mean(axis=-1, keepdims=True, dtype=np.float64).astype(np.float32)

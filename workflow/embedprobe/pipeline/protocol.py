@@ -42,6 +42,10 @@ PROTOCOL_OPTIONS = {
 }
 HIGHPASS_HZ = 0.5  # the reference's common protocol (REFERENCE.md, its user guide)
 RECORDING_Q95 = "recording_q95"
+# REVE's reference input (NeuroAtlas backbones/reve.py): each channel z-scored with its whole
+# recording's mean and SD, then clipped at +-15 SD. A model entry asks for it as its scaling.
+RECORDING_ZSCORE = "recording_zscore_clip15"
+RECORDING_NORMALISATIONS = (RECORDING_Q95, RECORDING_ZSCORE)
 # How windows reach the model's rate: each window on its own with scipy's resample_poly (the
 # reference's model wrappers), a whole run with MNE's FFT resampling (its BCI loaders), or a
 # recording's stretch as one signal (continuous_resampling).
@@ -57,7 +61,7 @@ class Preprocessing:
     # seconds); otherwise a stretch with the filters' reach on each side is filtered
     whole_recordings: bool = False
     centre_windows: bool = False  # each window's mean removed per channel (BIOT's wrapper)
-    normalisation: str | None = None  # RECORDING_Q95 or None
+    normalisation: str | None = None  # one of RECORDING_NORMALISATIONS, or None
     scaling: str = "none"  # the model's amplitude convention (preprocess.scale)
     # the recorded channels whose mean each of them loses before the filters (motor imagery:
     # every EEG channel of the recording, whichever the model reads)
@@ -115,6 +119,8 @@ def preprocessing(config: dict, dataset: str, spec: ModelSpec) -> Preprocessing:
         return replace(steps, centre_windows=True, scaling=spec.scaling)
     if spec.scaling == "percentile95" and "window_percentile" not in options:
         return replace(steps, centre_windows=True, normalisation=RECORDING_Q95)
+    if spec.scaling == RECORDING_ZSCORE:
+        return replace(steps, normalisation=RECORDING_ZSCORE)
     return replace(steps, scaling=spec.scaling)
 
 

@@ -48,14 +48,17 @@ from embedprobe.pipeline.preprocess import (
     model_windows,
     recorded_span,
     recording_q95,
+    recording_zscore,
     resample_whole_mne,
     scale,
     windows_resampled_each,
+    zscore_by_recording,
 )
 from embedprobe.pipeline.protocol import (
     CONTINUOUS,
     EACH_WINDOW,
     RECORDING_Q95,
+    RECORDING_ZSCORE,
     Preprocessing,
     preprocessing,
 )
@@ -190,8 +193,8 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
     starts = np.asarray(starts)
     prep = recipe.preprocessing
     # first, so that a reader holds the whole recording or its part's stretch, not both
-    q95 = (recording_statistic(recipe, rec, index_sfreq)
-           if prep.normalisation == RECORDING_Q95 else None)
+    statistic = (recording_statistic(recipe, rec, index_sfreq)
+                 if prep.normalisation else None)
     span = None
     if not prep.whole_recordings and index_sfreq is not None and len(starts):
         span = recorded_span(starts, index_sfreq, recipe.sfreq, recipe.window_samples,
@@ -205,8 +208,8 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
     positions = input_positions(recipe.plan)
     direct = np.array_equal(positions, np.arange(recipe.n_inputs))
     windows = resampled_windows(prep, data, span, recipe, starts, out if direct else None)
-    if q95 is not None:
-        divide_by_recording(windows, q95)
+    if statistic is not None:
+        NORMALISERS[prep.normalisation][1](windows, statistic)
     if not direct:  # slots without a source stay zero
         out[:] = 0
         out[:, positions] = windows
@@ -276,9 +279,16 @@ _STATISTICS_LOCK = threading.Lock()
 _COMPUTING: dict = {}  # key -> the lock its computing thread holds
 
 
+# Per-recording normalisation (protocol.RECORDING_NORMALISATIONS): (the statistic of a whole
+# filtered recording, how windows are normalised by it in place).
+NORMALISERS = {RECORDING_Q95: (recording_q95, divide_by_recording),
+               RECORDING_ZSCORE: (recording_zscore, zscore_by_recording)}
+
+
 def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
-    """The recording's per-input 95th percentile of |x| in µV over the whole filtered
-    recording (the reference's recording_q95), computed once per recording and reader."""
+    """The recording's per-input statistic over the whole filtered recording (the reference's
+    recording_q95 for BIOT, its mean and SD for REVE), computed once per recording and
+    reader."""
     key = (recipe, str(rec.signal_path))
     with _STATISTICS_LOCK:
         if key in _STATISTICS:
@@ -290,8 +300,8 @@ def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) ->
                 return _STATISTICS[key]
         try:
             signals, span = _read(recipe, rec, None, index_sfreq)
-            value = recording_q95(apply_filters(signals, span.sfreq,
-                                                recipe.preprocessing.filters))
+            compute = NORMALISERS[recipe.preprocessing.normalisation][0]
+            value = compute(apply_filters(signals, span.sfreq, recipe.preprocessing.filters))
             with _STATISTICS_LOCK:
                 _STATISTICS[key] = value
                 while len(_STATISTICS) > _STATISTICS_KEPT:

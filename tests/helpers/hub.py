@@ -1,0 +1,69 @@
+"""A Hugging Face Hub made of local folders, for the hub tests (no network)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from fnmatch import fnmatch
+from pathlib import Path
+
+import huggingface_hub
+
+from embedprobe import cli
+from embedprobe.models.registry import RANDOM, build_model
+
+REAL_DOWNLOAD = huggingface_hub.snapshot_download
+# Any request to the hub from a job would go here, and fail: nothing listens on port 9.
+NO_HUB = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0"}
+
+
+def publish(hub_dir: Path, repo: str, spec, n_chans: int, seed: int = 5,
+            ch_names: tuple[str, ...] = (), **changes) -> Path:
+    """A repo as braindecode publishes it: save_pretrained of a (random) model."""
+    spec = dataclasses.replace(spec, weights=RANDOM, seed=seed, **changes)
+    model, _ = build_model(spec, n_chans, roots={}, ch_names=ch_names)
+    folder = hub_dir / repo
+    if folder.exists():
+        shutil.rmtree(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+class FakeHub:
+    """snapshot_download from local folders: counts the downloads, knows revision `main`."""
+
+    def __init__(self, hub_dir: Path):
+        self.hub_dir, self.calls = hub_dir, []
+
+    def __call__(self, repo_id, *, revision=None, cache_dir=None, allow_patterns=None,
+                 local_files_only=False, force_download=False, **kwargs):
+        if local_files_only:
+            return REAL_DOWNLOAD(repo_id, revision=revision, cache_dir=cache_dir,
+                                 allow_patterns=allow_patterns, local_files_only=True)
+        self.calls.append((repo_id, revision, force_download))
+        source = self.hub_dir / repo_id
+        if revision != "main" or not source.is_dir():
+            raise ValueError(f"Revision Not Found for url: https://huggingface.co/api/models/"
+                             f"{repo_id}/revision/{revision}")
+        commit = hashlib.sha1(f"{repo_id}{revision}".encode()).hexdigest()
+        repo_cache = Path(cache_dir) / f"models--{repo_id.replace('/', '--')}"
+        snapshot = repo_cache / "snapshots" / commit
+        snapshot.mkdir(parents=True, exist_ok=True)
+        for path in source.iterdir():
+            if any(fnmatch(path.name, p) for p in allow_patterns):
+                if force_download or not (snapshot / path.name).exists():
+                    shutil.copyfile(path, snapshot / path.name)
+        (repo_cache / "refs").mkdir(exist_ok=True)
+        (repo_cache / "refs" / revision).write_text(commit)
+        return str(snapshot)
+
+
+def fetch_cli(config, *models):
+    return cli.main(["--job-config", json.dumps(config), "fetch-weights", *models])
+
+
+def commit_of(repo: str, revision: str = "main") -> str:
+    """The commit FakeHub resolves a revision to."""
+    return hashlib.sha1(f"{repo}{revision}".encode()).hexdigest()
