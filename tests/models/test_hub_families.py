@@ -38,6 +38,8 @@ SMALL = {
     "luna_base_pretrained": {"embed_dim": 16, "num_queries": 2, "depth": 1},
     "reve_base_pretrained": {"embed_dim": 32, "depth": 1, "heads": 2, "head_dim": 8},
     "steegformer_small_pretrained": {"embed_dim": 32, "depth": 1, "num_heads": 2},
+    "codebrain_pretrained": {"num_res_layers": 1},
+    "eegdino_small_pretrained": {"n_layer": 1},
 }
 
 
@@ -224,6 +226,26 @@ def test_steegformer_large_v2_is_refused_for_its_unnamed_slots(hub_env, no_netwo
         build_model(model_spec(config, "steegformer_largev2_pretrained"), 3, roots, NAMES)
     assert "largeV2's 256-slot HBN vocabulary has no published electrode names" in \
         caught.value.fix
+
+
+@pytest.mark.parametrize("model_id, repo", [
+    ("codebrain_pretrained", "braindecode/codebrain-pretrained"),
+    ("eegdino_small_pretrained", "braindecode/eegdino-small-pretrained"),
+])
+def test_a_checkpoint_for_19_channels_serves_fewer(hub_env, no_network, model_id, repo):
+    """CodeBrain and EEG-DINO published for 19 channels x 30 s (their pretraining shape): the
+    encoder serves a 3-channel montage; CodeBrain's head, sized by channels x patches, is left
+    out. EEG-DINO refuses more channels than its 19 slots."""
+    config, roots, fake = hub_env
+    spec, arch, cls, kwargs = source_model(config, model_id, 19, ())
+    source = cls(**kwargs)
+    source.save_pretrained(fake.hub_dir / repo)
+    assert fetch_cli(config, model_id) == 0
+    loaded_and_compared(config, roots, model_id, source, NAMES)
+    if model_id.startswith("eegdino"):
+        with pytest.raises(ModelError, match="EEG-DINO has 19 channel slots; the channel map "
+                                             "gives it 20 channels"):
+            Encoder(model_spec(config, model_id), tuple(f"E{i}" for i in range(20)), roots)
 
 
 @pytest.mark.parametrize("model_id", ["reve_random", "steegformer_random", "luna_random",

@@ -41,9 +41,11 @@ from make_weights import write_weights  # noqa: E402
 DATASET = "sleep_edf_demo"
 # Feature widths as documented (REFERENCE.md), independent of the code under test.
 WIDTH = {"biot": 256, "labram": 200, "cbramod": 200, "eegpt": 2048, "bendr": 512,
-         "signal_jepa": 64, "luna": 256, "reve": 512, "steegformer": 512}
+         "signal_jepa": 64, "luna": 256, "reve": 512, "steegformer": 512, "codebrain": 200,
+         "eegdino": 200}
 RATE = {"biot": 200, "labram": 200, "cbramod": 200, "eegpt": 256, "bendr": 256,
-        "signal_jepa": 128, "luna": 256, "reve": 200, "steegformer": 128}
+        "signal_jepa": 128, "luna": 256, "reve": 200, "steegformer": 128, "codebrain": 200,
+        "eegdino": 200}
 CONFIG = with_local_weights(load_config())
 # Every family's random init, and the local-file path of the first four families' checkpoints
 # (every family's hub checkpoint: tests/models/test_hub_weights.py).

@@ -209,6 +209,22 @@ def _steegformer_channels(ch_names: tuple[str, ...], companions: dict,
                                            "the checkpoint's steegformer_channels.json")}
 
 
+EEGDINO_SLOTS = 19  # braindecode's default n_channel_embeddings: the released weights'
+
+
+def _eegdino_channels(ch_names: tuple[str, ...], companions: dict, params: dict) -> dict:
+    """EEG-DINO embeds channel i by its one-hot slot i of `n_channel_embeddings` (19 in the
+    released weights): more channels are refused here with the fix (braindecode: a bare
+    ValueError). Nothing else depends on the channels."""
+    slots = params.get("n_channel_embeddings", EEGDINO_SLOTS)
+    if len(ch_names) > slots:
+        raise ModelError(
+            f"EEG-DINO has {slots} channel slots; the channel map gives it {len(ch_names)} "
+            "channels", fix=f"give it at most {slots} channels in the dataset's channel map "
+                            "(config/channel_maps/), or skip it there with the reason")
+    return {}
+
+
 def _luna_forward(model, x, ch_names, readout=MEAN):
     """LUNA's forward ends in its head; its patch tokens are the output of the final norm
     (batch, patches, queries x width), taken by a hook and averaged over the patches."""
@@ -343,6 +359,30 @@ ARCHITECTURES = {
                 "reference's readout (patches, then channels)",
         width=512,
         channel_kwargs=_reve_channels,
+    ),
+    "CodeBrain": Architecture(
+        "CodeBrain",
+        # n_outputs=1: CodeBrain always builds its head (sized by channels x 1-s patches;
+        # never loaded for another montage: checkpoints.HEAD_PREFIXES)
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
+        ),
+        _pooled_features,
+        pooling="mean over the (channel, 1-s patch) token grid after the final norm",
+        width=200,
+    ),
+    "EEGDINO": Architecture(
+        "EEGDINO",
+        # return_encoder_output: no head (an identity)
+        lambda n_chans, sfreq, n_times: dict(
+            n_chans=n_chans, sfreq=sfreq, n_times=n_times, return_encoder_output=True,
+        ),
+        _cls_or_mean,
+        pooling="mean over the (channel, 1-s patch) tokens (EEG-DINO's own pooled encoder "
+                "output); `cls` the mean of its global tokens",
+        width=200,
+        readouts=(MEAN, CLS),
+        channel_kwargs=_eegdino_channels,
     ),
     "STEEGFormer": Architecture(
         "STEEGFormer",

@@ -152,7 +152,11 @@ BCI_FORMATS = {
     "bendr": BCIFormat((0.5, 70.0), 256.0, None),
     "steegformer": BCIFormat((0.1, 64.0), 128.0, None),
 }
-BCI_FAMILY_FORMAT = {"eegpt": "bendr", "steegformer": "steegformer", "sleepfm": "steegformer"}
+BCI_FAMILY_FORMAT = {"eegpt": "bendr", "steegformer": "steegformer", "sleepfm": "steegformer",
+                     # not in the reference, which has no BENDR, LUNA or Signal-JEPA wrapper:
+                     # the format at each model's own rate (BENDR and LUNA 256 Hz, Signal-JEPA
+                     # 128 Hz)
+                     "bendr": "bendr", "luna": "bendr", "signal_jepa": "steegformer"}
 # Confound filtering of motor imagery, the default variant (moabb_loader.py MI_MOTOR_BAND and
 # CONFOUND_FILTERING["mi"]): 4-40 Hz in place of the format's band; its trial starts 1 s after
 # the cue (the dataset's trial_offset_seconds, not a filter).
