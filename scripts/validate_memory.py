@@ -20,6 +20,10 @@ each predicted the way the workflow predicts it:
   seizure probe   3 widths x 3 row counts: the `embedprobe probe` job of the seizure benchmark
                   (fold 0) on stores whose windows are real windows of a generated CHB-MIT
                   look-alike, predicted as preflight.probe_estimate does (job type probe_seizure)
+  families        the embed job of every other family's random init (EEGPT and the seven added
+                  from braindecode: BENDR, Signal-JEPA, LUNA, REVE, ST-EEGFormer, CodeBrain,
+                  EEG-DINO) at 2 night lengths of the Sleep-EDF demo: no constant of theirs is
+                  calibrated, the estimate rests on what their check measures
   contended       the embed jobs again at one size, once beside a CPU load generator (busy
                   processes, 2x the cores) and once with a slow model
                   (EMBEDPROBE_FAULT_SLOW_BATCH_S: readers would run ahead if the stream let them)
@@ -75,6 +79,8 @@ MEDIAN_TARGET = 0.05
 UNDER_TARGET = -0.10
 WIDTH_OF = {200: "LaBraM/CBraMod", 256: "BIOT", 2048: "EEGPT"}
 
+FAMILY_MODELS = ("eegpt_random", "bendr_random", "signal_jepa_random", "luna_random",
+                 "reve_random", "steegformer_random", "codebrain_random", "eegdino_random")
 GRIDS = {
     # embed: models x hours of sleep a night; probes: width -> row counts (the wide model's
     # fits are slow on 2 cores, so it gets smaller stores); ridge: widths x subjects
@@ -93,6 +99,8 @@ GRIDS = {
         "seizure_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
                          2048: (5_000, 10_000, 20_000)},
         "contended_hours": 0.75,
+        "family_models": FAMILY_MODELS,
+        "family_hours": (1 / 6, 0.75),
     },
     "quick": {
         "embed_models": ("biot_random",),
@@ -106,6 +114,8 @@ GRIDS = {
         "seizure_rows": {200: (6_000, 12_000, 30_000), 256: (6_000, 12_000, 30_000),
                          2048: (2_500, 5_000, 10_000)},
         "contended_hours": 0.5,
+        "family_models": FAMILY_MODELS,
+        "family_hours": (1 / 6,),
     },
 }
 
@@ -345,7 +355,7 @@ def write_rows(rows: list[Row], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-ROW_KINDS = ("embed", "logistic", "brain-age", "seizure", "contended")
+ROW_KINDS = ("embed", "families", "logistic", "brain-age", "seizure", "contended")
 
 
 def cpu_grid(args) -> int:
@@ -368,6 +378,10 @@ def cpu_grid(args) -> int:
         workdir = args.workdir or Path(tmp)
         sources = {
             "embed": lambda: embed_rows(grid, workdir / "embed"),
+            "families": lambda: embed_rows(
+                grid | {"embed_models": grid["family_models"],
+                        "embed_hours": grid["family_hours"], "seizure_embed_files": ()},
+                workdir / "families"),
             "logistic": lambda: probe_rows(grid, workdir / "probe", calibration, limit, margin),
             "brain-age": lambda: brain_age_rows(grid, workdir / "age", calibration, limit,
                                                 margin),

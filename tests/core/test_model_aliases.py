@@ -15,8 +15,15 @@ from embedprobe.core.selection import check_selection, name_list, selected
 from helpers.project import PROJECT, VENV_BIN
 
 PRETRAINED = ["biot_pretrained", "biot_six_datasets", "labram_pretrained", "cbramod_pretrained",
-              "eegpt_pretrained"]
-RANDOM = ["biot_random", "labram_random", "cbramod_random", "eegpt_random"]
+              "eegpt_pretrained", "bendr_pretrained", "signal_jepa_pretrained",
+              "signal_jepa_without_chans_pretrained", "luna_base_pretrained",
+              "luna_large_pretrained", "luna_huge_pretrained", "reve_base_pretrained",
+              "steegformer_small_pretrained", "steegformer_base_pretrained",
+              "steegformer_large_pretrained", "steegformer_largev2_pretrained",
+              "codebrain_pretrained", "eegdino_small_pretrained", "eegdino_medium_pretrained"]
+RANDOM = ["biot_random", "labram_random", "cbramod_random", "eegpt_random", "bendr_random",
+          "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
+          "codebrain_random", "eegdino_random"]
 
 
 @pytest.fixture
@@ -28,15 +35,24 @@ def test_the_shipped_models_aliases(config):
     assert model_aliases(config["models"]) == {
         "all_pretrained": PRETRAINED, "all_random": RANDOM,
         "biot": ["biot_pretrained", "biot_six_datasets"], "labram": ["labram_pretrained"],
-        "cbramod": ["cbramod_pretrained"], "eegpt": ["eegpt_pretrained"]}
+        "cbramod": ["cbramod_pretrained"], "eegpt": ["eegpt_pretrained"],
+        "bendr": ["bendr_pretrained"],
+        "signal_jepa": ["signal_jepa_pretrained", "signal_jepa_without_chans_pretrained"],
+        "luna": ["luna_base_pretrained", "luna_large_pretrained", "luna_huge_pretrained"],
+        "reve": ["reve_base_pretrained"],
+        "steegformer": ["steegformer_small_pretrained", "steegformer_base_pretrained",
+                        "steegformer_large_pretrained", "steegformer_largev2_pretrained"],
+        "codebrain": ["codebrain_pretrained"],
+        "eegdino": ["eegdino_small_pretrained", "eegdino_medium_pretrained"]}
 
 
 def test_a_benchmark_list_expands_in_order_and_once(config):
     config["benchmarks"]["demo"]["models"] = ["labram_random", "all_random", "biot"]
     check_names(config)
     assert config["benchmarks"]["demo"]["models"] == [
-        "labram_random", "biot_random", "cbramod_random", "eegpt_random", "biot_pretrained",
-        "biot_six_datasets"]
+        "labram_random", "biot_random", "cbramod_random", "eegpt_random", "bendr_random",
+        "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
+        "codebrain_random", "eegdino_random", "biot_pretrained", "biot_six_datasets"]
     check_names(config)  # ids stay ids: expanding again changes nothing
     assert config["benchmarks"]["demo"]["models"][:2] == ["labram_random", "biot_random"]
 

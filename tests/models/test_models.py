@@ -23,14 +23,8 @@ from embedprobe.models.architectures import ARCHITECTURES  # noqa: E402
 from embedprobe.models.encoder import Encoder  # noqa: E402
 from embedprobe.models.registry import model_spec, weights_path  # noqa: E402
 from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_map_path, channel_plan  # noqa: E402
-from embedprobe.pipeline.preprocess import (  # noqa: E402
-    cut_windows,
-    recording_zscore,
-    resample,
-    scale,
-    zscore_by_recording,
-)
-from embedprobe.pipeline.protocol import RECORDING_ZSCORE  # noqa: E402
+from embedprobe.pipeline.preprocess import cut_windows, resample, scale  # noqa: E402
+from embedprobe.pipeline.window_source import NORMALISERS  # noqa: E402
 
 from helpers.project import LOCAL_WEIGHTS, SCRIPTS, with_local_weights  # noqa: E402
 
@@ -77,8 +71,9 @@ def epochs_for(spec, signals, stages, wanted=("W", "3")) -> np.ndarray:
     ratio = spec.sfreq / 100
     windows = cut_windows(resampled, np.round(starts * ratio).astype(np.int64),
                           int(30 * spec.sfreq))
-    if spec.scaling == RECORDING_ZSCORE:  # a normalisation by the recording's moments
-        return zscore_by_recording(windows.astype(np.float32), recording_zscore(resampled))
+    if spec.scaling in NORMALISERS:  # a normalisation by a statistic of the recording
+        statistic, normalise = NORMALISERS[spec.scaling]
+        return normalise(windows.astype(np.float32), statistic(resampled))
     return scale(windows, spec.scaling)
 
 
@@ -127,6 +122,34 @@ def test_scaling_follows_each_models_convention(night):
                                    rtol=1e-6)
     biot = scale(raw, model_spec(CONFIG, "biot_random").scaling)
     np.testing.assert_allclose(np.quantile(np.abs(biot), 0.95, axis=-1), 1.0, rtol=1e-3)
+    # LUNA: each channel of each window to mean 0, SD 1; BENDR: each window, its channels
+    # together, to [-1, 1]
+    luna = scale(raw, model_spec(CONFIG, "luna_random").scaling)
+    np.testing.assert_allclose(luna.mean(axis=-1), 0, atol=1e-5)
+    np.testing.assert_allclose(luna.std(axis=-1), 1, rtol=1e-4)
+    bendr = scale(raw, model_spec(CONFIG, "bendr_random").scaling)
+    assert (bendr.min(axis=(1, 2)), bendr.max(axis=(1, 2))) == (-1, 1)
+    expected = (raw - raw.min()) / (raw.max() - raw.min()) * 2 - 1
+    np.testing.assert_allclose(bendr, expected, atol=1e-6)
+    flat = scale(np.zeros((1, 2, 100), np.float32), "window_zscore")
+    assert (flat == 0).all() and (scale(np.ones((1, 2, 100), np.float32),
+                                        "window_minmax") == 0).all()
+
+
+@pytest.mark.parametrize("model_id, clip", [("reve_random", 15.0), ("steegformer_random", None)])
+def test_reve_and_steegformer_are_z_scored_by_their_recording(model_id, clip):
+    """The reference's REVE and ST-EEGFormer inputs: each channel z-scored with the whole
+    recording's mean and SD (REVE's clipped at +-15 SD), the same statistic for every window."""
+    rng = np.random.default_rng(0)
+    recording = rng.standard_normal((2, 20_000)) * np.array([[20e-6], [5e-6]]) + 3e-6
+    recording[0, 500] = 1e-3  # a spike of 50 SD
+    statistic, normalise = NORMALISERS[model_spec(CONFIG, model_id).scaling]
+    windows = cut_windows(recording.astype(np.float32), np.array([0, 10_000]), 1_000)
+    out = normalise(windows.astype(np.float32), statistic(recording))
+    z = (windows - recording.mean(axis=1)[:, None]) / recording.std(axis=1)[:, None]
+    np.testing.assert_allclose(out, z if clip is None else np.clip(z, -clip, clip), rtol=1e-4,
+                               atol=1e-4)
+    assert out.max() == (15.0 if clip else pytest.approx(z.max(), rel=1e-4))
 
 
 @pytest.fixture(scope="module")

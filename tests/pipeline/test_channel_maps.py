@@ -292,10 +292,12 @@ def test_derive_inputs_refuses_rows_that_do_not_fit():
 
 
 def test_the_data_scan_reads_every_electrode_a_derivation_uses():
+    # the electrodes of the reference's 20 bipolar pairs, and Fz and Pz, which EEG-DINO reads
+    # as recorded (its 19 10-20 electrodes)
     channels = mapped_channels({"datasets": {"siena": {}}}, "siena")
     assert set(channels) == {siena(e) for e in ("Fp1", "F7", "T3", "T5", "O1", "Fp2", "F8", "T4",
                                                 "T6", "O2", "F3", "C3", "P3", "F4", "C4", "P4",
-                                                "Cz")}
+                                                "Cz", "Fz", "Pz")}
 
 
 # -------------------------------------------------------------------------------- refusals

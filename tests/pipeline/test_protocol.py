@@ -71,9 +71,9 @@ def test_a_dataset_without_line_freq_is_refused_naming_it(config):
 
 def test_every_shipped_dataset_names_its_powerline(config):
     assert {name: entry.get("line_freq") for name, entry in config["datasets"].items()} == {
-        "sleep_edf_expanded": 50, "sleep_edf_demo": 50, "chbmit": 60, "siena": 50,
-        "chbmit_demo": 60, "siena_demo": 50, "physionet_mi": 60, "bnci2014_001": 50,
-        "physionet_mi_demo": 60, "bnci2014_001_demo": 50}
+        "sleep_edf_expanded": 50, "sleep_edf_demo": 50, "sleep_edf_families_demo": 50,
+        "chbmit": 60, "siena": 50, "chbmit_demo": 60, "siena_demo": 50, "physionet_mi": 60,
+        "bnci2014_001": 50, "physionet_mi_demo": 60, "bnci2014_001_demo": 50}
 
 
 def test_motor_imagery_trials_are_scaled_as_the_references_bci_wrappers(config):

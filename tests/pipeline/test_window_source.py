@@ -603,7 +603,7 @@ def test_reader_threads_wanting_one_recording_s_statistic_compute_it_once(monkey
 class _Recipe:
     """A recipe stand-in: what recording_statistic reads of it, hashable as WindowRecipe is."""
 
-    preprocessing = SimpleNamespace(filters=())
+    preprocessing = SimpleNamespace(filters=(), normalisation="recording_q95")
 
     def __hash__(self):
         return 1

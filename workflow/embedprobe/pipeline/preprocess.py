@@ -343,6 +343,10 @@ def scale(windows: np.ndarray, scaling: str, in_place: bool = False) -> np.ndarr
     of windows.
     """
     out = windows if in_place and windows.dtype == np.float32 else windows.astype(np.float32)
+    if scaling in WINDOW_NORMALISERS:
+        for first in range(0, len(out), SCALE_BLOCK):
+            WINDOW_NORMALISERS[scaling](out[first:first + SCALE_BLOCK])
+        return out
     if scaling == "percentile95":
         # BIOT's convention: each channel of each window divided by its 95th percentile of |x|.
         for first in range(0, len(out), SCALE_BLOCK):
@@ -355,6 +359,32 @@ def scale(windows: np.ndarray, scaling: str, in_place: bool = False) -> np.ndarr
         np.clip(out, -1.0, 1.0, out=out)
     return out
 
+
+def window_zscore(block: np.ndarray) -> np.ndarray:
+    """Each channel of each window to zero mean and unit SD over the window, in place (LUNA's
+    pretraining and fine-tuning input); a flat channel gives zeros."""
+    block -= block.mean(axis=-1, keepdims=True)
+    sd = block.std(axis=-1, keepdims=True)
+    np.divide(block, sd, out=block, where=sd > 0)
+    block[np.broadcast_to(sd == 0, block.shape)] = 0
+    return block
+
+
+def window_minmax(block: np.ndarray) -> np.ndarray:
+    """Each window, all its channels together, to [-1, 1] by its minimum and maximum, in place
+    (BENDR's pretraining input: DN3's MappingDeep1010); a flat window gives zeros."""
+    low = block.min(axis=(-2, -1), keepdims=True)
+    span = block.max(axis=(-2, -1), keepdims=True) - low
+    block -= low
+    np.divide(block, span, out=block, where=span > 0)
+    block *= 2
+    block -= 1
+    block[np.broadcast_to(span == 0, block.shape)] = 0
+    return block
+
+
+# Conventions computed from each window itself: name -> the in-place normaliser of a block
+WINDOW_NORMALISERS = {"window_zscore": window_zscore, "window_minmax": window_minmax}
 
 # volts -> each convention's unit: V x 1e9 is EEGPT's "µV x 1000" (the reference's wrapper
 # outside BCI), V x 1e3 its BCI one; 0.1mV is LaBraM's and CBraMod's µV / 100
@@ -418,15 +448,22 @@ def recording_zscore(signals: np.ndarray) -> np.ndarray:
     return out
 
 
-def zscore_by_recording(windows: np.ndarray, moments: np.ndarray) -> np.ndarray:
+def zscore_by_recording(windows: np.ndarray, moments: np.ndarray,
+                        clip_sd: float | None = None) -> np.ndarray:
     """windows (volts) as (x - mean) / SD per channel with the recording's moments, clipped
-    at +-15 SD, in place; a flat channel (SD 0) gives zeros."""
+    at +-`clip_sd` SD when given, in place; a flat channel (SD 0) gives zeros."""
     mean, sd = moments[0], moments[1]
     factors = np.divide(1.0, sd, out=np.zeros_like(sd), where=sd > 0)
     windows -= mean.astype(np.float32)[None, :, None]
     windows *= factors.astype(np.float32)[None, :, None]
-    np.clip(windows, -ZSCORE_CLIP_SD, ZSCORE_CLIP_SD, out=windows)
+    if clip_sd is not None:
+        np.clip(windows, -clip_sd, clip_sd, out=windows)
     return windows
+
+
+def zscore_by_recording_clipped(windows: np.ndarray, moments: np.ndarray) -> np.ndarray:
+    """zscore_by_recording clipped at +-15 SD (REVE's reference input)."""
+    return zscore_by_recording(windows, moments, ZSCORE_CLIP_SD)
 
 
 def centre_windows(windows: np.ndarray) -> np.ndarray:

@@ -42,10 +42,12 @@ PROTOCOL_OPTIONS = {
 }
 HIGHPASS_HZ = 0.5  # the reference's common protocol (REFERENCE.md, its user guide)
 RECORDING_Q95 = "recording_q95"
-# REVE's reference input (NeuroAtlas backbones/reve.py): each channel z-scored with its whole
-# recording's mean and SD, then clipped at +-15 SD. A model entry asks for it as its scaling.
-RECORDING_ZSCORE = "recording_zscore_clip15"
-RECORDING_NORMALISATIONS = (RECORDING_Q95, RECORDING_ZSCORE)
+# The reference's REVE and ST-EEGFormer inputs (NeuroAtlas backbones/reve.py, steegformer.py,
+# _prepare_input): each channel z-scored with its whole recording's mean and SD; REVE's then
+# clipped at +-15 SD. A model entry asks for one as its scaling.
+RECORDING_ZSCORE = "recording_zscore"
+RECORDING_ZSCORE_CLIP15 = "recording_zscore_clip15"
+RECORDING_NORMALISATIONS = (RECORDING_Q95, RECORDING_ZSCORE, RECORDING_ZSCORE_CLIP15)
 # How windows reach the model's rate: each window on its own with scipy's resample_poly (the
 # reference's model wrappers), a whole run with MNE's FFT resampling (its BCI loaders), or a
 # recording's stretch as one signal (continuous_resampling).
@@ -119,8 +121,8 @@ def preprocessing(config: dict, dataset: str, spec: ModelSpec) -> Preprocessing:
         return replace(steps, centre_windows=True, scaling=spec.scaling)
     if spec.scaling == "percentile95" and "window_percentile" not in options:
         return replace(steps, centre_windows=True, normalisation=RECORDING_Q95)
-    if spec.scaling == RECORDING_ZSCORE:
-        return replace(steps, normalisation=RECORDING_ZSCORE)
+    if spec.scaling in (RECORDING_ZSCORE, RECORDING_ZSCORE_CLIP15):
+        return replace(steps, normalisation=spec.scaling)
     return replace(steps, scaling=spec.scaling)
 
 

@@ -53,12 +53,14 @@ from embedprobe.pipeline.preprocess import (
     scale,
     windows_resampled_each,
     zscore_by_recording,
+    zscore_by_recording_clipped,
 )
 from embedprobe.pipeline.protocol import (
     CONTINUOUS,
     EACH_WINDOW,
     RECORDING_Q95,
     RECORDING_ZSCORE,
+    RECORDING_ZSCORE_CLIP15,
     Preprocessing,
     preprocessing,
 )
@@ -282,7 +284,8 @@ _COMPUTING: dict = {}  # key -> the lock its computing thread holds
 # Per-recording normalisation (protocol.RECORDING_NORMALISATIONS): (the statistic of a whole
 # filtered recording, how windows are normalised by it in place).
 NORMALISERS = {RECORDING_Q95: (recording_q95, divide_by_recording),
-               RECORDING_ZSCORE: (recording_zscore, zscore_by_recording)}
+               RECORDING_ZSCORE: (recording_zscore, zscore_by_recording),
+               RECORDING_ZSCORE_CLIP15: (recording_zscore, zscore_by_recording_clipped)}
 
 
 def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
