@@ -152,3 +152,22 @@ def test_measurement_files_name_their_command():
             continue
         assert re.match(r"\d{4}-\d{2}-\d{2}-", path.name), f"{rel(path)}: not dated"
         assert "**Command:**" in path.read_text(encoding="utf-8"), f"{rel(path)}: no command"
+
+
+def test_every_model_id_is_documented_with_its_source():
+    """Each id of config/models.yaml has its row in methods.md's model table; each hub
+    checkpoint its row (repo, source, licence) in usage.md's table of pretrained weights."""
+    import yaml
+
+    models = yaml.safe_load((ROOT / "config" / "models.yaml").read_text())["models"]
+    methods = (DOCS / "methods.md").read_text(encoding="utf-8")
+    table = methods[methods.index("\n## Models\n"):methods.index("\n## Reading windows\n")]
+    usage = (DOCS / "usage.md").read_text(encoding="utf-8")
+    hub_table = usage[usage.index("\n## Pretrained weights from the Hub\n"):]
+    for model_id, entry in models.items():
+        assert f"`{model_id}`" in table, model_id
+        if str(entry["weights"]).startswith("hf:"):
+            row = next((line for line in hub_table.splitlines()
+                        if line.startswith("|") and f"`{model_id}`" in line), None)
+            assert row is not None, model_id
+            assert entry["weights"][len("hf:"):] in row, model_id
