@@ -245,6 +245,13 @@ def _cls_or_mean(model, x, ch_names, readout=MEAN):
     return _pool(tokens["features"])
 
 
+def _with_head(n_chans: int, sfreq: float, n_times: int) -> dict:
+    """Classes that build (or need) a head to be built at all: a 1-output head, which the
+    features are taken before and which is never loaded for another montage
+    (checkpoints.HEAD_PREFIXES)."""
+    return dict(n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times)
+
+
 @dataclass(frozen=True)
 class Architecture:
     class_name: str
@@ -337,10 +344,7 @@ ARCHITECTURES = {
     ),
     "LUNA": Architecture(
         "LUNA",
-        # n_outputs=1: a head LUNA needs to return from forward; the features are taken before it
-        lambda n_chans, sfreq, n_times: dict(
-            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
-        ),
+        _with_head,  # LUNA's forward returns from its head: the features are hooked before
         _luna_forward,
         pooling="mean over the 40-sample patches of the final norm's output (queries x width "
                 "concatenated)",
@@ -349,11 +353,7 @@ ARCHITECTURES = {
     ),
     "REVE": Architecture(
         "REVE",
-        # a head over every token (attention_pooling False, as pretrained): sized by channels x
-        # patches, never loaded from a checkpoint for another montage (checkpoints.HEAD_PREFIXES)
-        lambda n_chans, sfreq, n_times: dict(
-            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
-        ),
+        _with_head,  # over every token (attention_pooling False, as pretrained)
         _pooled_features,
         pooling="mean over the (channel, 1-s patch) tokens after the transformer: the "
                 "reference's readout (patches, then channels)",
@@ -362,11 +362,7 @@ ARCHITECTURES = {
     ),
     "CodeBrain": Architecture(
         "CodeBrain",
-        # n_outputs=1: CodeBrain always builds its head (sized by channels x 1-s patches;
-        # never loaded for another montage: checkpoints.HEAD_PREFIXES)
-        lambda n_chans, sfreq, n_times: dict(
-            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
-        ),
+        _with_head,  # CodeBrain always builds it (sized by channels x 1-s patches)
         _pooled_features,
         pooling="mean over the (channel, 1-s patch) token grid after the final norm",
         width=200,
@@ -386,9 +382,7 @@ ARCHITECTURES = {
     ),
     "STEEGFormer": Architecture(
         "STEEGFormer",
-        lambda n_chans, sfreq, n_times: dict(
-            n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times,
-        ),
+        _with_head,
         _cls_or_mean,
         pooling="mean over the (channel, 16-sample patch) tokens; `cls` the CLS token after the "
                 "final norm (the reference's readout)",
