@@ -270,3 +270,17 @@ def test_make_weights_cli(tmp_path, capsys):
     assert make_weights_main(["biot_pretrianed", str(tmp_path / "x.pt")]) == 2
     assert "did you mean 'biot_pretrained'" in capsys.readouterr().err
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_luna_drops_the_part_patch_of_a_trial(weights_root):
+    """A 3 s trial at 256 Hz is 19.2 of LUNA's 40-sample patches; its frequency embedding takes
+    whole patches only (braindecode raises on the rest): the part patch is dropped."""
+    spec = dataclasses.replace(model_spec(CONFIG, "luna_random"), window_seconds=3)
+    encoder = Encoder(spec, ("C3", "C4"), roots_for(weights_root))
+    trials = np.random.default_rng(0).standard_normal((2, 2, 768)).astype(np.float32)
+    out = encoder(trials)
+    with torch.inference_mode():
+        whole = ARCHITECTURES["LUNA"].forward(encoder.model, torch.from_numpy(trials[..., :760]),
+                                              ("C3", "C4"), "mean").numpy()
+    assert out.shape == (2, 256) and np.isfinite(out).all()
+    np.testing.assert_allclose(out, whole, rtol=1e-5, atol=1e-6)

@@ -225,9 +225,27 @@ def _eegdino_channels(ch_names: tuple[str, ...], companions: dict, params: dict)
     return {}
 
 
+def _with_head(n_chans: int, sfreq: float, n_times: int) -> dict:
+    """Classes that build (or need) a head to be built at all: a 1-output head, which the
+    features are taken before and which is never loaded for another montage
+    (checkpoints.HEAD_PREFIXES)."""
+    return dict(n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times)
+
+
+LUNA_PATCH = 40  # braindecode's default patch_size: the released weights'
+
+
+def _luna_kwargs(n_chans: int, sfreq: float, n_times: int) -> dict:
+    """Built for the window's whole 40-sample patches (_luna_forward drops a part patch)."""
+    return _with_head(n_chans, sfreq, n_times - n_times % LUNA_PATCH)
+
+
 def _luna_forward(model, x, ch_names, readout=MEAN):
     """LUNA's forward ends in its head; its patch tokens are the output of the final norm
-    (batch, patches, queries x width), taken by a hook and averaged over the patches."""
+    (batch, patches, queries x width), taken by a hook and averaged over the patches. A window
+    that is not a whole number of patches (a 3 s trial at 256 Hz: 19.2) loses its part patch:
+    LUNA's frequency embedding takes whole patches only."""
+    x = x[..., :x.shape[-1] - x.shape[-1] % model.patch_size]
     seen = []
     hook = model.norm.register_forward_hook(lambda module, args, out: seen.append(out))
     try:
@@ -243,13 +261,6 @@ def _cls_or_mean(model, x, ch_names, readout=MEAN):
     if readout == CLS:
         return tokens["cls_token"]
     return _pool(tokens["features"])
-
-
-def _with_head(n_chans: int, sfreq: float, n_times: int) -> dict:
-    """Classes that build (or need) a head to be built at all: a 1-output head, which the
-    features are taken before and which is never loaded for another montage
-    (checkpoints.HEAD_PREFIXES)."""
-    return dict(n_chans=n_chans, n_outputs=1, sfreq=sfreq, n_times=n_times)
 
 
 @dataclass(frozen=True)
@@ -344,7 +355,7 @@ ARCHITECTURES = {
     ),
     "LUNA": Architecture(
         "LUNA",
-        _with_head,  # LUNA's forward returns from its head: the features are hooked before
+        _luna_kwargs,  # LUNA's forward returns from its head: the features are hooked before
         _luna_forward,
         pooling="mean over the 40-sample patches of the final norm's output (queries x width "
                 "concatenated)",
