@@ -165,7 +165,7 @@ def _reve_channels(ch_names: tuple[str, ...], companions: dict, params: dict) ->
 
     source = companions.get(REVE_BANK)
     if source is None:
-        bank = json.loads(json.dumps(electrodes.template_positions()))
+        bank = {name: list(xyz) for name, xyz in electrodes.template_positions().items()}
         digest = "template"
     else:
         bank = json.loads(Path(source).read_text())
