@@ -58,10 +58,15 @@ def check_channel_map(map_name: str, recorded: set[str]) -> dict:
     from braindecode.models.eegpt import CHANNEL_DICT
     from braindecode.models.labram import LABRAM_CHANNEL_ORDER
 
+    from embedprobe.core.config import load_config
+    from embedprobe.models.electrodes import template_positions
+
+    positions = set(template_positions())  # the families that embed a channel by position
     tables = {"labram": {n.upper() for n in LABRAM_CHANNEL_ORDER},
-              "eegpt": {n.upper() for n in CHANNEL_DICT}}
+              "eegpt": {n.upper() for n in CHANNEL_DICT},
+              "signal_jepa": positions, "luna": positions, "reve": positions}
     families = yaml.safe_load((CHANNEL_MAP_DIR / f"{map_name}.yaml").read_text())
-    assert set(families) == {"biot", "labram", "cbramod", "eegpt"}
+    assert set(families) == {e["family"] for e in load_config()["models"].values()}
     config = {"datasets": {"demo": {"channel_map": map_name}}}
     plans = {}
     for family in families:
@@ -71,5 +76,7 @@ def check_channel_map(map_name: str, recorded: set[str]) -> dict:
         assert len(set(plan.model_names)) == len(plan.model_names), family
         if family in tables:
             assert {n.upper() for n in plan.model_names} <= tables[family], family
+        if family == "eegdino":  # its 19 channel slots
+            assert len(plan.model_names) <= 19
         plans[family] = plan
     return plans

@@ -26,7 +26,18 @@ def load_config(config_dir: Path = PROJECT_ROOT / "config") -> dict:
     merged: dict = {}
     for name in CONFIG_FILES:
         merged.update(yaml.safe_load((config_dir / name).read_text()) or {})
-    return fill_defaults(merged)
+    return expand_benchmark_models(fill_defaults(merged))
+
+
+def expand_benchmark_models(config: dict) -> dict:
+    """Each benchmark's `models:` with its aliases (all_pretrained, all_random, a family)
+    replaced by their model ids, in place (core/model_aliases.py); ids stay ids, so expanding
+    twice changes nothing. Returns the config."""
+    for bench_id, bench in config.get("benchmarks", {}).items():
+        if "models" in bench:
+            bench["models"] = expand_models(bench["models"], config.get("models", {}),
+                                            f"benchmark '{bench_id}'")
+    return config
 
 
 def fill_defaults(config: dict) -> dict:
@@ -107,6 +118,7 @@ def check_names(config: dict) -> None:
     _check_keys(config, schema, "")
     _check_values(config, schema)
     _fill(config, schema)
+    expand_benchmark_models(config)
     for bench_id, bench in config.get("benchmarks", {}).items():
         defined = config.get("datasets", {})
         for name in bench.get("datasets", []):
@@ -116,10 +128,6 @@ def check_names(config: dict) -> None:
                     f"{closest(name, defined)}",
                     fix=f"use one of: {', '.join(sorted(defined))} (config/datasets.yaml)",
                 )
-        # aliases (all_pretrained, all_random, a family) become their model ids, in place
-        if "models" in bench:
-            bench["models"] = expand_models(bench["models"], config.get("models", {}),
-                                            f"benchmark '{bench_id}'")
 
 
 def resolve_roots(config: dict, environ=os.environ) -> dict:
