@@ -173,10 +173,11 @@ def _reve_channels(ch_names: tuple[str, ...], companions: dict, params: dict) ->
     spelled = {name.upper(): name for name in bank}
     electrodes.positions(ch_names, "REVE", {k: bank[v] for k, v in spelled.items()})
     folder = Path(tempfile.gettempdir()) / f"embedprobe-reve-bank-{digest}"
-    folder.mkdir(parents=True, exist_ok=True)
-    staged = folder / f".reve_positions.{os.getpid()}.json"
-    staged.write_text(json.dumps(bank))
-    os.replace(staged, folder / "reve_positions.json")  # whole, for processes reading it now
+    if not (folder / "reve_positions.json").is_file():  # named by its content: written once
+        folder.mkdir(parents=True, exist_ok=True)
+        staged = folder / f".reve_positions.{os.getpid()}.json"
+        staged.write_text(json.dumps(bank))
+        os.replace(staged, folder / "reve_positions.json")  # whole, for processes reading it
     os.environ["REVE_POSITIONS_PATH"] = str(folder)
     return {"chs_info": [{"ch_name": spelled[name.upper()]} for name in ch_names]}
 
@@ -274,9 +275,8 @@ class Architecture:
     width: int | None = None
     readouts: tuple[str, ...] = (MEAN,)  # the readouts it offers
     # (channel names, companion files, the entry's params) -> constructor kwargs that depend on
-    # the channels
-    # themselves, for families that embed a channel by its name or position; None: the count
-    # is all the constructor needs
+    # the channels themselves, for families that embed a channel by its name or position;
+    # None: the count is all the constructor needs
     channel_kwargs: Callable[[tuple[str, ...], dict, dict], dict] | None = None
 
 
