@@ -121,8 +121,7 @@ def weights_state(spec: ModelSpec, roots: dict) -> str:
     if spec.weights == RANDOM:
         return "not needed"
     if hub.hub_repo(spec.weights) is not None:
-        fetched = hub_state(spec, roots).checkpoint and not companions(spec, roots)[1]
-        return "found" if fetched else "not fetched"
+        return "not fetched" if not_fetched(spec, roots) else "found"
     return "found" if weights_path(spec, roots).is_file() else "missing"
 
 
@@ -130,10 +129,17 @@ def hub_state(spec: ModelSpec, roots: dict) -> hub.HubState:
     return hub.locate(hub.hub_repo(spec.weights), spec.revision, roots, spec.hub_file)
 
 
+def not_fetched(spec: ModelSpec, roots: dict) -> str:
+    """Why a hub checkpoint, or a file it needs besides its weights, is not fetched ('' when
+    everything is)."""
+    return hub_state(spec, roots).reason or companions(spec, roots)[1]
+
+
 def companions(spec: ModelSpec, roots: dict) -> tuple[dict[str, Path], str]:
     """The files a pretrained model of this family needs besides its weights
     (checkpoints.COMPANIONS: REVE's position bank, ST-EEGFormer's channel vocabulary), fetched
-    with them: ({name: local path}, '') or ({}, why one is missing). None for random init."""
+    with them: ({name: local path}, '') or ({}, why one is missing); ({}, '') for random
+    init."""
     if spec.weights == RANDOM:
         return {}, ""
     found = {}
@@ -162,10 +168,10 @@ def checkpoint_against_pair(spec: ModelSpec, roots: dict,
 
 def missing_weights(spec: ModelSpec, roots: dict) -> tuple[str, str] | None:
     """(reason, fix) when the pair is skipped for its weights before running, else None."""
+    if hub.hub_repo(spec.weights) is not None:  # located once, not again for the reason
+        reason = not_fetched(spec, roots)
+        return (reason, hub.fetch_command(spec.model_id)) if reason else None
     state = weights_state(spec, roots)
-    if state == "not fetched":
-        reason = hub_state(spec, roots).reason or companions(spec, roots)[1]
-        return reason, hub.fetch_command(spec.model_id)
     if state == "missing":
         path = weights_path(spec, roots)
         return (f"weights not found at {path}",
