@@ -22,6 +22,9 @@ data and runs the jobs (the validation scripts run the same workloads):
   probe_ridge     probing/ridge.fit_age_fold (StandardScaler + Ridge, alpha by inner CV, refit) on
                   subject means, split into training and test subjects as pipeline/fold_job does
   aggregate       EmbeddingStore.mean_by("subject") on a store (the brain-age job's first part)
+  probe_recording `embedprobe probe` of the abnormal-EEG benchmark (unit statistics streamed,
+                  scikit-learn's lbfgs per C over one row per recording), mean and mean_std
+                  features; its stream's constants are aggregate's, its own fitted on the job
 
 Baselines are measured: a child that imports what the step's job imports. The other constants are
 fitted on each job's whole measured peaks with the job's own formula (estimate.JOB_TYPES; the
@@ -82,6 +85,9 @@ from embedprobe.memory.workloads import (  # noqa: E402
     probe_argv,
     probe_config,
     probe_inputs,
+    recording_argv,
+    recording_inputs,
+    recording_set,
     run_check,
     seizure_embed_set,
     seizure_set,
@@ -224,6 +230,9 @@ PLANS = {
         # the large ones make the kernel and Gram terms big enough to be measured, not guessed
         "brain_age": [(60, 16), (300, 512), (1_000, 128), (400, 1024), (120, 3_000),
                       (2_000, 2_560), (3_000, 384)],
+        # recordings, width, aggregation (sizes apart from validate_memory's)
+        "recording": [(60, 16, "mean"), (400, 512, "mean_std"), (1_000, 128, "mean"),
+                      (250, 1024, "mean_std"), (2_500, 256, "mean"), (1_200, 2_560, "mean_std")],
     },
     "full": {
         "embed_repeats": 3,
@@ -244,6 +253,9 @@ PLANS = {
                           (400_000, 64)],
         "brain_age": [(60, 16), (300, 512), (1_000, 128), (400, 1024), (120, 3_000),
                       (2_000, 2_560), (3_000, 384), (2_500, 256)],
+        "recording": [(60, 16, "mean"), (400, 512, "mean_std"), (1_000, 128, "mean"),
+                      (250, 1024, "mean_std"), (2_500, 256, "mean"), (1_200, 2_560, "mean_std"),
+                      (3_000, 64, "mean_std")],
     },
 }
 
@@ -372,6 +384,24 @@ def measure_brain_age(plan, workdir: Path) -> list[dict]:
     return runs
 
 
+def measure_recording(plan, workdir: Path) -> list[dict]:
+    """The real recording-level job (unit statistics streamed from a store, a logistic fit per
+    C over the recordings), as the workflow runs it."""
+    runs = []
+    for n_units, dim, aggregation in plan:
+        folder = workdir / f"recording_{n_units}x{dim}"
+        config, store, table = recording_set(folder, n_units, dim, aggregation)
+        inputs = recording_inputs(config, table, dim)
+        predicted = estimate("probe_recording", inputs, load_calibration(), None)
+        path = write_estimate(folder / "estimate.json", "probe/recording/fold0", predicted)
+        run = measure(recording_argv(config, store, path, folder / "out"),
+                      f"recording probe {n_units} x {dim}")
+        _print_run("probe_recording", f"{n_units} recordings x {dim}, {aggregation}", run)
+        runs.append({"inputs": inputs, "peak": run.peak_bytes,
+                     "label": f"{n_units} x {dim} {aggregation}"})
+    return runs
+
+
 def measure_subject_means(plan, workdir: Path) -> list[dict]:
     from embedprobe.tasks.brain_age import subject_mean_inputs
 
@@ -446,17 +476,21 @@ def calibrate(mode: str, workdir: Path, old: dict,
         values, miss = fit_constants(job, job_runs, FITTED[job], constants[job])
         fitted(job, values)
         report[job] = {"fit_max_over_prediction_mb": miss / MIB}
-    # The brain-age job: its parts' fitted constants, then its own fitted on the real job. The
-    # table keeps every constant it was fitted with, so an estimate uses exactly those.
-    job = "probe_brain_age"
-    if job in selected:
+    # The brain-age and recording-level jobs: their parts' fitted constants, then their own
+    # fitted on the real job. The table keeps every constant it was fitted with, so an
+    # estimate uses exactly those.
+    composed = {"probe_brain_age": lambda: measure_brain_age(plan["brain_age"], workdir),
+                "probe_recording": lambda: measure_recording(plan["recording"], workdir)}
+    for job, workload in composed.items():
+        if job not in selected:
+            continue
         # from the parts just fitted, not the previous table's copies of theirs
         merged = job_constants(job, {"jobs": {**constants, job: {}}})
         merged.pop("cluster_wrapper_bytes", None)
         constants[job] = {**merged, "baseline_bytes": constants[job]["baseline_bytes"]}
         parts = "from its parts (memory/estimate.COMPOSED)"
         provenance[job] = {name: provenance[job].get(name, parts) for name in constants[job]}
-        runs[job] = measure_brain_age(plan["brain_age"], workdir)
+        runs[job] = workload()
         values, miss = fit_constants(job, runs[job], FITTED[job], constants[job])
         fitted(job, values)
         report[job] = {"fit_max_over_prediction_mb": miss / MIB}

@@ -17,6 +17,10 @@ each predicted the way the workflow predicts it:
   brain-age probe 3 widths x 3 numbers of subjects: the `embedprobe probe` job of the brain-age
                   benchmark (subject means streamed from a store, ages from an SC-subjects.xls,
                   ridge with inner CV), inputs and estimate as preflight.probe_estimate builds them
+  recording probe 3 widths x 3 numbers of recordings (the largest with mean_std): the
+                  `embedprobe probe` job of the abnormal-EEG benchmark (unit statistics
+                  streamed from a store, a logistic fit per C over one row per recording),
+                  predicted as preflight.probe_estimate does (job type probe_recording)
   seizure probe   3 widths x 3 row counts: the `embedprobe probe` job of the seizure benchmark
                   (fold 0) on stores whose windows are real windows of a generated CHB-MIT
                   look-alike, predicted as preflight.probe_estimate does (job type probe_seizure)
@@ -96,6 +100,7 @@ GRIDS = {
                        2048: (10_000, 20_000, 40_000)},
         "ridge_widths": (200, 256, 2048),
         "ridge_subjects": (150, 600, 1_800),
+        "recording_units": (150, 600, 1_800),
         "seizure_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
                          2048: (5_000, 10_000, 20_000)},
         "contended_hours": 0.75,
@@ -111,6 +116,7 @@ GRIDS = {
                        2048: (4_000, 8_000, 16_000)},
         "ridge_widths": (200, 256, 2048),
         "ridge_subjects": (100, 300, 800),
+        "recording_units": (100, 300, 800),
         "seizure_rows": {200: (6_000, 12_000, 30_000), 256: (6_000, 12_000, 30_000),
                          2048: (2_500, 5_000, 10_000)},
         "contended_hours": 0.5,
@@ -276,6 +282,31 @@ def brain_age_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                        estimate.as_dict(), run)
 
 
+def recording_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
+                   margin: float) -> Iterator[Row]:
+    """The recording-level probe job (fold 0) as the workflow runs it, predicted as preflight
+    does; the largest number of recordings of each width with mean_std features."""
+    from embedprobe.memory.preflight import probe_estimate
+    from embedprobe.tasks.registry import benchmark_task
+
+    key = f"probe/{workloads.RECORDING_BENCHMARK}/fold0"
+    for dim in grid["ridge_widths"]:
+        for n_units in grid["recording_units"]:
+            aggregation = "mean_std" if n_units == max(grid["recording_units"]) else "mean"
+            folder = workdir / f"recording_{n_units}x{dim}"
+            config, store, table = workloads.recording_set(folder, n_units, dim, aggregation)
+            bench = config["benchmarks"][workloads.RECORDING_BENCHMARK]
+            entry = config["datasets"][workloads.RECORDING_DATASET]
+            estimate, _ = probe_estimate(
+                config, benchmark_task(config, workloads.RECORDING_BENCHMARK), bench, table, 0,
+                dim, calibration, limit, margin, None, entry)
+            estimate_path = workloads.write_estimate(folder / "estimate.json", key, estimate)
+            argv = workloads.recording_argv(config, store, estimate_path, folder / "out")
+            run = workloads.measure(argv, f"recording probe {n_units} x {dim}")
+            yield _row("recording probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
+                       f"{n_units:,} recordings, {aggregation}", estimate.as_dict(), run)
+
+
 def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                  margin: float) -> Iterator[Row]:
     """The seizure probe job (fold 0) as the workflow runs it, predicted as preflight does."""
@@ -355,7 +386,7 @@ def write_rows(rows: list[Row], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-ROW_KINDS = ("embed", "families", "logistic", "brain-age", "seizure", "contended")
+ROW_KINDS = ("embed", "families", "logistic", "brain-age", "recording", "seizure", "contended")
 
 
 def cpu_grid(args) -> int:
@@ -385,6 +416,8 @@ def cpu_grid(args) -> int:
             "logistic": lambda: probe_rows(grid, workdir / "probe", calibration, limit, margin),
             "brain-age": lambda: brain_age_rows(grid, workdir / "age", calibration, limit,
                                                 margin),
+            "recording": lambda: recording_rows(grid, workdir / "recording", calibration,
+                                                limit, margin),
             "seizure": lambda: seizure_rows(grid, workdir / "seizure", calibration, limit,
                                             margin),
             "contended": lambda: embed_rows(grid, workdir / "embed", contended=True),

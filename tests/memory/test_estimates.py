@@ -45,6 +45,12 @@ def random_inputs(job: str, rng: random.Random) -> dict:
                 "n_test": rng.randint(10, 50_000), "dim": rng.randint(2, 4096),
                 "n_classes": rng.randint(2, 10), "n_jobs": rng.randint(1, 8),
                 "n_fits": rng.randint(1, 8), "dtype_bytes": rng.choice([4, 8])}
+    if job == "probe_recording":  # one row per unit: the stream's inputs and the fit's
+        stream = random_inputs("aggregate_subject_mean", rng)
+        units = rng.randint(4, 5_000)
+        return stream | {"n_units": units, "n": rng.randint(2, units), "p": stream["dim"]
+                         * rng.choice([1, 2]), "n_classes": rng.randint(2, 6),
+                         "n_fits": rng.randint(1, 7), "with_std": rng.choice([0, 1])}
     if job in estimates.COMPOSED:
         parts = [random_inputs(part, rng) for part in estimates.COMPOSED[job]]
         return {k: v for part in parts for k, v in part.items()}
@@ -160,7 +166,8 @@ def test_each_job_type_is_one_object():
     """Terms, inputs, constants, knobs and cheaper settings live on the job type."""
     brain_age = estimates.JOB_TYPES["probe_brain_age"]
     assert brain_age.composed_of == ("aggregate_subject_mean", "probe_ridge")
-    assert estimates.COMPOSED == {"probe_brain_age": brain_age.composed_of}
+    assert estimates.COMPOSED == {"probe_brain_age": brain_age.composed_of,
+                                  "probe_recording": ("aggregate_subject_mean",)}
     assert estimates.JOB_TYPES["embed_gpu"].device == "embed_gpu_device"
     for name, kind in estimates.JOB_TYPES.items():
         assert kind.name == name and kind.terms and kind.required

@@ -9,4 +9,5 @@ MIB = 1 << 20
 # the task that labels the units: the one owner of that default (the index, the window reader,
 # the model's window and the tasks read it here). Kept by name, so that parse-time code and the
 # model registry need not import the task modules.
-UNIT_SECONDS = {"sleep_staging": 30.0, "seizure_detection": 10.0, "motor_imagery": 3.0}
+UNIT_SECONDS = {"sleep_staging": 30.0, "seizure_detection": 10.0, "motor_imagery": 3.0,
+                "abnormal_eeg": 10.0}

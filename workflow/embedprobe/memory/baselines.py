@@ -29,6 +29,12 @@ STEP_IMPORTS = {
     "seizure": "import sklearn.linear_model, timescoring.scoring, embedprobe.cli, "
                "embedprobe.pipeline.fold_job, embedprobe.memory.runs, "
                "embedprobe.tasks.seizure.task, embedprobe.tasks.seizure.probe",
+    # the recording-level probe fits scikit-learn's LogisticRegression over unit rows and asks
+    # the dataset's reader for the classes (the readers' modules: h5py, pandas' spreadsheets)
+    "recording": "import sklearn.linear_model, sklearn.preprocessing, embedprobe.cli, "
+                 "embedprobe.pipeline.fold_job, embedprobe.memory.runs, "
+                 "embedprobe.datasets.registry, embedprobe.tasks.recording_level.task, "
+                 "embedprobe.tasks.recording_level.probe",
 }
 # The step whose imports are each job type's baseline (keys: estimate.JOB_TYPES, checked by
 # tests/memory/test_estimates.py): preflight's default for a probe job type (a task may name its own
@@ -36,7 +42,7 @@ STEP_IMPORTS = {
 # job (CUDA initialised), none of these.
 JOB_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
             "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
-            "probe_seizure": "seizure"}
+            "probe_seizure": "seizure", "probe_recording": "recording"}
 
 
 @cache

@@ -32,6 +32,7 @@ from embedprobe.memory.formulas import (
     PROBE_LOGISTIC_TERMS,
     PROBE_RIDGE_TERMS,
     PROBE_SEIZURE_TERMS,
+    RECORDING_TERMS,
     SUBJECT_MEAN_JOB_TERMS,
     Constants,
     Inputs,
@@ -239,6 +240,17 @@ _TYPES = [
         defaults=_RIDGE_DEFAULTS, constants=MappingProxyType({}),
         knobs=("ridge_form", "n_jobs"), cheaper=_cheaper_ridge, resolved_knobs=_ridge_knobs,
         composed_of=("aggregate_subject_mean", "probe_ridge")),
+    # The recording-level probe job (tasks/recording_level): the unit statistics streamed as
+    # above, then a small logistic fit over one row per unit; the stream's constants are
+    # aggregate_subject_mean's, unless the table fits its own.
+    JobType(
+        "probe_recording",
+        terms=RECORDING_TERMS,
+        required=("n_units", "n", "p", "dim", "chunk_rows", "n_subjects", "n_rows",
+                  "n_classes"),
+        defaults=MappingProxyType({"n_fits": 1, "with_std": 0}),
+        constants=MappingProxyType({"data_copies": 4.0, "workspace_factor": 6.0}),
+        composed_of=("aggregate_subject_mean",)),
 ]
 JOB_TYPES: Mapping[str, JobType] = MappingProxyType({t.name: t for t in _TYPES})
 

@@ -394,3 +394,20 @@ SUBJECT_MEAN_JOB_TERMS: tuple[Term, ...] = (*_PROBE_START, *_SUBJECT_MEAN_TERMS,
 BRAIN_AGE_TERMS: tuple[Term, ...] = (
     *_RIDGE_TERMS, *[(f"subject means streamed first: {name}", formula)
                      for name, formula in _SUBJECT_MEAN_TERMS], _SCHEDULER)
+# The recording-level probe job (tasks/recording_level): the unit statistics streamed as the
+# brain-age job streams subject means (with mean_std also the sums of squares and a float64
+# square of each slice), then one scikit-learn lbfgs fit at a time over the units' features.
+RECORDING_TERMS: tuple[Term, ...] = (
+    *_PROBE_START,
+    *[(f"unit statistics streamed first: {name}", formula)
+      for name, formula in _SUBJECT_MEAN_TERMS],
+    ("unit SD: sums of squares and each slice squared (float64), with mean_std",
+     lambda i, c: i["with_std"] * (i["n_subjects"] * i["dim"] * FLOAT64
+                                   + min(i["chunk_rows"], i["n_rows"]) * i["dim"] * FLOAT64)),
+    ("unit features and their copies (float64: stacked, scaled, each part's rows)",
+     lambda i, c: i["n_units"] * i["p"] * FLOAT64 * c["data_copies"]),
+    ("solver workspace (scikit-learn lbfgs, one fit at a time)",
+     lambda i, c: i["n"] * i["n_classes"] * FLOAT64 * c["workspace_factor"]
+     + 2 * LBFGS_HISTORY * (i["p"] + 1) * i["n_classes"] * FLOAT64),
+    _SCHEDULER,
+)

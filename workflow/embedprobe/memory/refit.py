@@ -60,6 +60,8 @@ FITTED = {
     # the seizure probe (scikit-learn's lbfgs per C); fit_data_copies structural as above
     "probe_seizure": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
                       "workspace_factor", "block_rows"),
+    # the recording-level probe (unit statistics streamed, then lbfgs over the unit rows)
+    "probe_recording": ("overhead_bytes", "chunk_copies", "data_copies"),
 }
 
 

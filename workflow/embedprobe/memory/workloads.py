@@ -18,6 +18,9 @@ as the rules run it, with every root (data, cache, results, weights) under a fol
                   windows of a generated CHB-MIT look-alike (seizure_set, seizure_store)
   brain-age probe the job of the brain-age benchmark (brain_age_set: a store and the
                   SC-subjects.xls with the ages; brain_age_argv, brain_age_inputs)
+  recording probe the job of the abnormal-EEG benchmark (recording_set: a store of recordings
+                  of ROWS_PER_UNIT windows, each labelled with its recording's class; its
+                  probe's aggregation mean or mean_std; recording_inputs as preflight does)
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ SEIZURE_PATIENTS = 20  # the stores' rows are spread over this many patients (5 
 NIGHTS_PER_SUBJECT = 2
 WINDOWS_PER_NIGHT = 1000  # a Sleep-EDF night holds ~800-1100 scored 30 s windows
 ROWS_PER_SUBJECT = 20  # windows a subject has in the brain-age stores
+RECORDING_BENCHMARK = "abnormal_eeg_demo"  # recordings as units, 5 folds stratified on class
+RECORDING_DATASET = "bonn_demo"  # its reader's CLASSES name the labels; no file is read
+ROWS_PER_UNIT = 40  # windows a recording has in the recording-level stores (TUAB: ~120)
 CHILD_TIMEOUT_S = 900
 
 
@@ -377,3 +383,43 @@ def brain_age_inputs(config: dict, subjects: list[str], dim: int) -> dict:
     bench = config["benchmarks"][AGE_BENCHMARK]
     table = pd.DataFrame({"subject": subjects})
     return benchmark_task(config, AGE_BENCHMARK).probe_memory(config, bench, table, 0, dim)[1]
+
+
+def recording_set(folder: Path, n_units: int, dim: int, aggregation: str = "mean"):
+    """A store of n_units recordings x ROWS_PER_UNIT windows (half of the recordings of each
+    class, one subject each) and the job config whose abnormal-EEG benchmark aggregates them
+    by `aggregation`; returns (job config, store, window table)."""
+    import pandas as pd
+
+    config = job_config(folder)
+    config["benchmarks"][RECORDING_BENCHMARK].setdefault("probe", {})["aggregation"] = \
+        aggregation
+    units = [f"R{k:05d}" for k in range(n_units)]
+    names = np.repeat(units, ROWS_PER_UNIT)
+    labels = np.repeat(np.arange(n_units) % 2, ROWS_PER_UNIT).astype(np.int8)
+    table = pd.DataFrame({"recording": names, "subject": names, "session": "1",
+                          "start": np.tile(np.arange(ROWS_PER_UNIT) * 1736, n_units),
+                          "label": labels})
+    store = folder / f"store_{n_units}x{dim}.h5"
+    rng = np.random.default_rng([n_units, dim])
+    if not store.is_file():
+        X = rng.standard_normal((len(table), dim), dtype=np.float32)
+        X[labels == 1, : min(8, dim)] += 0.5  # a class signal, so the fits are real ones
+        write_store(store, X, labels, table, RECORDING_DATASET)
+    return config, store, table
+
+
+def recording_argv(config: dict, store: Path, estimate_path: Path, out: Path) -> list[str]:
+    """The workflow's probe job for fold 0 of the abnormal-EEG benchmark."""
+    return probe_argv(config, store, estimate_path, out, benchmark=RECORDING_BENCHMARK,
+                      dataset=RECORDING_DATASET)
+
+
+def recording_inputs(config: dict, table, dim: int) -> dict:
+    """The recording-level job's estimate inputs exactly as preflight builds them (fold 0)."""
+    from embedprobe.tasks.registry import benchmark_task
+
+    bench = config["benchmarks"][RECORDING_BENCHMARK]
+    entry = config["datasets"][RECORDING_DATASET]
+    return benchmark_task(config, RECORDING_BENCHMARK).probe_memory(
+        config, bench, table, 0, dim, entry)[1]

@@ -606,9 +606,18 @@ class EmbeddingStore:
 
     def mean_by(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(sorted keys of `column`, float64 mean embedding per key), read in blocks."""
+        keys, means, _ = self.stats_by(column)
+        return keys, means
+
+    def stats_by(self, column: str, with_std: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(sorted keys of `column`, float64 mean embedding per key, and with `with_std` the
+        population SD per key, else None), read in blocks: one pass over the store."""
         codes, keys = pd.factorize(self.windows[column], sort=True)
-        sums = np.zeros((len(keys), self.embeddings.shape[1]), dtype=np.float64)
-        step = _block_rows(self.embeddings.shape[1])
+        width = self.embeddings.shape[1]
+        sums = np.zeros((len(keys), width), dtype=np.float64)
+        squares = np.zeros_like(sums) if with_std else None
+        step = _block_rows(width)
         for start in range(0, len(codes), step):
             block = self.embeddings[start:start + step]
             block_codes = codes[start:start + len(block)]
@@ -619,8 +628,14 @@ class EmbeddingStore:
             bounds = np.r_[0, np.flatnonzero(np.diff(block_codes)) + 1, len(block_codes)]
             for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
                 sums[block_codes[lo]] += block[lo:hi].sum(axis=0, dtype=np.float64)
-        counts = np.bincount(codes, minlength=len(keys))
-        return np.asarray(keys), sums / counts[:, None]
+                if squares is not None:  # a float64 copy of the slice, only for the SD
+                    squares[block_codes[lo]] += np.square(block[lo:hi], dtype=np.float64
+                                                          ).sum(axis=0)
+        counts = np.bincount(codes, minlength=len(keys))[:, None]
+        means = sums / counts
+        if squares is None:
+            return np.asarray(keys), means, None
+        return np.asarray(keys), means, np.sqrt(np.maximum(squares / counts - means ** 2, 0.0))
 
     def close(self) -> None:
         self._file.close()

@@ -197,10 +197,62 @@ def seizure_plan(table: pd.DataFrame, bench: dict, entry: dict) -> FoldPlan:
                            always_stratify=split == "paper_recordings")
 
 
+# A recording-level dataset's `split`: its own classes stratify the folds (default), or the
+# corpus's official train/eval partition fixes the test set (TUAB).
+RECORDING_SPLITS = ("stratified", "official")
+OFFICIAL_PARTS = {"train": "train", "eval": "test"}  # the session's first part -> the fold part
+
+
+def recording_level_plan(table: pd.DataFrame, bench: dict, entry: dict) -> FoldPlan:
+    """Folds over subjects stratified on their class (any window labelled > 0: a subject with
+    an abnormal recording counts as abnormal), the epilepsy benchmark's rule; `split:
+    official`: the corpus's own partition, named by each recording's session ("train/...",
+    "eval/..."), tests the eval subjects in every fold, and fold k validates on the k-th part
+    of a StratifiedKFold over the train subjects (the reference's TUAB split)."""
+    split = entry.get("split", RECORDING_SPLITS[0])
+    if split not in RECORDING_SPLITS:
+        raise UsageError(f"split: {split} is not a recording-level split",
+                         fix=f"write split: {' or '.join(RECORDING_SPLITS)} in the dataset's "
+                             "entry")
+    positive = (table.groupby(table["subject"].astype(str))["label"].max() > 0).to_dict()
+    if split == "stratified":
+        return stratified_plan(positive, bench["folds"], bench["fold_seed"])
+    return official_plan(table, positive, bench["folds"], bench["fold_seed"])
+
+
+def official_plan(table: pd.DataFrame, positive: dict[str, bool], n_folds: int,
+                  seed: int) -> FoldPlan:
+    part_of = table["session"].astype(str).str.split("/").str[0].map(OFFICIAL_PARTS)
+    if part_of.isna().any():
+        bad = table["session"][part_of.isna()].iloc[0]
+        raise UsageError(f"split: official needs sessions named train/... or eval/...; "
+                         f"recording {table['recording'][part_of.isna()].iloc[0]} has "
+                         f"session {bad!r}", fix="use split: stratified for this dataset")
+    parts = part_of.groupby(table["subject"].astype(str)).agg(set)
+    both = sorted((s for s, p in parts.items() if len(p) > 1), key=ascending)
+    if both:
+        raise UsageError(f"split: official: subject {both[0]} is in both the train and the eval "
+                         "part", fix="use split: stratified, or keep each subject in one part")
+    train = [s for s in distinct(parts.index) if parts[s] == {"train"}]
+    tested = [s for s in distinct(parts.index) if parts[s] == {"test"}]
+    require_units(len(train), n_folds, "train subjects")
+    labels = np.array([int(bool(positive[s])) for s in train])
+    folds = []
+    for k in range(n_folds):
+        _, val = nth_split(len(train), labels, n_folds, k, seed, always_stratify=False)
+        role = {train[i]: "val" for i in val} | {s: "test" for s in tested}
+        folds.append({s: role.get(s, "train") for s in train + tested})
+    rule = (f"the official split: {len(tested)} eval subjects test every fold, validation fold "
+            f"k of {n_folds} StratifiedKFold over {len(train)} train subjects (seed {seed})")
+    return FoldPlan(tuple(folds), "subject", rule)
+
+
 def refuse_split(entry: dict, task: str) -> None:
-    """`split` chooses between seizure folds; elsewhere the folds are per subject."""
+    """`split` chooses between seizure or abnormal-EEG folds; elsewhere the folds are per
+    subject."""
     if "split" in entry:
-        raise UsageError(f"split: {entry['split']} is a seizure-detection setting; {task} folds "
+        raise UsageError(f"split: {entry['split']} is a seizure-detection or abnormal-EEG "
+                         f"setting; {task} folds "
                          "are per subject", fix="remove `split` from the dataset's entry")
 
 

@@ -17,6 +17,8 @@ TASKS = {
     "brain_age": "embedprobe.tasks.brain_age",
     "seizure_detection": "embedprobe.tasks.seizure.task",
     "motor_imagery": "embedprobe.tasks.motor_imagery",
+    "sleep_diagnosis": "embedprobe.tasks.recording_level.sleep_diagnosis",
+    "abnormal_eeg": "embedprobe.tasks.recording_level.abnormal_eeg",
 }
 
 

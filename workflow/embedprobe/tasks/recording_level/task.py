@@ -1,0 +1,200 @@
+"""Recording- and subject-level classification: one label per recording or per subject.
+
+Two families of the reference suite label a whole recording or subject, not a window: sleep
+diagnosis (a subject's nights: healthy or obstructive sleep apnea on DOD, the pathology group
+on ISRUC) and abnormal EEG (a clinical recording normal or abnormal on TUAB, a Bonn clip ictal
+or not). Every window is embedded and cached as for the window tasks (sleep diagnosis reuses
+the staging embeddings of the same dataset); the probe job aggregates the windows per unit
+(probe.unit_features), fits one logistic probe per fold (probe.fit_units) and scores the test
+units: AUROC (binary labels; n/a for a multi-class label), balanced accuracy, macro F1.
+
+The unit's class comes from the dataset's reader: `CLASSES` and `recording_label(rec)`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from embedprobe.core.errors import DataError
+from embedprobe.tasks.base import FoldJob, Task, Units, job_folds
+
+
+class RecordingLevel(Task):
+    metrics = ("auroc", "balanced_accuracy", "macro_f1")
+    headline_label = "AUROC"
+    pooled = ("auroc",)  # over every fold's test units at once
+    chosen_name = "C"
+    pair_figures = ("roc",)
+    probe_step = "recording"  # its job imports scikit-learn and the dataset's reader
+
+    def __init__(self, name: str, level: str, defines_units: bool, sd_ddof: int,
+                 probe_defaults: dict, dummy: float | None = None):
+        self.name, self.level, self.defines_units = name, level, defines_units
+        self.sd_ddof, self.probe_defaults, self.dummy = sd_ddof, probe_defaults, dummy
+
+    # --- the window index (abnormal EEG's own units) ----------------------------------
+    def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
+        """Every whole non-overlapping window of the recording from its first sample, each
+        labelled with the recording's class (its position in the reader's CLASSES)."""
+        from embedprobe.datasets.registry import entry_unit_seconds
+
+        header = reader.read_header(rec)
+        window = round(entry_unit_seconds(entry, self.name) * header.sfreq)
+        n = int(header.n_samples // window)
+        label = class_index(reader, rec)
+        counts[(f"{reader.CLASSES[label]} recordings", "")] += 1
+        return Units(np.arange(n, dtype=np.int64) * window, np.full(n, label, np.int64),
+                     header.sfreq)
+
+    # --- folds -------------------------------------------------------------------------
+    def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
+        """Sleep diagnosis: the reference's generic subject folds (its dataset's `fold_strata`
+        stratifies them: DOD's subject ids carry their group). Abnormal EEG: subject folds
+        stratified on the class, or the corpus's official split (probing/folds.
+        recording_level_plan). None for subject ids alone: fit_fold plans from its windows."""
+        from embedprobe.probing.folds import recording_level_plan
+
+        if not self.defines_units:
+            return super().fold_rule(table, bench, entry)
+        if "label" not in table.columns or "session" not in table.columns:
+            return None
+        return recording_level_plan(table, bench, entry)
+
+    # --- probe -------------------------------------------------------------------------
+    def settings(self, bench: dict, entry: dict | None = None):
+        from embedprobe.tasks.recording_level.probe import ProbeSettings
+
+        return ProbeSettings.of(self.probe_defaults, bench, entry)
+
+    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+        from embedprobe.datasets.registry import reader_for
+        from embedprobe.probing.folds import fold_split
+        from embedprobe.tasks.recording_level.probe import fit_units, unit_features
+
+        entry = job.config.get("datasets", {}).get(job.dataset, {})
+        settings = self.settings(job.bench, entry)
+        keys, X = unit_features(job.store, self.level, settings.aggregation)
+        labels = self.unit_labels(job, keys)
+        table = unit_rows(job.store.windows, self.level, keys)
+        masks = fold_split(job_folds(self, job), table, job.fold)
+        result = fit_units(X, labels, masks, settings, job.progress)
+        classes = reader_for(job.config, job.dataset).CLASSES
+        test = masks["test"]
+        record = {
+            "n_train": result["n_train"], "n_test": int(test.sum()),
+            "unit": self.level, "aggregation": settings.aggregation, "n_features": X.shape[1],
+            "test_subjects": sorted(table["subject"][test].unique().tolist()),
+            "chosen": result["chosen"], "chosen_C": result["chosen"],
+            "val_score_by_C": {str(c): v for c, v in result["by_C"].items()},
+            "select_on": settings.select_on, "class_weight": settings.class_weight,
+            "classes": [classes[int(c)] for c in result["labels"]],
+            "n_classes": int(len(np.unique(labels))),
+            "method": "StandardScaler + LogisticRegression (lbfgs)",
+            "metrics": result["metrics"],
+            # per unit, so that the aggregate pools AUROC over folds
+            "predictions": [{"unit": str(k), "label": int(y), "proba": [float(v) for v in p]}
+                            for k, y, p in zip(keys[test], labels[test], result["proba"],
+                                               strict=True)],
+        }
+        saved = {"units": keys[test].astype(str), "y_true": labels[test],
+                 "y_pred": result["labels"][np.argmax(result["proba"], axis=1)],
+                 "proba": result["proba"], "labels": result["labels"],
+                 "class_names": np.array(classes)}
+        return record, saved
+
+    def unit_labels(self, job: FoldJob, keys: np.ndarray) -> np.ndarray:
+        """Each unit's class index: its windows' label where the task cut them (abnormal EEG),
+        else its recordings' class from the reader (one per subject)."""
+        windows = job.store.windows
+        if self.defines_units:
+            first = windows.groupby(windows[self.level].astype(str))["label"].first()
+            return first.reindex(keys.astype(str)).to_numpy(np.int64)
+        return subject_classes(job, windows, keys)
+
+    def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
+        from embedprobe.tasks.recording_level.probe import scores
+
+        rows = [p for f in folds for p in f["predictions"]]
+        widths = {len(p["proba"]) for p in rows}
+        if not rows or len(widths) != 1:  # folds trained on different class sets
+            return {"auroc_pooled": float("nan")}
+        y = np.array([p["label"] for p in rows])
+        proba = np.array([p["proba"] for p in rows])
+        labels = np.array(sorted({int(c) for c in y}))
+        if len(labels) != proba.shape[1]:
+            return {"auroc_pooled": float("nan")}
+        return {"auroc_pooled": round(scores(y, proba, labels)["auroc"], 4)}
+
+    # --- preflight -----------------------------------------------------------------------
+    def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
+                     dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
+        """Streams the unit statistics (the brain-age stream, plus sums of squares for
+        mean_std), then fits the fold's units (job type probe_recording)."""
+        from embedprobe.probing.folds import fold_split
+        from embedprobe.tasks.brain_age import subject_mean_inputs
+
+        settings = self.settings(bench, entry)
+        keys = np.array(sorted(table[self.level].astype(str).unique()))
+        units = unit_rows(table, self.level, keys)
+        masks = fold_split(self.fold_groups(table, bench, entry), units, fold)
+        train = masks["train"] | (masks["val"] if settings.fixed_C else False)
+        with_std = settings.aggregation == "mean_std"
+        stream = subject_mean_inputs(config, table[self.level].astype(str).tolist(), dim)
+        inputs = stream | {
+            "n_units": len(keys), "n": int(train.sum()), "p": dim * (2 if with_std else 1),
+            "n_classes": max(2, int(table["label"].nunique()) if self.defines_units else 2),
+            "n_fits": len(settings.C_grid) + (0 if settings.fixed_C else 1),
+            "with_std": int(with_std)}
+        return "probe_recording", inputs, 10
+
+    # --- report --------------------------------------------------------------------------
+    def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
+                  out: Path) -> None:
+        from embedprobe.tasks.recording_level.figures import plot_roc
+
+        plot_roc(prediction_files, title, out)
+
+
+def class_index(reader, rec) -> int:
+    """The recording's class as its position in the reader's CLASSES."""
+    name = reader.recording_label(rec)
+    if name not in reader.CLASSES:
+        raise DataError(f"{rec.signal_path}: class {name!r} is not one of "
+                        f"{', '.join(reader.CLASSES)}",
+                        fix=f"check the {reader.FORMAT} reader's labels for this recording")
+    return reader.CLASSES.index(name)
+
+
+def unit_rows(windows: pd.DataFrame, level: str, keys: np.ndarray) -> pd.DataFrame:
+    """One row per unit (sorted as `keys`) with its subject, recording (where the unit is a
+    recording) and session: what the fold plan assigns."""
+    columns = [c for c in ("subject", "recording", "session", "label") if c in windows.columns]
+    first = windows.assign(**{level: windows[level].astype(str)}).groupby(level)[
+        [c for c in columns if c != level]].first()
+    return first.reindex(pd.Index(keys.astype(str), name=level)).reset_index()
+
+
+def subject_classes(job: FoldJob, windows: pd.DataFrame, subjects: np.ndarray) -> np.ndarray:
+    """Each subject's class from the reader's label of its recordings; a subject whose
+    recordings disagree is refused."""
+    from embedprobe.datasets.registry import find_dataset_recordings, reader_for
+
+    reader = reader_for(job.config, job.dataset)
+    kept = set(windows["recording"].astype(str))
+    by_subject: dict[str, set[int]] = {}
+    for rec in find_dataset_recordings(job.config, job.roots, job.dataset):
+        if rec.recording in kept:
+            by_subject.setdefault(str(rec.subject), set()).add(class_index(reader, rec))
+    mixed = sorted(s for s, c in by_subject.items() if len(c) > 1)
+    if mixed:
+        raise DataError(f"{job.dataset}: subject {mixed[0]}'s recordings carry different classes",
+                        fix="give each subject one class (a subject-level label)")
+    missing = [s for s in subjects if str(s) not in by_subject]
+    if missing:
+        raise DataError(f"{job.dataset}: no recording of subject {missing[0]} was found",
+                        fix="rebuild the index: the dataset's files changed since it was built")
+    return np.array([next(iter(by_subject[str(s)])) for s in subjects], dtype=np.int64)
