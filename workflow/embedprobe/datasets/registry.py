@@ -15,6 +15,7 @@ from embedprobe.datasets.chbmit import reader as chbmit
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
+from embedprobe.datasets.tuab import reader as tuab
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ FORMATS = {
                            "motor_imagery"),
     "bnci2014_001": Format(bnci2014_001, "embedprobe.datasets.bnci2014_001.lookalike",
                            "motor_imagery"),
+    "tuab": Format(tuab, "embedprobe.datasets.tuab.lookalike", "abnormal_eeg"),
 }
 
 

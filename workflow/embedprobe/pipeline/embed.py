@@ -190,8 +190,10 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         start_reader_server()  # it imports the reading code while the model is built
     from embedprobe.pipeline.index import read_index
 
+    from embedprobe.tasks.registry import labelling_task
+
     table = read_index(index_path)
-    windows = table[WINDOW_COLUMNS]
+    windows = table[WINDOW_COLUMNS + list(labelling_task(config, dataset).stored_columns)]
     source = WindowSource(config, roots, dataset, spec, plan, table)
     if settings.limit_batches is not None:
         table = table.iloc[: settings.limit_batches * settings.batch_size]

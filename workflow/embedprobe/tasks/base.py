@@ -74,6 +74,10 @@ class Task:
     dummy: float | None = None
     # what the probe job imports (baselines.STEP_IMPORTS), measured by preflight as its baseline
     probe_step: str = "probe"
+    # index columns the store keeps beside recording, subject, start and label, for the task
+    # whose units the index holds (abnormal EEG's session: TUAB's official split); none for
+    # the others, so their caches' window tables (and keys) stay as they were
+    stored_columns: tuple[str, ...] = ()
 
     # --- the window index ---------------------------------------------------------------
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:

@@ -35,6 +35,8 @@ class RecordingLevel(Task):
                  probe_defaults: dict, dummy: float | None = None):
         self.name, self.level, self.defines_units = name, level, defines_units
         self.sd_ddof, self.probe_defaults, self.dummy = sd_ddof, probe_defaults, dummy
+        # the fold rule reads the corpus's split from the session (split: official)
+        self.stored_columns = ("session",) if defines_units else ()
 
     # --- the window index (abnormal EEG's own units) ----------------------------------
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:

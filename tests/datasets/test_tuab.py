@@ -1,0 +1,265 @@
+"""The TUAB reader on look-alike files in the v3.0.x layout (edf/<split>/<class>/01_tcp_ar/)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+
+import edfio
+import mne
+import numpy as np
+import pytest
+import scipy.signal
+
+from embedprobe.core.errors import DataError, UsageError
+from embedprobe.datasets.edf import read_edf_header
+from embedprobe.datasets.tuab import lookalike
+from embedprobe.datasets.tuab import reader as tuab
+
+from helpers.seizure import check_channel_map
+
+SETTINGS = {"train_normal": 4, "train_abnormal": 4, "eval_normal": 2, "eval_abnormal": 2,
+            "minutes": 2, "seed": 0}
+SECONDS = 120
+UV_STEP_V = 6400 / 65535 * 1e-6  # quantization step of the +-3200 uV EEG range, in volts
+_PATH = re.compile(r"^edf/(train|eval)/(normal|abnormal)/01_tcp_ar/[a-z]{8}_s\d{3}_t\d{3}\.edf$")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tuab")
+    files = lookalike.write_lookalike(root, SETTINGS)
+    return root, files, lookalike.plan(SETTINGS)
+
+
+@pytest.fixture
+def copy(demo, tmp_path):
+    """A copy of the look-alike to spoil."""
+    target = tmp_path / "tuab"
+    shutil.copytree(demo[0], target)
+    return target
+
+
+def a_file(root, split="train", label="normal"):
+    return sorted((root / "edf" / split / label / "01_tcp_ar").glob("*.edf"))[0]
+
+
+def test_layout_is_the_corpus(demo):
+    root, files, plans = demo
+    assert files[-1] == root / "MANIFEST.tsv"
+    relative = [f.relative_to(root).as_posix() for f in files[:-1]]
+    assert all(_PATH.match(r) for r in relative) and len(relative) == 12
+    assert sorted(relative) == sorted(p.relative for p in plans)
+    for split in tuab.SPLITS:
+        for label in tuab.CLASSES:
+            found = list((root / "edf" / split / label / "01_tcp_ar").glob("*.edf"))
+            assert len(found) == SETTINGS[f"{split}_{label}"]
+
+
+def test_headers_are_tuhs(demo):
+    root, files, plans = demo
+    by_name = {p.recording: p for p in plans}
+    rates = []
+    for path in files[:-1]:
+        plan = by_name[path.stem]
+        header = read_edf_header(path)
+        assert header.labels == (*tuab.EEG_CHANNELS, "EEG EKG1-REF")
+        assert header.labels[:3] == ("EEG FP1-REF", "EEG FP2-REF", "EEG F3-REF")
+        assert header.record_seconds == 1 and header.n_records == SECONDS
+        assert {s.unit for s in header.signals} == {"uV"}
+        assert header.start == plan.start
+        patient = path.read_bytes()[8:88].decode("ascii").strip()
+        assert re.fullmatch(rf"{plan.subject} [FM] 01-JAN-\d{{4}} {plan.subject} Age:\d+",
+                            patient)
+        rates.append(header.sfreq("EEG FP1-REF"))
+    assert sorted(set(rates)) == [250.0, 256.0] and rates.count(250.0) == 1  # rates vary
+
+
+def test_every_recording_its_class_and_split_are_recovered(demo):
+    root, _, plans = demo
+    recordings = tuab.find_recordings(root)
+    assert [r.recording for r in recordings] == [p.recording for p in plans]
+    for rec, plan in zip(recordings, plans, strict=True):
+        assert (rec.subject, rec.session, rec.problem) == (
+            plan.subject, f"{plan.split}/{plan.session_name}", "")
+        assert re.fullmatch(r"(train|eval)/s\d{3}_t\d{3}", rec.session)
+        assert tuab.split_of(rec) == plan.split and tuab.recording_label(rec) == plan.label
+        assert rec.files == (root / plan.relative,) == (rec.signal_path,)
+        assert tuab.read_events(rec) == []
+        header = tuab.read_header(rec)
+        assert header.channels == (*tuab.EEG_CHANNELS, "EEG EKG1-REF")
+        assert (header.sfreq, header.n_samples) == (plan.sfreq, SECONDS * plan.sfreq)
+
+
+def test_subjects_as_the_corpus_has_them(demo):
+    """A subject with two sessions and one with both classes in train (as the corpus has);
+    eval subjects only in eval; a session's file other than t000."""
+    recordings = tuab.find_recordings(demo[0])
+    by_subject = {}
+    for rec in recordings:
+        by_subject.setdefault(rec.subject, []).append(rec)
+    assert len(by_subject) == 10
+    both = [s for s, recs in by_subject.items() if {r.label for r in recs} == set(tuab.CLASSES)]
+    assert len(both) == 1 and {r.split for r in by_subject[both[0]]} == {"train"}
+    assert max(len(recs) for recs in by_subject.values()) == 2
+    assert all(len({r.split for r in recs}) == 1 for recs in by_subject.values())
+    assert sum(r.session.endswith("_t001") for r in recordings) == 1
+
+
+def test_signals_are_volts_of_the_written_electrodes(demo):
+    root, _, plans = demo
+    rec = tuab.find_recordings(root)[0]
+    plan = plans[0]
+    wanted = ["EEG FP1-REF", "EEG T3-REF", "EEG A2-REF"]
+    signals = tuab.read_signals(rec, wanted)
+    assert signals.ch_names == wanted and signals.sfreq == plan.sfreq
+    assert signals.data.shape == (3, SECONDS * plan.sfreq) and signals.data.dtype == np.float32
+    written = {s.label: s.data for s in lookalike.signals(plan, SETTINGS["seed"])}
+    for row, name in enumerate(wanted):
+        np.testing.assert_allclose(signals.data[row], written[name] * 1e-6, atol=UV_STEP_V)
+    raw = mne.io.read_raw_edf(rec.edf, include=["EEG T3-REF"], verbose="error")
+    np.testing.assert_allclose(signals.data[1], raw.get_data()[0], atol=1e-12)
+    assert 5e-6 < np.sqrt(np.mean(signals.data[1] ** 2)) < 2e-4  # tens of microvolts
+    part = tuab.read_signals(rec, wanted[:1], span=(100, 300))
+    np.testing.assert_array_equal(part.data[0], signals.data[0, 100:300])
+
+
+def band_ratio(signals) -> float:
+    """Delta (1-4 Hz) over alpha (7-13 Hz) power, averaged over the channels."""
+    freqs, power = scipy.signal.welch(signals.data, signals.sfreq, nperseg=int(4 * signals.sfreq))
+    delta = power[:, (freqs >= 1) & (freqs < 4)].sum(1)
+    alpha = power[:, (freqs >= 7) & (freqs < 13)].sum(1)
+    return float(np.mean(np.log(delta / alpha)))
+
+
+def test_abnormal_recordings_carry_slowing_with_spread(demo):
+    """Generalised slowing separates the classes in every recording's spectrum, by amounts
+    that vary between subjects; lengths and file order do not show the class."""
+    recordings = tuab.find_recordings(demo[0])
+    ratios = {"normal": [], "abnormal": []}
+    for rec in recordings:
+        ratios[tuab.recording_label(rec)].append(band_ratio(tuab.read_signals(
+            rec, tuab.EEG_CHANNELS[:16])))
+    assert min(ratios["abnormal"]) > max(ratios["normal"]) + 0.5
+    assert np.std(ratios["abnormal"]) > 0.1 and np.std(ratios["normal"]) > 0.1
+    headers = [tuab.read_header(r) for r in recordings]
+    assert len({h.n_samples / h.sfreq for h in headers}) == 1
+    labels = [tuab.recording_label(r) for r in recordings]
+    changes = sum(a != b for a, b in zip(labels[:-1], labels[1:], strict=True))
+    assert changes >= 3  # sorted by id, the classes interleave
+
+
+def test_the_channel_map_fits_every_family(demo):
+    recorded = set(tuab.read_header(tuab.find_recordings(demo[0])[0]).channels)
+    plans = check_channel_map("tuab", recorded)
+    assert len(plans["biot"].sources) == 16 and len(plans["eegdino"].model_names) == 19
+    assert "T7" in plans["eegpt"].model_names and "T3" in plans["labram"].model_names
+
+
+def test_the_same_seed_writes_the_same_bytes(tmp_path):
+    small = {"train_normal": 1, "train_abnormal": 1, "eval_normal": 1, "eval_abnormal": 1,
+             "minutes": 2}
+
+    def digests(root, seed=0):
+        files = lookalike.write_lookalike(root, small | {"seed": seed})
+        return {f.relative_to(root).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
+                for f in files}
+
+    first = digests(tmp_path / "a")
+    assert digests(tmp_path / "b") == first
+    assert set(digests(tmp_path / "c", seed=1).values()).isdisjoint(first.values())
+
+
+def test_settings_are_checked(tmp_path):
+    with pytest.raises(UsageError, match="unknown TUAB look-alike setting"):
+        lookalike.plan({"hours": 1})
+    with pytest.raises(UsageError, match="eval_abnormal=0"):
+        lookalike.plan({"eval_abnormal": 0})
+    with pytest.raises(UsageError, match="minutes=1"):
+        lookalike.plan({"minutes": 1})
+
+
+def test_a_foreign_edf_is_not_mixed_in(demo, copy):
+    shutil.copy(a_file(copy), copy / "edf/train/normal/01_tcp_ar/aaaaaaaa_s001_t000.edf")
+    with pytest.raises(UsageError, match="this look-alike would not write"):
+        lookalike.write_lookalike(copy, SETTINGS)
+
+
+# --- bad inputs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("place, says", [
+    ("edf/train/unknown/01_tcp_ar/aaaaamye_s001_t000.edf", "in unknown/, not a class folder"),
+    ("edf/train/aaaaamye_s001_t000.edf", "directly in edf/train/"),
+    ("edf/aaaaamye_s001_t000.edf", "not in a split folder"),
+    ("edf/dev/normal/01_tcp_ar/aaaaamye_s001_t000.edf", "not in a split folder"),
+    ("edf/train/normal/02_tcp_le/aaaaamye_s001_t000.edf", "not in edf/train/normal/01_tcp_ar/"),
+    ("edf/train/normal/aaaaamye_s001_t000.edf", "not in edf/train/normal/01_tcp_ar/"),
+])
+def test_a_recording_outside_the_layout_is_refused(copy, place, says):
+    target = copy / place
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(a_file(copy), target)
+    with pytest.raises(DataError, match=re.escape(says)) as err:
+        tuab.find_recordings(copy)
+    assert str(target) in err.value.message
+    assert "edf/{train,eval}/{normal,abnormal}/01_tcp_ar/" in err.value.fix
+
+
+@pytest.mark.parametrize("name", ["aaaaamye_s1_t000.edf", "AAAAAMYE_s001_t000.edf",
+                                  "aaaaamye_s001.edf", "00010194_s001_t001.edf"])
+def test_a_file_name_not_in_the_pattern_is_refused(copy, name):
+    target = copy / "edf/eval/normal/01_tcp_ar" / name
+    shutil.copy(a_file(copy), target)
+    with pytest.raises(DataError, match="not a TUAB file name") as err:
+        tuab.find_recordings(copy)
+    assert str(target) in err.value.message and "aaaaamye_s001_t000.edf" in err.value.message
+    assert err.value.fix
+
+
+def test_the_v2_layout_is_named(copy):
+    target = copy / "edf/train/normal/01_tcp_ar/101/00010194/s001_2013_01_09/00010194_s001_t001.edf"
+    target.parent.mkdir(parents=True)
+    shutil.copy(a_file(copy), target)
+    with pytest.raises(DataError, match="TUAB v2's layout") as err:
+        tuab.find_recordings(copy)
+    assert str(target) in err.value.message and "v3.0.1" in err.value.fix
+
+
+def test_a_subject_in_both_splits_is_refused(copy):
+    source = a_file(copy, "train", "abnormal")
+    subject = source.name[:8]
+    target = copy / f"edf/eval/normal/01_tcp_ar/{subject}_s009_t000.edf"
+    shutil.copy(source, target)
+    with pytest.raises(DataError, match=f"subject {subject} is in both TUAB splits") as err:
+        tuab.find_recordings(copy)
+    assert str(target) in err.value.message and "disjoint" in err.value.fix
+
+
+def test_a_recording_in_two_places_is_refused(copy):
+    source = a_file(copy, "eval", "normal")
+    target = copy / "edf/eval/abnormal/01_tcp_ar" / source.name
+    shutil.copy(source, target)
+    with pytest.raises(DataError, match=f"recording {source.stem} is there twice"):
+        tuab.find_recordings(copy)
+
+
+def test_a_recording_without_a_montage_electrode_is_refused(copy):
+    path = a_file(copy, "eval", "abnormal")
+    edf = edfio.read_edf(path)
+    edf.drop_signals(["EEG A2-REF"])
+    edf.write(path)
+    rec = next(r for r in tuab.find_recordings(copy) if r.edf == path)
+    with pytest.raises(DataError, match="no EEG A2-REF: the 01_tcp_ar montage needs all 21") as err:
+        tuab.read_header(rec)
+    assert str(path) in err.value.message and err.value.fix
+
+
+def test_a_folder_without_edf_is_refused(tmp_path):
+    with pytest.raises(DataError, match="has no edf/ folder") as err:
+        tuab.find_recordings(tmp_path)
+    assert "v3.0.1" in err.value.fix
+    (tmp_path / "edf").mkdir()
+    with pytest.raises(DataError, match="no TUAB recording under"):
+        tuab.find_recordings(tmp_path / "edf")  # the edf/ folder itself is a root too
