@@ -12,6 +12,7 @@ from embedprobe.core.overrides import rerun_with
 from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
 from embedprobe.datasets.chbmit import reader as chbmit
+from embedprobe.datasets.isruc import reader as isruc
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
@@ -39,6 +40,7 @@ FORMATS = {
     "bnci2014_001": Format(bnci2014_001, "embedprobe.datasets.bnci2014_001.lookalike",
                            "motor_imagery"),
     "tuab": Format(tuab, "embedprobe.datasets.tuab.lookalike", "abnormal_eeg"),
+    "isruc": Format(isruc, "embedprobe.datasets.isruc.lookalike", "sleep_staging"),
 }
 
 
