@@ -222,6 +222,9 @@ def recording_level_plan(table: pd.DataFrame, bench: dict, entry: dict) -> FoldP
 
 def official_plan(table: pd.DataFrame, positive: dict[str, bool], n_folds: int,
                   seed: int) -> FoldPlan:
+    if "session" not in table.columns:
+        raise UsageError("split: official reads each recording's part from its session; these "
+                         "rows have none", fix="plan the folds over the dataset's window index")
     part_of = table["session"].astype(str).str.split("/").str[0].map(OFFICIAL_PARTS)
     if part_of.isna().any():
         bad = table["session"][part_of.isna()].iloc[0]

@@ -62,7 +62,7 @@ class RecordingLevel(Task):
 
         if not self.defines_units:
             return super().fold_rule(table, bench, entry)
-        if "label" not in table.columns or "session" not in table.columns:
+        if "label" not in table.columns:
             return None
         return recording_level_plan(table, bench, entry)
 
