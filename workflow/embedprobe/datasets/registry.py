@@ -11,6 +11,7 @@ from embedprobe.core.errors import DataError
 from embedprobe.core.overrides import rerun_with
 from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
+from embedprobe.datasets.bonn import reader as bonn
 from embedprobe.datasets.chbmit import reader as chbmit
 from embedprobe.datasets.isruc import reader as isruc
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
@@ -41,6 +42,7 @@ FORMATS = {
                            "motor_imagery"),
     "tuab": Format(tuab, "embedprobe.datasets.tuab.lookalike", "abnormal_eeg"),
     "isruc": Format(isruc, "embedprobe.datasets.isruc.lookalike", "sleep_staging"),
+    "bonn": Format(bonn, "embedprobe.datasets.bonn.lookalike", "abnormal_eeg"),
 }
 
 

@@ -277,10 +277,27 @@ def not_run_pairs(config: dict, benchmark: str, dataset: str) -> dict[str, dict]
     """Model -> {status, reason, fix} for the pairs of this dataset skipped before running:
     those whose weights are absent (known_skips) and, when the dataset's data is missing,
     every other model that would run. What aggregate lists as skipped rows."""
-    skips = known_skips(config, benchmark)
+    skips = known_skips(config, benchmark) | channel_map_skips(config, benchmark, dataset)
     missing = data_skip(config, dataset)
     if missing:
         return {m: missing for m in runnable_models(config, benchmark, dataset)} | skips
+    return skips
+
+
+def channel_map_skips(config: dict, benchmark: str, dataset: str) -> dict[str, dict]:
+    """Model -> {status, reason, fix} for the models the dataset's channel map rules out (a
+    `skip:` entry): they get no jobs, and the results list them with the map's reason (a
+    dataset no model can read, Bonn for BIOT, still gets its results table)."""
+    from embedprobe.pipeline.channel_maps import channel_map_path, channel_plan
+
+    skips = {}
+    for model in selected(config, benchmark, "models"):
+        plan = exit_on_error(channel_plan, config, dataset, config["models"][model]["family"])
+        if plan.ruled_out:
+            skips[model] = {"status": "skipped",
+                            "reason": f"ruled out by the channel map: {plan.reason}",
+                            "fix": f"choose a model whose family "
+                                   f"{channel_map_path(config, dataset)} does not skip"}
     return skips
 
 
