@@ -231,8 +231,10 @@ PLANS = {
         "brain_age": [(60, 16), (300, 512), (1_000, 128), (400, 1024), (120, 3_000),
                       (2_000, 2_560), (3_000, 384)],
         # recordings, width, aggregation (sizes apart from validate_memory's)
+        # (the wide ones span several 64 MiB blocks of the store, as a long dataset does)
         "recording": [(60, 16, "mean"), (400, 512, "mean_std"), (1_000, 128, "mean"),
-                      (250, 1024, "mean_std"), (2_500, 256, "mean"), (1_200, 2_560, "mean_std")],
+                      (250, 1024, "mean_std"), (2_500, 256, "mean"), (1_200, 2_560, "mean_std"),
+                      (100, 1536, "mean"), (900, 1536, "mean"), (700, 768, "mean_std")],
     },
     "full": {
         "embed_repeats": 3,

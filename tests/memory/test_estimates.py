@@ -50,7 +50,8 @@ def random_inputs(job: str, rng: random.Random) -> dict:
         units = rng.randint(4, 5_000)
         return stream | {"n_units": units, "n": rng.randint(2, units), "p": stream["dim"]
                          * rng.choice([1, 2]), "n_classes": rng.randint(2, 6),
-                         "n_fits": rng.randint(1, 7), "with_std": rng.choice([0, 1])}
+                         "n_fits": rng.randint(1, 7), "with_std": rng.choice([0, 1]),
+                         "unit_rows": rng.randint(1, 3_000)}
     if job in estimates.COMPOSED:
         parts = [random_inputs(part, rng) for part in estimates.COMPOSED[job]]
         return {k: v for part in parts for k, v in part.items()}

@@ -248,8 +248,9 @@ _TYPES = [
         terms=RECORDING_TERMS,
         required=("n_units", "n", "p", "dim", "chunk_rows", "n_subjects", "n_rows",
                   "n_classes"),
-        defaults=MappingProxyType({"n_fits": 1, "with_std": 0}),
-        constants=MappingProxyType({"data_copies": 4.0, "workspace_factor": 6.0}),
+        defaults=MappingProxyType({"n_fits": 1, "with_std": 0, "unit_rows": 0}),
+        constants=MappingProxyType({"data_copies": 4.0, "workspace_factor": 6.0,
+                                    "sd_copies": 3.0}),
         composed_of=("aggregate_subject_mean",)),
 ]
 JOB_TYPES: Mapping[str, JobType] = MappingProxyType({t.name: t for t in _TYPES})

@@ -401,9 +401,11 @@ RECORDING_TERMS: tuple[Term, ...] = (
     *_PROBE_START,
     *[(f"unit statistics streamed first: {name}", formula)
       for name, formula in _SUBJECT_MEAN_TERMS],
-    ("unit SD: sums of squares and each slice squared (float64), with mean_std",
-     lambda i, c: i["with_std"] * (i["n_subjects"] * i["dim"] * FLOAT64
-                                   + min(i["chunk_rows"], i["n_rows"]) * i["dim"] * FLOAT64)),
+    # the sums of squares, the SD and its temporaries per unit, and the float64 square of the
+    # largest unit's rows within a block (store.stats_by)
+    ("unit SD (mean_std): sums of squares and their temporaries, one unit's rows squared",
+     lambda i, c: i["with_std"] * (i["n_subjects"] * i["dim"] * FLOAT64 * c["sd_copies"]
+                                   + min(i["unit_rows"], i["chunk_rows"]) * i["dim"] * FLOAT64)),
     ("unit features and their copies (float64: stacked, scaled, each part's rows)",
      lambda i, c: i["n_units"] * i["p"] * FLOAT64 * c["data_copies"]),
     ("solver workspace (scikit-learn lbfgs, one fit at a time)",

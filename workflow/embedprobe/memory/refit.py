@@ -61,7 +61,7 @@ FITTED = {
     "probe_seizure": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
                       "workspace_factor", "block_rows"),
     # the recording-level probe (unit statistics streamed, then lbfgs over the unit rows)
-    "probe_recording": ("overhead_bytes", "chunk_copies", "data_copies"),
+    "probe_recording": ("overhead_bytes", "chunk_copies", "data_copies", "sd_copies"),
 }
 
 

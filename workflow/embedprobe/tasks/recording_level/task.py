@@ -150,7 +150,8 @@ class RecordingLevel(Task):
             "n_units": len(keys), "n": int(train.sum()), "p": dim * (2 if with_std else 1),
             "n_classes": max(2, int(table["label"].nunique()) if self.defines_units else 2),
             "n_fits": len(settings.C_grid) + (0 if settings.fixed_C else 1),
-            "with_std": int(with_std)}
+            "with_std": int(with_std),
+            "unit_rows": int(table[self.level].astype(str).value_counts().max())}
         return "probe_recording", inputs, 10
 
     # --- report --------------------------------------------------------------------------
