@@ -32,11 +32,14 @@ from embedprobe.core.errors import DataError
 from embedprobe.datasets import quality
 from embedprobe.datasets.bnci2014_001 import lookalike as bnci2014_001_lookalike
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
+from embedprobe.datasets.bonn import lookalike as bonn_lookalike
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
+from embedprobe.datasets.isruc import lookalike as isruc_lookalike
 from embedprobe.datasets.physionet_mi import lookalike as physionet_mi_lookalike
 from embedprobe.datasets.siena import lookalike as siena_lookalike
 from embedprobe.datasets.sleep_edf import lookalike as demo_data
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
+from embedprobe.datasets.tuab import lookalike as tuab_lookalike
 from embedprobe.reporting import summary as report
 from embedprobe.tasks.registry import task_for
 
@@ -295,6 +298,10 @@ SIENA = {"patients": 2, "files_per_patient": 2, "minutes_per_file": 2, "seed": 0
 MI = {"subjects": 2, "runs": [4, 6], "trials_per_run": 4, "seed": 0}
 BNCI = {"subjects": 2, "sessions": ["T", "E"], "runs_per_session": 1, "trials_per_run": 4,
         "eog_runs": 3, "eog_run_seconds": [2, 1, 1], "seed": 0}
+TUAB = {"train_normal": 1, "train_abnormal": 1, "eval_normal": 1, "eval_abnormal": 1,
+        "minutes": 2, "seed": 0}
+ISRUC = {"subgroup_I": 2, "subgroup_II": 0, "subgroup_III": 2, "hours": 0.25, "seed": 0}
+BONN = {"clips_per_set": 1, "sets": ["Z", "O", "N", "S"], "seed": 0}
 FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
     "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
             chbmit_lookalike, CHB),
@@ -304,7 +311,18 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
             "epoch_seconds": 4, "trial_offset_seconds": 0.5}, physionet_mi_lookalike, MI),
     "bnci": ({"format": "bnci2014_001", "channel_map": "bnci2014_001", "sessions": ["T", "E"],
               "epoch_seconds": 4, "trial_offset_seconds": 0.5}, bnci2014_001_lookalike, BNCI),
+    "tuab": ({"format": "tuab", "channel_map": "tuab", "epoch_seconds": 10, "split": "official"},
+             tuab_lookalike, TUAB),
+    "isruc": ({"format": "isruc", "channel_map": "isruc", "epoch_seconds": 30,
+               "trim_wake_minutes": 1440}, isruc_lookalike, ISRUC),
+    "bonn": ({"format": "bonn", "channel_map": "bonn", "epoch_seconds": 10}, bonn_lookalike,
+             BONN),
 }
+# The recording-level datasets' classes are checked while the index is built when a benchmark
+# of a recording-level task lists them (ISRUC's staging alone does not read its tables).
+RECORDING_LEVEL_BENCHMARK = {"isruc_diagnosis": {"task": "sleep_diagnosis",
+                                                 "datasets": ["isruc"],
+                                                 "models": ["biot_random"]}}
 
 
 @pytest.fixture(scope="module")
@@ -324,7 +342,8 @@ def formats_world(tmp_path, pristine_formats):
         "data_root": str(tmp_path / "data"), "results_root": str(tmp_path / "results"),
         "cache_root": str(tmp_path / "cache"), "weights_root": str(tmp_path / "weights"),
         "datasets": {d: {**entry, "path": d, "expected_recordings": 4}
-                     for d, (entry, _, _) in FORMATS.items()}}))
+                     for d, (entry, _, _) in FORMATS.items()},
+        "benchmarks": RECORDING_LEVEL_BENCHMARK}))
     for i, path in enumerate([tmp_path / "results/index/earlier.tsv",
                               tmp_path / "results/demo/x/results.tsv",
                               tmp_path / "cache/embeddings/earlier/biot_random.h5"]):
@@ -394,6 +413,30 @@ def _bnci_unknown_code(runs) -> None:
     runs[3]["y"][2] = 7
 
 
+def _tuab_no_class_folder(data: Path) -> None:
+    edf = next((data / "edf/train/normal/01_tcp_ar").glob("*.edf"))
+    unknown = data / "edf/train/unknown/01_tcp_ar"
+    unknown.mkdir(parents=True)
+    edf.rename(unknown / edf.name)
+
+
+def _isruc_subject_missing(data: Path) -> None:
+    """Subject 2 of subgroup I left out of its details table (its row deleted)."""
+    import openpyxl
+
+    path = data / "Details_subgroup_I_Submission.xlsx"
+    book = openpyxl.load_workbook(path)
+    sheet = book.active
+    row = next(r[0].row for r in sheet.iter_rows() if r[0].value == 2)
+    sheet.delete_rows(row)
+    book.save(path)
+
+
+def _bonn_cut(data: Path) -> None:
+    clip = data / "Z/Z001.txt"
+    clip.write_text("".join(clip.read_text().splitlines(True)[:-10]))
+
+
 FORMAT_CASES = {
     # name: (dataset, damage(data), exit code, message, fix)
     "CHB-MIT summary missing": ("chb", lambda d: (d / "chb01/chb01-summary.txt").unlink(), 2,
@@ -433,6 +476,14 @@ FORMAT_CASES = {
     "BNCI NaN samples (.mat)": ("bnci", lambda d: _bnci_rewrite(d / "A02T.mat", _bnci_nan), 0,
                                 "A02T_run4 channel Cz: 10 of its samples in kept windows are "
                                 "NaN or infinite", "exclude_bad_recordings=true"),
+    "TUAB recording in no class folder": ("tuab", _tuab_no_class_folder, 2,
+                                          "in unknown/, not a class folder",
+                                          "keep TUAB v3.0.x's layout"),
+    "ISRUC subject missing from its table": ("isruc", _isruc_subject_missing, 2,
+                                             "Details_subgroup_I_Submission.xlsx: no row for "
+                                             "subject 2", "use the Details_subgroup_I"),
+    "Bonn clip of the wrong length": ("bonn", _bonn_cut, 2, "Z001.txt: 4087 samples, a Bonn "
+                                      "clip has 4097", "replace it with the file from the set"),
 }
 
 

@@ -35,7 +35,11 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     exclude = bool(config.get("exclude_bad_recordings"))
     counts: Counter = Counter()
     tables, problems, rates = {}, [], {}
-    for rec in find_dataset_recordings(config, roots, dataset):
+    recordings = find_dataset_recordings(config, roots, dataset)
+    usable = [r for r in recordings if not (r.problem and config.get("allow_partial"))]
+    for other in benchmark_tasks_of(config, dataset):  # e.g. sleep diagnosis: its labels
+        other.check_recordings(reader, usable)
+    for rec in recordings:
         if rec.problem and config.get("allow_partial"):
             print(f"warning: skipping {rec.signal_path} ({rec.problem})", file=sys.stderr)
             continue
@@ -46,7 +50,8 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
         tables[rec.recording] = pd.DataFrame({
             "recording": rec.recording, "subject": rec.subject, "session": rec.session,
             "start": units.starts, "label": units.labels, "sfreq": units.sfreq})
-    problems += rate_problems(rates, ", ".join(channels))
+    if not getattr(reader, "RATES_VARY", False):  # TUAB's files come at several rates
+        problems += rate_problems(rates, ", ".join(channels))
     flagged = sorted({p.recording for p in problems})
     for problem in problems:
         print(problem.warning(), file=sys.stderr)
@@ -69,6 +74,15 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
                         fix=f"check that the recordings' annotations hold {task.name} labels "
                             "(and the signals are not flat)")
     return pd.concat(kept, ignore_index=True)[INDEX_COLUMNS]
+
+
+def benchmark_tasks_of(config: dict, dataset: str) -> list:
+    """The tasks of every benchmark in the config that lists the dataset, each once."""
+    from embedprobe.tasks.registry import task_for
+
+    names = dict.fromkeys(b["task"] for b in config.get("benchmarks", {}).values()
+                          if dataset in b.get("datasets", ()))
+    return [task_for(name) for name in names]
 
 
 def _note_left_out(dataset: str, counts: Counter) -> None:

@@ -83,6 +83,10 @@ class Task:
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         raise NotImplementedError
 
+    def check_recordings(self, reader, recordings: list) -> None:
+        """Refuse, while the index is built, what this task would only meet in its probe job
+        (a recording-level task: each recording's class), so nothing is embedded for it."""
+
     # --- folds ------------------------------------------------------------------------------
     def fold_groups(self, units, bench: dict, entry: dict | None = None):
         """The folds (probing.folds.FoldPlan) over the units' subjects: the plan the dataset's

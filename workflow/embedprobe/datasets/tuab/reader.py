@@ -46,6 +46,9 @@ from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals, require_channels
 
 FORMAT = "tuab"
+# The corpus's files come at several rates (250, 256, ... Hz); each recording is read and
+# resampled at its own, so the index's scan does not flag the minority rates.
+RATES_VARY = True
 CLASSES = ("normal", "abnormal")  # label index = position
 SPLITS = ("train", "eval")
 MONTAGE = "01_tcp_ar"

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from embedprobe.core.errors import DataError
+from embedprobe.core.errors import DataError, UsageError
 from embedprobe.tasks.base import FoldJob, Task, Units, job_folds
 
 
@@ -51,6 +51,12 @@ class RecordingLevel(Task):
         counts[(f"{reader.CLASSES[label]} recordings", "")] += 1
         return Units(np.arange(n, dtype=np.int64) * window, np.full(n, label, np.int64),
                      header.sfreq)
+
+    def check_recordings(self, reader, recordings: list) -> None:
+        """Every recording has a class the reader knows (a subject missing from ISRUC's
+        details table, a TUAB file in no class folder), before anything is embedded."""
+        for rec in recordings:
+            class_index(reader, rec)
 
     # --- folds -------------------------------------------------------------------------
     def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
@@ -164,6 +170,11 @@ class RecordingLevel(Task):
 
 def class_index(reader, rec) -> int:
     """The recording's class as its position in the reader's CLASSES."""
+    if not hasattr(reader, "recording_label"):
+        raise UsageError(f"the {reader.FORMAT} format gives its recordings no class (a "
+                         "recording-level label)",
+                         fix="list datasets of a format that does (dod, isruc, tuab, bonn) in "
+                             "the benchmark's datasets")
     name = reader.recording_label(rec)
     if name not in reader.CLASSES:
         raise DataError(f"{rec.signal_path}: class {name!r} is not one of "
