@@ -314,6 +314,17 @@ def measure_embed(plan: dict, workdir: Path, repeats: int) -> list[dict]:
     return runs
 
 
+def measure_probe_job(job: str, inputs: dict, estimate_file: Path, key: str, argv_of,
+                      label: str) -> dict:
+    """One probe job as the workflow runs it: predicted with the current table (its estimate
+    JSON is the job's --estimate), run in a measured child; its row for the fit."""
+    predicted = estimate(job, inputs, load_calibration(), None)
+    path = write_estimate(estimate_file, key, predicted)
+    run = measure(argv_of(path), f"{job} {label}")
+    _print_run(job, label, run)
+    return {"inputs": inputs, "peak": run.peak_bytes, "label": label}
+
+
 def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
     runs = []
     for rows, dim, n_jobs in plan:
@@ -322,16 +333,11 @@ def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
         subjects = write_store(store, X, y)
         del X
         config = probe_config(workdir, n_jobs)
-        inputs = probe_inputs(config, PROBE_BENCHMARK, subjects, dim)
-        predicted = estimate("probe_logistic", inputs, load_calibration(), None)
-        key = f"probe/{PROBE_BENCHMARK}/fold0"
-        estimate_path = write_estimate(workdir / f"estimate_{rows}x{dim}_{n_jobs}.json", key,
-                                       predicted)
-        run = measure(probe_argv(config, store, estimate_path, workdir / "probe_out"),
-                      f"probe {rows} x {dim}")
-        _print_run("probe_logistic", f"{rows} rows x {dim}, {n_jobs} parallel fits", run)
-        runs.append({"inputs": inputs, "peak": run.peak_bytes,
-                     "label": f"{rows} x {dim}, n_jobs {n_jobs}"})
+        runs.append(measure_probe_job(
+            "probe_logistic", probe_inputs(config, PROBE_BENCHMARK, subjects, dim),
+            workdir / f"estimate_{rows}x{dim}_{n_jobs}.json", f"probe/{PROBE_BENCHMARK}/fold0",
+            lambda path: probe_argv(config, store, path, workdir / "probe_out"),  # noqa: B023
+            f"{rows} x {dim}, n_jobs {n_jobs}"))
     return runs
 
 
@@ -344,16 +350,12 @@ def measure_probe_seizure(plan, workdir: Path) -> list[dict]:
         config.setdefault("probe", {})["n_jobs"] = n_jobs
         store = folder / f"store_{rows}x{dim}.h5"
         table = seizure_store(store, index, rows, dim)
-        inputs = probe_inputs(config, SEIZURE_BENCHMARK, table, dim)
-        predicted = estimate("probe_seizure", inputs, load_calibration(), None)
-        path = write_estimate(folder / f"estimate_{rows}x{dim}_{n_jobs}.json",
-                              f"probe/{SEIZURE_BENCHMARK}/fold0", predicted)
-        run = measure(probe_argv(config, store, path, folder / "out",
-                                      benchmark=SEIZURE_BENCHMARK, dataset=SEIZURE_DATASET),
-                      f"seizure probe {rows} x {dim}")
-        _print_run("probe_seizure", f"{rows} rows x {dim}, {n_jobs} parallel fits", run)
-        runs.append({"inputs": inputs, "peak": run.peak_bytes,
-                     "label": f"{rows} x {dim}, n_jobs {n_jobs}"})
+        runs.append(measure_probe_job(
+            "probe_seizure", probe_inputs(config, SEIZURE_BENCHMARK, table, dim),
+            folder / f"estimate_{rows}x{dim}_{n_jobs}.json", f"probe/{SEIZURE_BENCHMARK}/fold0",
+            lambda path: probe_argv(config, store, path, folder / "out",  # noqa: B023
+                                    benchmark=SEIZURE_BENCHMARK, dataset=SEIZURE_DATASET),
+            f"{rows} x {dim}, n_jobs {n_jobs}"))
     return runs
 
 
@@ -375,14 +377,11 @@ def measure_brain_age(plan, workdir: Path) -> list[dict]:
     for n_subjects, dim in plan:
         folder = workdir / f"age_{n_subjects}x{dim}"
         config, store, subjects = brain_age_set(folder, n_subjects, dim)
-        inputs = brain_age_inputs(config, subjects, dim)
-        predicted = estimate("probe_brain_age", inputs, load_calibration(),
-                                      None)
-        path = write_estimate(folder / "estimate.json", f"probe/{AGE_BENCHMARK}/fold0", predicted)
-        run = measure(brain_age_argv(config, store, path, folder / "out"),
-                      f"brain age {n_subjects} x {dim}")
-        _print_run("probe_brain_age", f"{n_subjects} subjects x {dim}", run)
-        runs.append({"inputs": inputs, "peak": run.peak_bytes, "label": f"{n_subjects} x {dim}"})
+        runs.append(measure_probe_job(
+            "probe_brain_age", brain_age_inputs(config, subjects, dim), folder / "estimate.json",
+            f"probe/{AGE_BENCHMARK}/fold0",
+            lambda path: brain_age_argv(config, store, path, folder / "out"),  # noqa: B023
+            f"{n_subjects} x {dim}"))
     return runs
 
 
@@ -393,14 +392,11 @@ def measure_recording(plan, workdir: Path) -> list[dict]:
     for n_units, dim, aggregation in plan:
         folder = workdir / f"recording_{n_units}x{dim}"
         config, store, table = recording_set(folder, n_units, dim, aggregation)
-        inputs = recording_inputs(config, table, dim)
-        predicted = estimate("probe_recording", inputs, load_calibration(), None)
-        path = write_estimate(folder / "estimate.json", "probe/recording/fold0", predicted)
-        run = measure(recording_argv(config, store, path, folder / "out"),
-                      f"recording probe {n_units} x {dim}")
-        _print_run("probe_recording", f"{n_units} recordings x {dim}, {aggregation}", run)
-        runs.append({"inputs": inputs, "peak": run.peak_bytes,
-                     "label": f"{n_units} x {dim} {aggregation}"})
+        runs.append(measure_probe_job(
+            "probe_recording", recording_inputs(config, table, dim), folder / "estimate.json",
+            "probe/recording/fold0",
+            lambda path: recording_argv(config, store, path, folder / "out"),  # noqa: B023
+            f"{n_units} x {dim} {aggregation}"))
     return runs
 
 

@@ -184,7 +184,7 @@ def test_layout_and_setting_errors(tmp_path):
         bnci.find_recordings(tmp_path / "nowhere")
     with pytest.raises(UsageError):
         bnci.find_recordings(tmp_path, sessions=["X"])
-    with pytest.raises(UsageError, match="unknown settings"):
+    with pytest.raises(UsageError, match="unknown look-alike setting"):
         lookalike.plan({"runs": 2})
     with pytest.raises(UsageError, match="eog_run_seconds"):
         lookalike.plan({"eog_runs": 1})

@@ -211,7 +211,7 @@ def test_a_missing_clip_and_an_empty_set_folder_are_incomplete(copy):
 
 
 def test_setting_errors_and_foreign_files(tmp_path):
-    with pytest.raises(UsageError, match="unknown Bonn look-alike setting"):
+    with pytest.raises(UsageError, match="Bonn: unknown look-alike setting"):
         lookalike.plan({"clips": 3})
     for bad in ({"clips_per_set": 0}, {"clips_per_set": 101}):
         with pytest.raises(UsageError, match="clips_per_set"):

@@ -119,7 +119,7 @@ def test_the_same_seed_writes_the_same_bytes(tmp_path):
 def test_settings_are_checked(tmp_path):
     with pytest.raises(UsageError, match="minutes_per_file=1"):
         chbmit_lookalike.write_lookalike(tmp_path, {"minutes_per_file": 1})
-    with pytest.raises(UsageError, match="unknown CHB-MIT look-alike setting"):
+    with pytest.raises(UsageError, match="CHB-MIT: unknown look-alike setting"):
         chbmit_lookalike.plan({"subjects": 3})
     chbmit_lookalike.write_lookalike(tmp_path / "big", {"patients": 2, "files_per_patient": 2,
                                                         "minutes_per_file": 2})

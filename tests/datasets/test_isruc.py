@@ -260,7 +260,7 @@ def test_the_same_settings_write_the_same_bytes(tmp_path):
 
 
 def test_settings_are_checked(tmp_path):
-    for bad, message in (({"subjects": 3}, "unknown ISRUC look-alike setting"),
+    for bad, message in (({"subjects": 3}, "ISRUC: unknown look-alike setting"),
                          ({"subgroup_II": 9}, "subgroup_II=9"),
                          ({"hours": 0.1}, "hours=0.1"),
                          ({"diagnoses": ["flu"]}, "not the tables' texts"),

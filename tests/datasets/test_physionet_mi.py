@@ -206,7 +206,7 @@ def test_moabb_reads_the_same_trials_from_the_lookalike(demo, tmp_path, monkeypa
 
 
 def test_unknown_settings_are_refused():
-    with pytest.raises(UsageError, match="unknown settings"):
+    with pytest.raises(UsageError, match="unknown look-alike setting"):
         lookalike.plan({"subject": 3})
     plans = lookalike.plan({"subjects": 1, "runs": [2]})
     assert plans[0].annotations == ((0.0, 61.0, "T0"),) and plans[0].seconds == 61

@@ -142,7 +142,7 @@ def test_the_same_seed_writes_the_same_bytes(tmp_path):
 def test_settings_are_checked(tmp_path):
     with pytest.raises(UsageError, match="patients=101"):
         siena_lookalike.plan({"patients": 101})
-    with pytest.raises(UsageError, match="unknown Siena look-alike setting"):
+    with pytest.raises(UsageError, match="Siena: unknown look-alike setting"):
         siena_lookalike.write_lookalike(tmp_path, {"hours": 1})
 
 

@@ -172,7 +172,7 @@ def test_the_same_seed_writes_the_same_bytes(tmp_path):
 
 
 def test_settings_are_checked(tmp_path):
-    with pytest.raises(UsageError, match="unknown TUAB look-alike setting"):
+    with pytest.raises(UsageError, match="TUAB: unknown look-alike setting"):
         lookalike.plan({"hours": 1})
     with pytest.raises(UsageError, match="eval_abnormal=0"):
         lookalike.plan({"eval_abnormal": 0})

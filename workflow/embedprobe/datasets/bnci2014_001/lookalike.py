@@ -32,7 +32,7 @@ import scipy.io
 
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
-from embedprobe.datasets.synth.files import start_rewrite, write_manifest
+from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
 from embedprobe.datasets.synth.motor_imagery import (
     Cue,
     balanced_classes,
@@ -81,11 +81,7 @@ class SessionPlan:
 
 
 def _settings(settings: dict) -> dict:
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise UsageError(f"bnci2014_001 generator: unknown settings {sorted(unknown)}",
-                         fix=f"use {', '.join(DEFAULTS)}")
-    values = DEFAULTS | settings
+    values = with_defaults(settings, DEFAULTS, "BNCI 2014-001")
     values["sessions"] = bnci2014_001.check_sessions(values["sessions"])
     if not 1 <= int(values["subjects"]) <= 9:
         raise UsageError(f"subjects={values['subjects']}: BNCI 2014-001 has A01-A09",

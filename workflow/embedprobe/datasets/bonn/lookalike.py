@@ -30,7 +30,7 @@ import scipy.fft
 
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.bonn import reader as bonn
-from embedprobe.datasets.synth.files import start_rewrite, write_manifest
+from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
 
 DEFAULTS = {"clips_per_set": bonn.CLIPS_PER_SET, "sets": list(bonn.SETS), "seed": 0}
 STREAM = 7  # the look-alikes of one seed draw different signals
@@ -58,11 +58,7 @@ class ClipPlan:
 
 
 def settings_of(settings: dict) -> dict:
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise UsageError(f"unknown Bonn look-alike setting(s) {sorted(unknown)}",
-                         fix=f"use {', '.join(DEFAULTS)}")
-    out = DEFAULTS | settings
+    out = with_defaults(settings, DEFAULTS, "Bonn")
     if not 1 <= int(out["clips_per_set"]) <= bonn.CLIPS_PER_SET:
         raise UsageError(f"clips_per_set={out['clips_per_set']}: a Bonn set holds clips "
                          f"001-{bonn.CLIPS_PER_SET}", fix=f"choose 1..{bonn.CLIPS_PER_SET}")

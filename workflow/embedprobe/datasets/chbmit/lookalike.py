@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import UsageError
+from embedprobe.datasets.synth.files import with_defaults
 from embedprobe.datasets.synth.seizure import (
     Seizure,
     Signal,
@@ -77,11 +78,7 @@ class FilePlan:
 
 
 def settings_of(settings: dict) -> dict:
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise UsageError(f"unknown CHB-MIT look-alike setting(s) {sorted(unknown)}",
-                         fix=f"use {', '.join(DEFAULTS)}")
-    out = DEFAULTS | settings
+    out = with_defaults(settings, DEFAULTS, "CHB-MIT")
     if not 1 <= out["patients"] <= 99:
         raise UsageError(f"patients={out['patients']}: CHB-MIT names hold a 2-digit patient "
                          "number", fix="choose 1..99 patients")

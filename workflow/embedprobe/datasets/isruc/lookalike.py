@@ -53,7 +53,7 @@ from embedprobe.datasets.isruc.reader import (
     table_name,
 )
 from embedprobe.datasets.sleep_edf import lookalike as sleep_edf
-from embedprobe.datasets.synth.files import start_rewrite, write_manifest
+from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
 
 SFREQ = 200
 LAYOUT = ("F3-M2", "C3-M2", "O1-M2", "F4-M1", "C4-M1", "O2-M1")
@@ -127,11 +127,7 @@ class RecordingPlan:
 
 
 def settings_of(settings: dict) -> dict:
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise UsageError(f"unknown ISRUC look-alike setting(s) {sorted(unknown)}",
-                         fix=f"use {', '.join(DEFAULTS)}")
-    out = DEFAULTS | settings
+    out = with_defaults(settings, DEFAULTS, "ISRUC")
     for group, size in SIZES.items():
         value = out[f"subgroup_{group}"]
         if not (isinstance(value, int) and 0 <= value <= size):

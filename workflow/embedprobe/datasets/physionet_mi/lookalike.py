@@ -24,7 +24,7 @@ import numpy as np
 
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
-from embedprobe.datasets.synth.files import start_rewrite, write_manifest
+from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
 from embedprobe.datasets.synth.motor_imagery import (
     Cue,
     balanced_classes,
@@ -61,11 +61,7 @@ class RunPlan:
 
 
 def _settings(settings: dict) -> dict:
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise UsageError(f"physionet_mi generator: unknown settings {sorted(unknown)}",
-                         fix=f"use {', '.join(DEFAULTS)}")
-    values = DEFAULTS | settings
+    values = with_defaults(settings, DEFAULTS, "PhysioNet MI")
     if not 1 <= int(values["subjects"]) <= 109:
         raise UsageError(f"subjects={values['subjects']}: eegmmidb has subjects S001-S109",
                          fix="choose 1..109 subjects")

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import UsageError
+from embedprobe.datasets.synth.files import with_defaults
 from embedprobe.datasets.synth.seizure import (
     Seizure,
     Signal,
@@ -83,11 +84,7 @@ class FilePlan:
 
 
 def settings_of(settings: dict) -> dict:
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise UsageError(f"unknown Siena look-alike setting(s) {sorted(unknown)}",
-                         fix=f"use {', '.join(DEFAULTS)}")
-    out = DEFAULTS | settings
+    out = with_defaults(settings, DEFAULTS, "Siena")
     if not 1 <= out["patients"] <= 100:
         raise UsageError(f"patients={out['patients']}: Siena names hold a 2-digit patient "
                          "number (PN00..PN99)", fix="choose 1..100 patients")

@@ -37,3 +37,13 @@ def write_manifest(root: Path, files: Sequence[Path]) -> Path:
     partial = root / (MANIFEST + ".partial")
     partial.write_text("\n".join(lines) + "\n")
     return partial.replace(root / MANIFEST)
+
+
+def with_defaults(settings: dict, defaults: dict, what: str) -> dict:
+    """A look-alike's settings over its defaults; a setting it does not know is refused
+    (`what` names the look-alike: "the TUAB look-alike")."""
+    unknown = set(settings) - set(defaults)
+    if unknown:
+        raise UsageError(f"{what}: unknown look-alike setting(s) {sorted(unknown)}",
+                         fix=f"use {', '.join(defaults)}")
+    return defaults | settings

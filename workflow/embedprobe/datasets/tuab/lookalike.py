@@ -42,7 +42,7 @@ import numpy as np
 import scipy.fft
 
 from embedprobe.core.errors import UsageError
-from embedprobe.datasets.synth.files import start_rewrite, write_manifest
+from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
 from embedprobe.datasets.synth.seizure import (
     OLD_NAMES,
     POSITIONS,
@@ -110,11 +110,7 @@ class Slowing:
 
 
 def settings_of(settings: dict) -> dict:
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise UsageError(f"unknown TUAB look-alike setting(s) {sorted(unknown)}",
-                         fix=f"use {', '.join(DEFAULTS)}")
-    out = DEFAULTS | settings
+    out = with_defaults(settings, DEFAULTS, "TUAB")
     for key in COUNTS:
         if not 1 <= int(out[key]) <= 500:
             raise UsageError(f"{key}={out[key]}: the official split needs both classes in "
