@@ -34,6 +34,7 @@ from embedprobe.datasets.bnci2014_001 import lookalike as bnci2014_001_lookalike
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
 from embedprobe.datasets.bonn import lookalike as bonn_lookalike
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
+from embedprobe.datasets.dod import lookalike as dod_lookalike
 from embedprobe.datasets.isruc import lookalike as isruc_lookalike
 from embedprobe.datasets.physionet_mi import lookalike as physionet_mi_lookalike
 from embedprobe.datasets.siena import lookalike as siena_lookalike
@@ -302,6 +303,7 @@ TUAB = {"train_normal": 1, "train_abnormal": 1, "eval_normal": 1, "eval_abnormal
         "minutes": 2, "seed": 0}
 ISRUC = {"subgroup_I": 2, "subgroup_II": 0, "subgroup_III": 2, "hours": 0.25, "seed": 0}
 BONN = {"clips_per_set": 1, "sets": ["Z", "O", "N", "S"], "seed": 0}
+DOD = {"healthy": 2, "osa": 2, "hours": 0.25, "seed": 0}
 FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
     "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
             chbmit_lookalike, CHB),
@@ -317,6 +319,8 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
                "trim_wake_minutes": 1440}, isruc_lookalike, ISRUC),
     "bonn": ({"format": "bonn", "channel_map": "bonn", "epoch_seconds": 10}, bonn_lookalike,
              BONN),
+    "dod": ({"format": "dod", "channel_map": "dod", "epoch_seconds": 30,
+             "trim_wake_minutes": 1440}, dod_lookalike, DOD),
 }
 # The recording-level datasets' classes are checked while the index is built when a benchmark
 # of a recording-level task lists them (ISRUC's staging alone does not read its tables).
@@ -432,6 +436,14 @@ def _isruc_subject_missing(data: Path) -> None:
     book.save(path)
 
 
+def _dod_without_hypnogram(data: Path) -> None:
+    import h5py
+
+    night = next((data / "dodo").glob("*.h5"))
+    with h5py.File(night, "a") as h5:
+        del h5["hypnogram"]
+
+
 def _bonn_cut(data: Path) -> None:
     clip = data / "Z/Z001.txt"
     clip.write_text("".join(clip.read_text().splitlines(True)[:-10]))
@@ -482,6 +494,8 @@ FORMAT_CASES = {
     "ISRUC subject missing from its table": ("isruc", _isruc_subject_missing, 2,
                                              "Details_subgroup_I_Submission.xlsx: no row for "
                                              "subject 2", "use the Details_subgroup_I"),
+    "DOD night without its hypnogram": ("dod", _dod_without_hypnogram, 2,
+                                        "is partial (3/4 recordings)", "allow_partial=true"),
     "Bonn clip of the wrong length": ("bonn", _bonn_cut, 2, "Z001.txt: 4087 samples, a Bonn "
                                       "clip has 4097", "replace it with the file from the set"),
 }

@@ -13,6 +13,7 @@ from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
 from embedprobe.datasets.bonn import reader as bonn
 from embedprobe.datasets.chbmit import reader as chbmit
+from embedprobe.datasets.dod import reader as dod
 from embedprobe.datasets.isruc import reader as isruc
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
@@ -43,6 +44,7 @@ FORMATS = {
     "tuab": Format(tuab, "embedprobe.datasets.tuab.lookalike", "abnormal_eeg"),
     "isruc": Format(isruc, "embedprobe.datasets.isruc.lookalike", "sleep_staging"),
     "bonn": Format(bonn, "embedprobe.datasets.bonn.lookalike", "abnormal_eeg"),
+    "dod": Format(dod, "embedprobe.datasets.dod.lookalike", "sleep_staging"),
 }
 
 

@@ -189,7 +189,6 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
     if kind == PROCESSES and settings.reader_threads > 0:
         start_reader_server()  # it imports the reading code while the model is built
     from embedprobe.pipeline.index import read_index
-
     from embedprobe.tasks.registry import labelling_task
 
     table = read_index(index_path)
