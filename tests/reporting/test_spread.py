@@ -1,6 +1,7 @@
 """The +- of every task, as the reference (NeuroAtlas) reports it: the population SD (ddof=0) over
-folds for sleep staging, brain age and BCI, the sample SD (ddof=1) for epilepsy only; checked on
-one hand-made set of fold values written through the real aggregate into results.tsv."""
+folds for sleep staging, sleep diagnosis, brain age and BCI, the sample SD (ddof=1) for epilepsy
+(seizures and abnormal EEG); checked on one hand-made set of fold values written through the real
+aggregate into results.tsv."""
 
 from __future__ import annotations
 
@@ -37,12 +38,22 @@ def seizure_fold(value: float) -> dict:
     return dict.fromkeys(task_for("seizure_detection").metrics, 0.5) | {"event_auc": value}
 
 
+def unit_fold(value: float) -> dict:
+    return {"auroc": value, "balanced_accuracy": 0.5, "macro_f1": 0.5, "n_classes": 2,
+            "predictions": [{"unit": "a", "label": 0, "proba": [0.8, 0.2]},
+                            {"unit": "b", "label": 1, "proba": [0.3, 0.7]}]}
+
+
 CASES = {  # task -> (fold record from a headline value, ddof, the SD by hand)
     "sleep_staging": (sleep_fold, 0, POPULATION_SD),
     "brain_age": (age_fold, 0, POPULATION_SD),
     "motor_imagery": (trial_fold, 0, POPULATION_SD),
     "seizure_detection": (seizure_fold, 1, SAMPLE_SD),
+    "sleep_diagnosis": (unit_fold, 0, POPULATION_SD),
+    "abnormal_eeg": (unit_fold, 1, SAMPLE_SD),
 }
+# the epilepsy benchmark's catalog scores abnormal EEG against a dummy AUROC of 0.5
+DUMMIES = {"abnormal_eeg": 0.5}
 
 
 def test_every_task_is_covered():
@@ -71,7 +82,8 @@ def test_the_population_sd_of_two_folds_is_half_their_distance(tmp_path):
 
 def test_results_tsv_carries_the_chance_and_normalised_columns(tmp_path):
     """BCI's chance is 1/C of the classes present in the dataset's labels (3 here); no task sets
-    a dummy (the reference's catalog sets none), so the normalised column is empty."""
+    a dummy but abnormal EEG (the reference's catalog sets none elsewhere), so the normalised
+    column is empty but there."""
     roots = roots_in(tmp_path)
     three = [trial_fold(v) | {"n_classes": 3} for v in VALUES]
     table = read_results(write_results_table(roots, "bci", "d", "motor_imagery", 5,
@@ -83,10 +95,13 @@ def test_results_tsv_carries_the_chance_and_normalised_columns(tmp_path):
     table = read_results(write_results_table(roots, "age", "d", "brain_age", 5,
                                              {"m": [age_fold(v) for v in VALUES]}))
     assert pd.isna(table["chance"]).all()  # no chance level for an error
+    table = read_results(write_results_table(roots, "abn", "d", "abnormal_eeg", 5,
+                                             {"m": [unit_fold(v) for v in VALUES]}))
+    assert table["normalised"].tolist() == [pytest.approx(0.48, abs=1e-4)]  # (0.74-0.5)/0.5
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_no_task_sets_a_dummy_and_only_bci_has_a_chance_column(name):
+def test_only_abnormal_eeg_sets_a_dummy_and_only_bci_has_a_chance_column(name):
     task = task_for(name)
-    assert task.dummy is None
+    assert task.dummy == DUMMIES.get(name)
     assert task.draws_chance == (name == "motor_imagery")
