@@ -25,6 +25,8 @@ data and runs the jobs (the validation scripts run the same workloads):
   probe_recording `embedprobe probe` of the abnormal-EEG benchmark (unit statistics streamed,
                   scikit-learn's lbfgs per C over one row per recording), mean and mean_std
                   features; its stream's constants are aggregate's, its own fitted on the job
+  probe_hypnogram `embedprobe probe` of the sleep-hypnogram benchmark (a staging fold's saved
+                  predictions over the store's window table: no embeddings read)
 
 Baselines are measured: a child that imports what the step's job imports. The other constants are
 fitted on each job's whole measured peaks with the job's own formula (estimate.JOB_TYPES; the
@@ -81,6 +83,9 @@ from embedprobe.memory.workloads import (  # noqa: E402
     embed_argv,
     embed_inputs,
     hard_rows,
+    hypnogram_argv,
+    hypnogram_inputs,
+    hypnogram_set,
     measure,
     probe_argv,
     probe_config,
@@ -235,6 +240,8 @@ PLANS = {
         "recording": [(60, 16, "mean"), (400, 512, "mean_std"), (1_000, 128, "mean"),
                       (250, 1024, "mean_std"), (2_500, 256, "mean"), (1_200, 2_560, "mean_std"),
                       (100, 1536, "mean"), (900, 1536, "mean"), (700, 768, "mean_std")],
+        # windows of the store whose table the hypnogram job reads (validate_memory: others)
+        "hypnogram": [2_000, 60_000, 250_000, 700_000],
     },
     "full": {
         "embed_repeats": 3,
@@ -258,6 +265,7 @@ PLANS = {
         "recording": [(60, 16, "mean"), (400, 512, "mean_std"), (1_000, 128, "mean"),
                       (250, 1024, "mean_std"), (2_500, 256, "mean"), (1_200, 2_560, "mean_std"),
                       (3_000, 64, "mean_std")],
+        "hypnogram": [2_000, 60_000, 250_000, 700_000, 1_200_000],
     },
 }
 
@@ -400,6 +408,20 @@ def measure_recording(plan, workdir: Path) -> list[dict]:
     return runs
 
 
+def measure_hypnogram(plan, workdir: Path) -> list[dict]:
+    """The real hypnogram job (a staging fold's predictions over the store's window table)."""
+    runs = []
+    for n_rows in plan:
+        folder = workdir / f"hypnogram_{n_rows}"
+        config, store, table = hypnogram_set(folder, n_rows)
+        runs.append(measure_probe_job(
+            "probe_hypnogram", hypnogram_inputs(config, table), folder / "estimate.json",
+            "probe/hypnogram/fold0",
+            lambda path: hypnogram_argv(config, store, path, folder / "out"),  # noqa: B023
+            f"{n_rows} windows"))
+    return runs
+
+
 def measure_subject_means(plan, workdir: Path) -> list[dict]:
     from embedprobe.tasks.brain_age import subject_mean_inputs
 
@@ -468,6 +490,7 @@ def calibrate(mode: str, workdir: Path, old: dict,
         "probe_ridge": lambda: measure_probe_ridge(plan["probe_ridge"], workdir),
         "aggregate_subject_mean": lambda: measure_subject_means(plan["subject_means"], workdir),
         "probe_seizure": lambda: measure_probe_seizure(plan["probe_seizure"], workdir),
+        "probe_hypnogram": lambda: measure_hypnogram(plan["hypnogram"], workdir),
     }
     runs = {job: workload() for job, workload in workloads.items() if job in selected}
     for job, job_runs in runs.items():

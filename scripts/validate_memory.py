@@ -21,6 +21,9 @@ each predicted the way the workflow predicts it:
                   `embedprobe probe` job of the abnormal-EEG benchmark (unit statistics
                   streamed from a store, a logistic fit per C over one row per recording),
                   predicted as preflight.probe_estimate does (job type probe_recording)
+  hypnogram       3 (quick) or 4 store sizes: the `embedprobe probe` job of the sleep-hypnogram
+                  benchmark (a staging fold's saved predictions over the store's window table),
+                  predicted as preflight.probe_estimate does (job type probe_hypnogram)
   seizure probe   3 widths x 3 row counts: the `embedprobe probe` job of the seizure benchmark
                   (fold 0) on stores whose windows are real windows of a generated CHB-MIT
                   look-alike, predicted as preflight.probe_estimate does (job type probe_seizure)
@@ -101,6 +104,7 @@ GRIDS = {
         "ridge_widths": (200, 256, 2048),
         "ridge_subjects": (150, 600, 1_800),
         "recording_units": (150, 600, 1_800),
+        "hypnogram_rows": (20_000, 150_000, 500_000, 1_000_000),
         "seizure_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
                          2048: (5_000, 10_000, 20_000)},
         "contended_hours": 0.75,
@@ -117,6 +121,7 @@ GRIDS = {
         "ridge_widths": (200, 256, 2048),
         "ridge_subjects": (100, 300, 800),
         "recording_units": (100, 300, 800),
+        "hypnogram_rows": (20_000, 150_000, 500_000),
         "seizure_rows": {200: (6_000, 12_000, 30_000), 256: (6_000, 12_000, 30_000),
                          2048: (2_500, 5_000, 10_000)},
         "contended_hours": 0.5,
@@ -307,6 +312,27 @@ def recording_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                        f"{n_units:,} recordings, {aggregation}", estimate.as_dict(), run)
 
 
+def hypnogram_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
+                   margin: float) -> Iterator[Row]:
+    """The hypnogram job (fold 0: a staging fold's predictions over the store's window
+    table) as the workflow runs it, predicted as preflight does."""
+    from embedprobe.memory.preflight import probe_estimate
+    from embedprobe.tasks.registry import benchmark_task
+
+    key = f"probe/{workloads.HYPNOGRAM_BENCHMARK}/fold0"
+    for n_rows in grid["hypnogram_rows"]:
+        folder = workdir / f"hypnogram_{n_rows}"
+        config, store, table = workloads.hypnogram_set(folder, n_rows)
+        bench = config["benchmarks"][workloads.HYPNOGRAM_BENCHMARK]
+        estimate, _ = probe_estimate(
+            config, benchmark_task(config, workloads.HYPNOGRAM_BENCHMARK), bench, table, 0, 8,
+            calibration, limit, margin, None)
+        estimate_path = workloads.write_estimate(folder / "estimate.json", key, estimate)
+        argv = workloads.hypnogram_argv(config, store, estimate_path, folder / "out")
+        run = workloads.measure(argv, f"hypnogram {n_rows}")
+        yield _row("hypnogram", "-", f"{n_rows:,} windows", estimate.as_dict(), run)
+
+
 def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
                  margin: float) -> Iterator[Row]:
     """The seizure probe job (fold 0) as the workflow runs it, predicted as preflight does."""
@@ -386,7 +412,8 @@ def write_rows(rows: list[Row], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-ROW_KINDS = ("embed", "families", "logistic", "brain-age", "recording", "seizure", "contended")
+ROW_KINDS = ("embed", "families", "logistic", "brain-age", "recording", "hypnogram", "seizure",
+             "contended")
 
 
 def cpu_grid(args) -> int:
@@ -417,6 +444,8 @@ def cpu_grid(args) -> int:
             "brain-age": lambda: brain_age_rows(grid, workdir / "age", calibration, limit,
                                                 margin),
             "recording": lambda: recording_rows(grid, workdir / "recording", calibration,
+                                                limit, margin),
+            "hypnogram": lambda: hypnogram_rows(grid, workdir / "hypnogram", calibration,
                                                 limit, margin),
             "seizure": lambda: seizure_rows(grid, workdir / "seizure", calibration, limit,
                                             margin),

@@ -44,6 +44,11 @@ def unit_fold(value: float) -> dict:
                             {"unit": "b", "label": 1, "proba": [0.3, 0.7]}]}
 
 
+def event_fold(value: float) -> dict:
+    return {"auprc": value, "macro_f1": 0.5, "balanced_accuracy": 0.5, "auroc": 0.6,
+            "positive_share": 0.2, "probes": {}}
+
+
 CASES = {  # task -> (fold record from a headline value, ddof, the SD by hand)
     "sleep_staging": (sleep_fold, 0, POPULATION_SD),
     "brain_age": (age_fold, 0, POPULATION_SD),
@@ -51,13 +56,41 @@ CASES = {  # task -> (fold record from a headline value, ddof, the SD by hand)
     "seizure_detection": (seizure_fold, 1, SAMPLE_SD),
     "sleep_diagnosis": (unit_fold, 0, POPULATION_SD),
     "abnormal_eeg": (unit_fold, 1, SAMPLE_SD),
+    "sleep_arousal": (event_fold, 0, POPULATION_SD),
+    "sleep_respiratory": (event_fold, 0, POPULATION_SD),
+    "sleep_limb": (event_fold, 0, POPULATION_SD),
 }
+# the headline's chance differs by dataset: BCI's 1/C, the sleep events' positive share
+DRAWS_CHANCE = {"motor_imagery", "sleep_arousal", "sleep_respiratory", "sleep_limb"}
 # the epilepsy benchmark's catalog scores abnormal EEG against a dummy AUROC of 0.5
 DUMMIES = {"abnormal_eeg": 0.5}
 
 
+# one value pooled over every fold's test recordings, no SD (the reference's sleep_hypnogram)
+POOLED_ONLY = {"sleep_hypnogram"}
+
+
 def test_every_task_is_covered():
-    assert set(CASES) == set(TASKS)
+    assert set(CASES) | POOLED_ONLY == set(TASKS)
+
+
+def hypnogram_fold(value: float) -> dict:
+    """Two recordings whose predicted features are twice the scored ones: pooled r = 1 (the
+    fold's own mean r is `value`)."""
+    from embedprobe.tasks.hypnogram.features import FEATURES
+
+    scored = [dict.fromkeys(FEATURES, 1.0 + k) for k in range(2)]
+    return {"pearson_r": value, "recordings": [
+        {"scored": s, "predicted": {n: 2 * v for n, v in s.items()}} for s in scored]}
+
+
+def test_the_hypnogram_headline_is_one_pooled_value_without_sd(tmp_path):
+    path = write_results_table(roots_in(tmp_path), "h", "d", "sleep_hypnogram", len(VALUES),
+                               {"m": [hypnogram_fold(v) for v in VALUES]})
+    row = read_results(path).iloc[0]
+    assert row["pearson_r_mean"] == 1.0 and np.isnan(row["pearson_r_sd"])
+    assert row["pearson_r_fold_mean"] == pytest.approx(0.74)
+    assert row["r_TST"] == 1.0
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -98,10 +131,13 @@ def test_results_tsv_carries_the_chance_and_normalised_columns(tmp_path):
     table = read_results(write_results_table(roots, "abn", "d", "abnormal_eeg", 5,
                                              {"m": [unit_fold(v) for v in VALUES]}))
     assert table["normalised"].tolist() == [pytest.approx(0.48, abs=1e-4)]  # (0.74-0.5)/0.5
+    table = read_results(write_results_table(roots, "ev", "d", "sleep_arousal", 5,
+                                             {"m": [event_fold(v) for v in VALUES]}))
+    assert table["chance"].tolist() == [0.2]  # AUPRC of a guess: the positive share
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_only_abnormal_eeg_sets_a_dummy_and_only_bci_has_a_chance_column(name):
+def test_only_abnormal_eeg_sets_a_dummy_and_bci_and_events_have_a_chance_column(name):
     task = task_for(name)
     assert task.dummy == DUMMIES.get(name)
-    assert task.draws_chance == (name == "motor_imagery")
+    assert task.draws_chance == (name in DRAWS_CHANCE)

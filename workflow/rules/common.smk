@@ -26,6 +26,7 @@ from embedprobe.smk.plan import (
     names_pattern,
     pair_figure_names,
     quality_tables,
+    source_fold_predictions,
     target_groups,
     target_inputs,
 )

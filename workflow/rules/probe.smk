@@ -2,6 +2,10 @@ rule probe:
     input:
         embeddings=out("embeddings"),
         estimate=out("preflight_probe"),
+        # a benchmark that reads another's folds (sleep_hypnogram: the staging predictions)
+        source=lambda w: source_fold_predictions(
+            config, ROOTS, w.benchmark, w.dataset, w.model, w.fold
+        ),
     output:
         result=out("fold_result"),
         predictions=out("fold_predictions"),

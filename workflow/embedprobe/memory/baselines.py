@@ -35,6 +35,15 @@ STEP_IMPORTS = {
                  "embedprobe.pipeline.fold_job, embedprobe.memory.runs, "
                  "embedprobe.datasets.registry, embedprobe.tasks.recording_level.task, "
                  "embedprobe.tasks.recording_level.probe",
+    # the sleep-event probes fit scikit-learn's LogisticRegression and read the dataset's
+    # event annotations through its reader (wfdb, MNE, pandas)
+    "events": "import sklearn.linear_model, sklearn.metrics, embedprobe.cli, "
+              "embedprobe.pipeline.fold_job, embedprobe.memory.runs, "
+              "embedprobe.datasets.registry, embedprobe.tasks.sleep_events.task, "
+              "embedprobe.tasks.sleep_events.probe",
+    # the hypnogram job reads a staging fold's predictions and the window table: no fit
+    "hypnogram": "import embedprobe.cli, embedprobe.pipeline.fold_job, embedprobe.memory.runs, "
+                 "embedprobe.datasets.registry, embedprobe.tasks.hypnogram.task",
 }
 # The step whose imports are each job type's baseline (keys: estimate.JOB_TYPES, checked by
 # tests/memory/test_estimates.py): preflight's default for a probe job type (a task may name its own
@@ -42,7 +51,8 @@ STEP_IMPORTS = {
 # job (CUDA initialised), none of these.
 JOB_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
             "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
-            "probe_seizure": "seizure", "probe_recording": "recording"}
+            "probe_seizure": "seizure", "probe_recording": "recording",
+            "probe_hypnogram": "hypnogram"}
 
 
 @cache

@@ -29,6 +29,7 @@ from embedprobe.memory.formulas import (
     EMBED_GPU_TERMS,
     FLOAT32,
     FLOAT64,
+    HYPNOGRAM_TERMS,
     PROBE_LOGISTIC_TERMS,
     PROBE_RIDGE_TERMS,
     PROBE_SEIZURE_TERMS,
@@ -252,6 +253,13 @@ _TYPES = [
         constants=MappingProxyType({"data_copies": 4.0, "workspace_factor": 6.0,
                                     "sd_copies": 3.0}),
         composed_of=("aggregate_subject_mean",)),
+    # The hypnogram job (tasks/hypnogram): the window table and a staging fold's predictions.
+    JobType(
+        "probe_hypnogram",
+        terms=HYPNOGRAM_TERMS,
+        required=("n_rows",), defaults=MappingProxyType({}),
+        constants=MappingProxyType({"baseline_bytes": 250 * MIB, "overhead_bytes": 0.0,
+                                    "window_row_bytes": 400.0})),
 ]
 JOB_TYPES: Mapping[str, JobType] = MappingProxyType({t.name: t for t in _TYPES})
 

@@ -388,6 +388,14 @@ PROBE_SEIZURE_TERMS: tuple[Term, ...] = (
     _SCHEDULER,
 )
 PROBE_RIDGE_TERMS: tuple[Term, ...] = (*_RIDGE_TERMS, _SCHEDULER)
+# The hypnogram job (tasks/hypnogram): no embeddings are read; the store's window table, the
+# source fold's predictions and one row of features per test recording.
+HYPNOGRAM_TERMS: tuple[Term, ...] = (
+    *_PROBE_START,
+    ("window table, the source fold's predictions and the test windows' table",
+     lambda i, c: i["n_rows"] * c["window_row_bytes"]),
+    _SCHEDULER,
+)
 SUBJECT_MEAN_JOB_TERMS: tuple[Term, ...] = (*_PROBE_START, *_SUBJECT_MEAN_TERMS, _SCHEDULER)
 # The brain-age probe job streams the subject means, then fits ridge, in one process: the
 # ridge job's terms plus the stream's (the memory freed after the stream stays in the arena).

@@ -62,6 +62,7 @@ FITTED = {
                       "workspace_factor", "block_rows"),
     # the recording-level probe (unit statistics streamed, then lbfgs over the unit rows)
     "probe_recording": ("overhead_bytes", "chunk_copies", "data_copies", "sd_copies"),
+    "probe_hypnogram": ("overhead_bytes", "window_row_bytes"),
 }
 
 

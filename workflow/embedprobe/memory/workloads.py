@@ -54,6 +54,7 @@ ROWS_PER_SUBJECT = 20  # windows a subject has in the brain-age stores
 RECORDING_BENCHMARK = "abnormal_eeg_demo"  # recordings as units, 5 folds stratified on class
 RECORDING_DATASET = "bonn_demo"  # its reader's CLASSES name the labels; no file is read
 ROWS_PER_UNIT = 40  # windows a recording has in the recording-level stores (TUAB: ~120)
+HYPNOGRAM_BENCHMARK = "demo_hypnogram"  # reads the staging benchmark `demo`'s fold predictions
 CHILD_TIMEOUT_S = 900
 
 
@@ -423,3 +424,43 @@ def recording_inputs(config: dict, table, dim: int) -> dict:
     entry = config["datasets"][RECORDING_DATASET]
     return benchmark_task(config, RECORDING_BENCHMARK).probe_memory(
         config, bench, table, 0, dim, entry)[1]
+
+
+def hypnogram_set(folder: Path, n_rows: int):
+    """A store of n_rows Sleep-EDF-like windows (stages in runs, as nights have them) and the
+    staging fold 0's predictions where the hypnogram job of HYPNOGRAM_BENCHMARK reads them
+    (its source's fold, model "synthetic"); returns (job config, store, window table)."""
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.core.paths import output_path
+    from embedprobe.probing.folds import fold_split
+    from embedprobe.tasks.registry import task_for
+
+    config = job_config(folder)
+    bench = config["benchmarks"][HYPNOGRAM_BENCHMARK]
+    rng = np.random.default_rng(n_rows)
+    labels = np.repeat(rng.integers(0, 5, n_rows // 10 + 1), 10)[:n_rows]
+    table = window_table(labels)
+    store = folder / f"store_{n_rows}.h5"
+    write_store(store, rng.standard_normal((n_rows, 8), dtype=np.float32), labels, table)
+    predictions = output_path("fold_predictions", resolve_roots(config),
+                              benchmark=bench["source"], dataset=DEMO_DATASET,
+                              model="synthetic", fold=0)
+    if not predictions.is_file():
+        folds = task_for("sleep_staging").fold_groups(table, bench)
+        test = np.flatnonzero(fold_split(folds, table, 0)["test"])
+        predicted = np.where(rng.random(len(test)) < 0.2, rng.integers(0, 5, len(test)),
+                             labels[test])
+        predictions.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(predictions, index=test, y_true=labels[test], y_pred=predicted)
+        predictions.with_suffix(".json").write_text(json.dumps({"chosen": 1.0}))
+    return config, store, table
+
+
+def hypnogram_argv(config: dict, store: Path, estimate_path: Path, out: Path) -> list[str]:
+    """The workflow's hypnogram job for fold 0."""
+    return probe_argv(config, store, estimate_path, out, benchmark=HYPNOGRAM_BENCHMARK)
+
+
+def hypnogram_inputs(config: dict, table) -> dict:
+    """The hypnogram job's estimate inputs exactly as preflight builds them (fold 0)."""
+    return probe_inputs(config, HYPNOGRAM_BENCHMARK, table, dim=8)

@@ -62,7 +62,7 @@ def run_probe_fold(config: dict, roots: dict, benchmark: str, dataset: str, mode
         with open_embeddings(embeddings) as store:
             groups = task.fold_groups(store.windows["subject"], bench)
             fitted, saved = task.fit_fold(FoldJob(config, roots, benchmark, bench, dataset,
-                                                  store, groups, fold, progress))
+                                                  store, groups, fold, progress, model))
     finally:
         progress.clear()
     seconds = time.monotonic() - started

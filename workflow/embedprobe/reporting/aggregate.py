@@ -55,6 +55,16 @@ def aggregate_folds(fold_paths: list[Path], task, expected: int,
     return pd.DataFrame(rows)
 
 
+def score_text(mean, sd=None) -> str:
+    """A headline as the tables show it: mean +- SD, the mean alone where there is no SD (one
+    value pooled over folds: the hypnogram's), "-" without a mean."""
+    if mean is None or not np.isfinite(mean):
+        return "-"
+    if sd is None or not np.isfinite(sd):
+        return f"{mean:.3f}"
+    return f"{mean:.3f} +- {sd:.3f}"
+
+
 def spread(values: np.ndarray, ddof: int) -> float:
     """The SD over folds (ddof 0: population, 1: sample), rounded as results.tsv keeps it; 0.0
     over fewer than two folds."""
@@ -93,7 +103,7 @@ def format_table(table: pd.DataFrame, task, benchmark: str) -> str:
              f"{'dataset':<22} {'model':<18} {headline:>16} {'folds':>6}  "
              + ("chance  " if chance else "") + f"chosen {task.chosen_name}"]
     for row in table.itertuples():
-        score = f"{getattr(row, headline + '_mean'):.3f} +- {getattr(row, headline + '_sd'):.3f}"
+        score = score_text(getattr(row, headline + "_mean"), getattr(row, headline + "_sd"))
         if pair_status(row) not in ("ok", "partial"):  # a partial pair's folds have scores
             score = pair_status(row)
         level = ""

@@ -3,14 +3,15 @@ them.
 
 Chance: what a guess scores on the headline. Balanced accuracy 1/C, C the number of classes
 present in the dataset's labels (`n_classes`): it differs by dataset, so it is a column of its
-own (a task with `draws_chance`). Kappa and MCC 0, AUROC 0.5. None where the reference gives
-none: MAE (a dummy predicting the training mean depends on the split) and the seizure event
-AUC.
+own (a task with `draws_chance`). AUPRC: the share of positive test windows
+(`positive_share`, the sleep event tasks'), which differs by dataset too. Kappa and MCC 0,
+AUROC 0.5. None where the reference gives none: MAE (a dummy predicting the training mean
+depends on the split) and the seizure event AUC.
 
 Normalised: (mean - dummy) / (1 - dummy), 0 at the dummy and 1 at a perfect score, only for a
 task that sets a fixed dummy score (Task.dummy) on a higher-is-better headline, as the
-reference's `results` does for a benchmark whose catalog entry sets `metrics.dummy`. Its
-current catalog sets none (BCI's 1/C is the chance column instead), so neither do our tasks.
+reference's `results` does for a benchmark whose catalog entry sets `metrics.dummy`: abnormal
+EEG's 0.5 (BCI's 1/C and the events' positive share are chance columns instead).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def chance_level(metric: str, values) -> float | None:
     if metric == "balanced_accuracy":
         n_classes = _number(values.get("n_classes"))
         return 1.0 / n_classes if n_classes else None
+    if metric == "auprc":  # a guess's AUPRC is the share of positives (the sleep events')
+        return _number(values.get("positive_share"))
     return FIXED_CHANCE.get(metric)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from embedprobe.reporting.aggregate import pair_status, read_results
+from embedprobe.reporting.aggregate import pair_status, read_results, score_text
 from embedprobe.reporting.chance import headline_normalised
 
 
@@ -43,7 +43,7 @@ def leaderboard_rows(tables: dict[tuple[str, str], pd.DataFrame], headlines: dic
             mean = getattr(row, f"{headline}_mean", np.nan)
             cell = pair_status(row)
             if np.isfinite(mean):
-                cell = f"{mean:.3f} +- {getattr(row, f'{headline}_sd'):.3f}"
+                cell = score_text(mean, getattr(row, f"{headline}_sd"))
                 done, expected = _folds(row)
                 cell += f" ({done}/{expected} folds)" if done < expected else ""
             rows.setdefault(str(row.model), {})[column] = cell

@@ -23,7 +23,7 @@ import pandas as pd
 
 from embedprobe.core.errors import UsageError, read_failure_record
 from embedprobe.core.paths import output_path
-from embedprobe.reporting.aggregate import read_results
+from embedprobe.reporting.aggregate import read_results, score_text
 from embedprobe.reporting.chance import headline_chance, headline_normalised
 
 FORMATS = ("table", "csv", "md", "json")
@@ -251,8 +251,7 @@ def _display(rows: list[dict], task, per_fold: bool) -> tuple[list[str], list[li
             line = [r["dataset"], r["model"], str(r["fold"]), _fixed(r["value"]), *values,
                     r["status"]]
         else:
-            score = (f"{r['mean']:.3f} +- {r['sd']:.3f}" if r["mean"] is not None
-                     and r["sd"] is not None else "-")
+            score = score_text(r["mean"], r["sd"])
             line = [r["dataset"], r["model"], score, r["folds"], r["status"], *values]
         cells.append(line + ([_fixed(r.get(published))] if "published" in columns else []))
     return columns, cells

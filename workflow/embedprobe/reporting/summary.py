@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from embedprobe.reporting.aggregate import pair_status
+from embedprobe.reporting.aggregate import pair_status, score_text
 
 
 def summary_markdown(tables: dict[str, pd.DataFrame], task, benchmark: str,
@@ -32,10 +32,10 @@ def summary_markdown(tables: dict[str, pd.DataFrame], task, benchmark: str,
               "|---|---|" + "---|" * len(columns) + "---|---|---|"]
     for dataset, table in tables.items():
         for row in table.itertuples():
-            scores = [_score(getattr(row, m + "_mean"), getattr(row, m + "_sd"))
+            scores = [score_text(getattr(row, m + "_mean"), getattr(row, m + "_sd"))
                       for m in task.metrics]
-            scores += [_score(getattr(row, m + "_pooled", np.nan)) for m in task.pooled]
-            scores += [_score(getattr(row, c, np.nan)) for c in extra]
+            scores += [score_text(getattr(row, m + "_pooled", np.nan)) for m in task.pooled]
+            scores += [score_text(getattr(row, c, np.nan)) for c in extra]
             chosen = _chosen(row.chosen)
             lines.append(f"| {dataset} | {row.model} | {' | '.join(scores)} | {row.folds} | "
                          f"{chosen} | {pair_status(row)} |")
@@ -67,12 +67,6 @@ def read_quality(paths) -> pd.DataFrame | None:
     frames = [pd.read_csv(path, sep="\t").assign(dataset=Path(path).name.split(".")[0])
               for path in paths]
     return pd.concat(frames, ignore_index=True) if frames else None
-
-
-def _score(mean, sd=None) -> str:
-    if mean is None or not np.isfinite(mean):
-        return "-"
-    return f"{mean:.3f}" if sd is None else f"{mean:.3f} +- {sd:.3f}"
 
 
 def _chosen(value) -> str:

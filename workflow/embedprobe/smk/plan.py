@@ -191,6 +191,17 @@ def fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, mo
                     fold=k) for k in exit_on_error(benchmark_folds, config, benchmark)]
 
 
+def source_fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, model: str,
+                            fold: str) -> list[str]:
+    """The same fold of the same pair in the benchmark's `source` (sleep_hypnogram reads the
+    staging predictions), so the fold job waits for it; none for a benchmark without one."""
+    source = config["benchmarks"][benchmark].get("source")
+    if not source:
+        return []
+    return [pattern("fold_predictions", roots, benchmark=source, dataset=dataset, model=model,
+                    fold=fold)]
+
+
 def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
     """The benchmark's (selected) models for this dataset, less those its channel map rules
     out and those known to be skipped before anything runs (see known_skips)."""

@@ -41,6 +41,7 @@ class FoldJob:
     groups: object
     fold: int
     progress: Callable[[int, int, str], None] | None = None  # probing.logistic.Progress
+    model: str = ""  # whose embeddings (a task reading another benchmark's folds needs it)
 
 
 def job_folds(task: Task, job: FoldJob):
@@ -82,6 +83,9 @@ class Task:
     # --- the window index ---------------------------------------------------------------
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         raise NotImplementedError
+
+    def check_benchmark(self, config: dict, benchmark: str, bench: dict) -> None:
+        """Refuse, when the config is read, settings of a benchmark this task cannot run."""
 
     def check_recordings(self, reader, recordings: list) -> None:
         """Refuse, while the index is built, what this task would only meet in its probe job

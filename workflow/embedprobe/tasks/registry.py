@@ -19,6 +19,10 @@ TASKS = {
     "motor_imagery": "embedprobe.tasks.motor_imagery",
     "sleep_diagnosis": "embedprobe.tasks.recording_level.sleep_diagnosis",
     "abnormal_eeg": "embedprobe.tasks.recording_level.abnormal_eeg",
+    "sleep_arousal": "embedprobe.tasks.sleep_events.arousal",
+    "sleep_respiratory": "embedprobe.tasks.sleep_events.respiratory",
+    "sleep_limb": "embedprobe.tasks.sleep_events.limb",
+    "sleep_hypnogram": "embedprobe.tasks.hypnogram.task",
 }
 
 
@@ -52,6 +56,7 @@ def check_benchmark_tasks(config: dict) -> None:
     on a seizure dataset is refused before any job)."""
     for benchmark, bench in config["benchmarks"].items():
         task = task_for(bench["task"])
+        task.check_benchmark(config, benchmark, bench)
         for dataset in bench["datasets"]:
             labels = labelling_task(config, dataset)
             if task.defines_units and labels.name != task.name:

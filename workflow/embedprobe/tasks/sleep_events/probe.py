@@ -1,0 +1,108 @@
+"""The event probes of one fold: one binary logistic probe per (event field, threshold).
+
+The reference's event benchmarks (NeuroAtlas sleep_arousal, sleep_respiratory, sleep_limb:
+`--probe-type linear --class-weight balanced --tune-c 1.0`): standardise on the training
+windows (probing/standardize.py), LogisticRegression(lbfgs, class_weight="balanced", C = 1,
+max_iter 1000) fitted on the training windows, scored on the test windows: AUPRC (average
+precision), macro F1 and balanced accuracy at probability 0.5, AUROC. A C grid of more than
+one value is chosen on validation AUPRC (the seizure probe's rule). A threshold whose training
+windows hold one class only is skipped with the reason, as the reference skips it; the fold's
+headline probe cannot be skipped (the fold would have no score): that is an error.
+
+The standardised training rows are made once and shared by every probe of the fold: the
+fold's peak is one fit's, however many fields and thresholds it runs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from embedprobe.probing.metrics import balanced_accuracy, macro_f1
+from embedprobe.probing.standardize import Standardizer
+
+MAX_ITER = 1000
+
+
+@dataclass(frozen=True)
+class EventProbe:
+    field: str
+    threshold: float  # seconds of the field's events in the window, strictly exceeded
+
+    @property
+    def key(self) -> str:
+        return f"{self.field}@{self.threshold:g}s"
+
+
+def event_scores(y: np.ndarray, proba: np.ndarray) -> dict[str, float]:
+    """The event benchmarks' metrics of positive-class probabilities; AUPRC and AUROC are NaN
+    where the test windows hold one class only."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    pred = (proba >= 0.5).astype(np.int64)
+    both = 0 < y.sum() < len(y)
+    return {"auprc": float(average_precision_score(y, proba)) if both else float("nan"),
+            "macro_f1": float(macro_f1(y, pred)),
+            "balanced_accuracy": float(balanced_accuracy(y, pred)),
+            "auroc": float(roc_auc_score(y, proba)) if both else float("nan")}
+
+
+def _fit(Z: np.ndarray, y: np.ndarray, C: float):
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=C, class_weight="balanced", max_iter=MAX_ITER)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        model.fit(Z, y)
+    return model, not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def fit_event_probes(X: np.ndarray, masks: dict[str, np.ndarray], overlaps: dict[str, np.ndarray],
+                     probes: list[EventProbe], C_grid: tuple[float, ...],
+                     progress=None) -> dict[str, dict]:
+    """Each probe's result by key: its test scores, the positive share of its test windows,
+    the chosen C and whether lbfgs converged, and the test probabilities; or {"skipped":
+    reason}. `overlaps`: seconds of each field's events per window (all windows)."""
+    from sklearn.metrics import average_precision_score
+
+    scaler = Standardizer.fit(X[masks["train"]])
+    Z = {part: scaler.transform(X[mask]) for part, mask in masks.items()}
+    results: dict[str, dict] = {}
+    for k, probe in enumerate(probes):
+        y = {part: (overlaps[probe.field][mask] > probe.threshold).astype(np.int64)
+             for part, mask in masks.items()}
+        if len(np.unique(y["train"])) < 2:
+            side = "positive" if y["train"].any() else "negative"
+            results[probe.key] = {"skipped": f"the training windows hold one class only "
+                                             f"(all {side})"}
+            continue
+        by_C = {}
+        for C in C_grid:
+            model, converged = _fit(Z["train"], y["train"], C)
+            val = y["val"]
+            score = (float(average_precision_score(val, model.predict_proba(Z["val"])[:, 1]))
+                     if len(C_grid) > 1 and 0 < val.sum() < len(val) else float("nan"))
+            by_C[C] = (score, model, converged)
+        chosen = _chosen(by_C, C_grid)
+        _, model, converged = by_C[chosen]
+        proba = model.predict_proba(Z["test"])[:, 1]
+        results[probe.key] = event_scores(y["test"], proba) | {
+            "positive_share": float(y["test"].mean()) if len(y["test"]) else float("nan"),
+            "n_positive_train": int(y["train"].sum()), "chosen_C": chosen,
+            "converged": converged, "proba": proba, "y_test": y["test"]}
+        if progress:
+            progress(k + 1, len(probes), f"{probe.key}: test AUPRC "
+                                         f"{results[probe.key]['auprc']:.4f}")
+    return results
+
+
+def _chosen(by_C: dict, grid: tuple[float, ...]) -> float:
+    """The C of the best validation AUPRC (the smallest among ties); the grid's only value, or
+    1 where none could be scored."""
+    scored = [C for C in sorted(grid) if np.isfinite(by_C[C][0])]
+    if scored:
+        return max(scored, key=lambda C: by_C[C][0])
+    return grid[0] if len(grid) == 1 or 1.0 not in grid else 1.0

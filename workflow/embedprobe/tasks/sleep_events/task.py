@@ -1,0 +1,182 @@
+"""Sleep events: does a 30 s epoch hold an arousal, a respiratory event, a limb movement?
+
+The reference's three event benchmarks (NeuroAtlas sleep_arousal, sleep_respiratory,
+sleep_limb; its guide's "Sleep" page and task presets configs/tasks/{arousal,respiratory,
+limb}.json). They have no units of their own: the sleep-staging windows and embeddings of the
+dataset are reused (one embedding serves staging and every event benchmark). Each window's
+label is the seconds of each event field it overlaps (overlap.py), read at probe time from the
+reader's `read_events` (events named by the kinds of datasets/base.py's EVENT_KINDS); one
+binary probe per field and threshold (probe.py), positive where the overlap strictly exceeds
+the threshold. The headline is AUPRC at the benchmark's headline field and threshold (the
+guide's; its benchmark YAMLs name macro F1, and the guide wins where they disagree), then
+macro F1, balanced accuracy and AUROC; chance is the share of positive test windows (what a
+guess scores on AUPRC). 5 subject-level folds (the generic ones), population SD.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from embedprobe.core.errors import DataError, UsageError
+from embedprobe.tasks.base import FoldJob, Task, Units, job_folds
+
+
+class SleepEvents(Task):
+    metrics = ("auprc", "macro_f1", "balanced_accuracy", "auroc")
+    headline_label = "AUPRC"
+    chosen_name = "C"
+    pair_figures = ("pr",)
+    defines_units = False  # the dataset's sleep-staging windows
+    sd_ddof = 0  # population SD, as every sleep benchmark of the reference
+    draws_chance = True  # the share of positive test windows differs by dataset
+    probe_step = "events"  # its job imports scikit-learn and the dataset's reader
+
+    def __init__(self, name: str, fields: dict[str, tuple[str, ...]],
+                 thresholds: tuple[float, ...], headline: tuple[str, float]):
+        self.name, self.fields, self.thresholds = name, fields, tuple(thresholds)
+        self.headline = headline
+
+    def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
+        raise UsageError(f"task '{self.name}' cuts no windows of its own",
+                         fix="its datasets keep `labels: sleep_staging` (their format's)")
+
+    def check_recordings(self, reader, recordings: list) -> None:
+        """The format annotates the headline's kinds, and every recording's events read
+        (an unknown type, an event past the end), before anything is embedded."""
+        annotated_kinds(reader, self.fields[self.headline[0]], self.name)
+        for rec in recordings:
+            reader.read_events(rec)
+
+    # --- probe -----------------------------------------------------------------------------
+    def probes(self, bench: dict, reader) -> tuple[list, dict[str, str]]:
+        """(the fold's probes, headline first; {field: why it is skipped}): every annotated
+        field at every threshold of the benchmark (`probe.thresholds`, else the task's)."""
+        from embedprobe.tasks.sleep_events.probe import EventProbe
+
+        thresholds = tuple(bench.get("probe", {}).get("thresholds", self.thresholds))
+        kinds = set(getattr(reader, "EVENT_KINDS", ()))
+        skipped = {f: f"the {reader.FORMAT} format annotates none of {', '.join(k)}"
+                   for f, k in self.fields.items() if not kinds & set(k)}
+        probes = [EventProbe(*self.headline)] + [
+            EventProbe(field, t) for field in self.fields if field not in skipped
+            for t in thresholds if (field, t) != self.headline]
+        return probes, skipped
+
+    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+        from embedprobe.datasets.registry import reader_for
+        from embedprobe.probing.folds import fold_split
+        from embedprobe.tasks.sleep_events.probe import fit_event_probes
+
+        reader = reader_for(job.config, job.dataset)
+        annotated_kinds(reader, self.fields[self.headline[0]], self.name)
+        windows = job.store.windows
+        masks = fold_split(job_folds(self, job), windows, job.fold)
+        probes, skipped = self.probes(job.bench, reader)
+        overlaps = window_overlaps(job, reader, windows, {p.field for p in probes}, self.fields)
+        C_grid = tuple(float(c) for c in job.bench.get("probe", {}).get("C_grid", [1.0]))
+        X = np.asarray(job.store.embeddings[:], dtype=np.float32)
+        results = fit_event_probes(X, masks, overlaps, probes, C_grid, job.progress)
+        head = results[probes[0].key]
+        if "skipped" in head:
+            raise DataError(f"{job.dataset} fold {job.fold}: the headline probe "
+                            f"({probes[0].key}) cannot be fitted: {head['skipped']}",
+                            fix="use more subjects with scored events, or fewer folds")
+        record = {
+            "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
+            "n_test": int(masks["test"].sum()),
+            "test_subjects": sorted(windows["subject"][masks["test"]].unique().tolist()),
+            "headline_probe": probes[0].key, "chosen": head["chosen_C"],
+            "chosen_C": head["chosen_C"], "positive_share": head["positive_share"],
+            "n_classes": 2,
+            "method": "StandardScaler + LogisticRegression (lbfgs, balanced)",
+            "metrics": {m: head[m] for m in self.metrics},
+            "probes": {key: {k: v for k, v in r.items() if k not in ("proba", "y_test")}
+                       for key, r in results.items()},
+            "skipped_fields": skipped,
+        }
+        test = masks["test"]
+        saved = {"index": np.flatnonzero(test), "y_true": head["y_test"], "proba": head["proba"],
+                 "overlap_seconds": overlaps[probes[0].field][test]}
+        return record, saved
+
+    def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
+        """The chance level (mean positive share of the folds' test windows) and the headline
+        field's AUPRC at each threshold, mean over folds."""
+        out = {"positive_share": round(float(np.mean([f["positive_share"] for f in folds])), 4)}
+        field = self.headline[0]
+        for key in folds[0].get("probes", {}):
+            if key.startswith(f"{field}@"):
+                values = [f["probes"].get(key, {}).get("auprc", np.nan) for f in folds]
+                out[f"auprc_{key.split('@')[1]}"] = round(float(np.nanmean(values)), 4) \
+                    if np.isfinite(values).any() else np.nan
+        return out
+
+    # --- preflight -----------------------------------------------------------------------------
+    def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
+                     dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
+        """The seizure probe's shape (the store loaded, one standardised float32 copy of the
+        training rows, scikit-learn's binary lbfgs), one fit at a time."""
+        from embedprobe.tasks.classification import fold_part_sizes, probe_runtime_minutes
+
+        n_fits = len(bench.get("probe", {}).get("C_grid", [1.0]))
+        inputs = fold_part_sizes(self, bench, table, fold, entry) | {
+            "dim": dim, "n_jobs": 1, "n_fits": n_fits,
+            "on_cluster": bool(config.get("memory_on_cluster"))}
+        n_probes = len(self.fields) * len(bench.get("probe", {}).get("thresholds",
+                                                                    self.thresholds))
+        return "probe_seizure", inputs, probe_runtime_minutes(inputs | {
+            "n_fits": n_fits * n_probes})
+
+    # --- report ----------------------------------------------------------------------------
+    def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
+                  out: Path) -> None:
+        from embedprobe.tasks.sleep_events.figures import plot_precision_recall
+
+        plot_precision_recall(prediction_files, f"{title}\n{self.headline_text()}", out)
+
+    def headline_text(self) -> str:
+        field, threshold = self.headline
+        return f"{field} > {threshold:g} s per epoch"
+
+    def summary_notes(self, tables: dict[str, pd.DataFrame]) -> list[str]:
+        return ["", f"{self.name}: AUPRC of one probe per epoch, positive when the epoch holds "
+                    f"more than the threshold of the field's events (headline: "
+                    f"{self.headline_text()}); chance: the share of positive test epochs; "
+                    "auprc_<t>s: the headline field at each threshold."]
+
+
+def annotated_kinds(reader, kinds: tuple[str, ...], task: str) -> None:
+    """Refuse a dataset whose format annotates none of the headline's event kinds."""
+    if not set(getattr(reader, "EVENT_KINDS", ())) & set(kinds):
+        raise UsageError(f"task '{task}' needs {' or '.join(kinds)} events, which the "
+                         f"{reader.FORMAT} format does not annotate",
+                         fix=f"list datasets whose format scores them in the {task} "
+                             "benchmark's datasets (docs/usage.md, the datasets table)")
+
+
+def window_overlaps(job: FoldJob, reader, windows: pd.DataFrame, fields: set[str],
+                    kinds_of: dict[str, tuple[str, ...]]) -> dict[str, np.ndarray]:
+    """Seconds of each field's events in every window of the store, recording by recording
+    (starts are samples at the recording's rate, from its signal file's first sample)."""
+    from embedprobe.datasets.registry import find_dataset_recordings, unit_seconds
+    from embedprobe.tasks.sleep_events.overlap import overlap_seconds
+
+    seconds = unit_seconds(job.config, job.dataset)
+    out = {f: np.zeros(len(windows)) for f in fields}
+    by_id = {r.recording: r for r in find_dataset_recordings(job.config, job.roots, job.dataset)}
+    for recording, rows in windows.groupby(windows["recording"].astype(str)).indices.items():
+        if recording not in by_id:
+            raise DataError(f"{job.dataset}: recording {recording} of the cache is not there",
+                            fix="rebuild the index: the dataset's files changed since")
+        rec = by_id[recording]
+        sfreq = reader.read_header(rec).sfreq
+        starts = windows["start"].to_numpy()[rows] / sfreq
+        events = reader.read_events(rec)
+        for field in fields:
+            spans = [(e.onset, e.end) for e in events if e.description in kinds_of[field]]
+            out[field][rows] = overlap_seconds(starts, seconds, spans)
+    return out
