@@ -79,3 +79,20 @@ def test_a_units_length_has_one_default_per_labelling_task():
     assert unit_seconds(config, "sleep_edf_demo") == 20.0
     # the model's window follows the unit where the unit is shorter
     assert model_spec(config, "biot_random", "physionet_mi_demo").window_seconds == 3.0
+
+
+def test_a_sourced_benchmark_takes_its_sources_folds_unless_it_sets_them():
+    """The hypnogram benchmark reads its source's fold k: an override of the source's folds
+    (as the small demos' --configfile sets them) carries over; its own setting is kept (and
+    the task's check then refuses a mismatch)."""
+    config = load_config()
+    assert config["benchmarks"]["demo_hypnogram"]["folds"] == config["benchmarks"]["demo"]["folds"]
+    bench = {"task": "sleep_staging", "datasets": ["d"], "models": ["m"], "folds": 3,
+             "fold_seed": 7}
+    filled = fill_defaults({"benchmarks": {
+        "src": bench, "follows": {"task": "sleep_hypnogram", "source": "src"},
+        "own": {"task": "sleep_hypnogram", "source": "src", "folds": 4},
+        "orphan": {"task": "sleep_hypnogram", "source": "gone"}}})["benchmarks"]
+    assert (filled["follows"]["folds"], filled["follows"]["fold_seed"]) == (3, 7)
+    assert (filled["own"]["folds"], filled["own"]["fold_seed"]) == (4, 7)
+    assert (filled["orphan"]["folds"], filled["orphan"]["fold_seed"]) == (5, 42)

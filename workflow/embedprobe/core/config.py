@@ -44,8 +44,23 @@ def fill_defaults(config: dict) -> dict:
     """Every absent key the schema gives a `default`, filled in place, in nested objects and in
     every entry of a named-entries object (each benchmark, ...): the schema is the one owner
     of defaults, and the code reads config[key]. Returns the config."""
+    inherit_source_folds(config)
     _fill(config, _schema())
     return config
+
+
+def inherit_source_folds(config: dict) -> None:
+    """A benchmark with a `source` (sleep_hypnogram) takes the folds and fold_seed of the
+    benchmark it reads unless it sets them itself: fold k must be the source's fold k, and an
+    override of the source's folds (--config, --configfile) then carries over."""
+    benchmarks = config.get("benchmarks") or {}
+    for bench in benchmarks.values():
+        source = benchmarks.get(bench.get("source")) if isinstance(bench, dict) else None
+        if not isinstance(source, dict):
+            continue
+        for key in ("folds", "fold_seed"):
+            if key not in bench and key in source:
+                bench[key] = copy.deepcopy(source[key])
 
 
 def _fill(value, schema: dict) -> None:
@@ -117,7 +132,7 @@ def check_names(config: dict) -> None:
     schema = _schema()
     _check_keys(config, schema, "")
     _check_values(config, schema)
-    _fill(config, schema)
+    fill_defaults(config)
     expand_benchmark_models(config)
     for bench_id, bench in config.get("benchmarks", {}).items():
         defined = config.get("datasets", {})
