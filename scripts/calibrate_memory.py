@@ -27,6 +27,10 @@ data and runs the jobs (the validation scripts run the same workloads):
                   features; its stream's constants are aggregate's, its own fitted on the job
   probe_hypnogram `embedprobe probe` of the sleep-hypnogram benchmark (a staging fold's saved
                   predictions over the store's window table: no embeddings read)
+  probe_events    `embedprobe probe` of the sleep-respiratory benchmark (tasks/sleep_events:
+                  the event lists read, one balanced lbfgs fit per field and threshold) on a
+                  store whose windows are real windows of a UCDDB look-alike; the seizure
+                  probe's constants, its own overhead and copies fitted on the job
 
 Baselines are measured: a child that imports what the step's job imports. The other constants are
 fitted on each job's whole measured peaks with the job's own formula (estimate.JOB_TYPES; the
@@ -73,9 +77,10 @@ from embedprobe.memory.refit import FITTED, fit_constants, rounded  # noqa: E402
 from embedprobe.memory.workloads import (  # noqa: E402
     AGE_BENCHMARK,
     DEMO_DATASET,
+    EVENTS_PROBE,
     PROBE_BENCHMARK,
-    SEIZURE_BENCHMARK,
-    SEIZURE_DATASET,
+    SEIZURE_PROBE,
+    LookalikeProbe,
     brain_age_argv,
     brain_age_inputs,
     brain_age_set,
@@ -86,6 +91,8 @@ from embedprobe.memory.workloads import (  # noqa: E402
     hypnogram_argv,
     hypnogram_inputs,
     hypnogram_set,
+    lookalike_set,
+    lookalike_store,
     measure,
     probe_argv,
     probe_config,
@@ -95,8 +102,6 @@ from embedprobe.memory.workloads import (  # noqa: E402
     recording_set,
     run_check,
     seizure_embed_set,
-    seizure_set,
-    seizure_store,
     write_estimate,
     write_store,
 )
@@ -242,6 +247,9 @@ PLANS = {
                       (100, 1536, "mean"), (900, 1536, "mean"), (700, 768, "mean_std")],
         # windows of the store whose table the hypnogram job reads (validate_memory: others)
         "hypnogram": [2_000, 60_000, 250_000, 700_000],
+        # probe_events: (rows, width, parallel fits) over UCDDB look-alike windows; every field
+        # and threshold of the respiratory task is one fit (54 a job)
+        "probe_events": [(2_000, 16, 1), (10_000, 64, 1), (30_000, 128, 1), (8_000, 512, 1)],
     },
     "full": {
         "embed_repeats": 3,
@@ -266,6 +274,8 @@ PLANS = {
                       (250, 1024, "mean_std"), (2_500, 256, "mean"), (1_200, 2_560, "mean_std"),
                       (3_000, 64, "mean_std")],
         "hypnogram": [2_000, 60_000, 250_000, 700_000, 1_200_000],
+        "probe_events": [(2_000, 16, 1), (10_000, 64, 1), (30_000, 128, 1), (8_000, 512, 1),
+                         (60_000, 256, 1), (4_000, 2_560, 1)],
     },
 }
 
@@ -349,20 +359,21 @@ def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
     return runs
 
 
-def measure_probe_seizure(plan, workdir: Path) -> list[dict]:
-    """The real seizure probe job (fold 0) as the workflow runs it."""
-    folder = workdir / "seizure"
+def measure_lookalike_probe(job: str, spec: LookalikeProbe, plan, workdir: Path) -> list[dict]:
+    """The real probe job (fold 0) over stores of a look-alike's windows (the seizure probe,
+    the sleep-event probes), as the workflow runs it."""
+    folder = workdir / spec.name
     runs = []
     for rows, dim, n_jobs in plan:
-        config, index = seizure_set(folder)
+        config, index = lookalike_set(folder, spec)
         config.setdefault("probe", {})["n_jobs"] = n_jobs
         store = folder / f"store_{rows}x{dim}.h5"
-        table = seizure_store(store, index, rows, dim)
+        table = lookalike_store(store, index, rows, dim, spec=spec)
         runs.append(measure_probe_job(
-            "probe_seizure", probe_inputs(config, SEIZURE_BENCHMARK, table, dim),
-            folder / f"estimate_{rows}x{dim}_{n_jobs}.json", f"probe/{SEIZURE_BENCHMARK}/fold0",
+            job, probe_inputs(config, spec.benchmark, table, dim),
+            folder / f"estimate_{rows}x{dim}_{n_jobs}.json", f"probe/{spec.benchmark}/fold0",
             lambda path: probe_argv(config, store, path, folder / "out",  # noqa: B023
-                                    benchmark=SEIZURE_BENCHMARK, dataset=SEIZURE_DATASET),
+                                    benchmark=spec.benchmark, dataset=spec.dataset),
             f"{rows} x {dim}, n_jobs {n_jobs}"))
     return runs
 
@@ -489,7 +500,8 @@ def calibrate(mode: str, workdir: Path, old: dict,
         "probe_logistic": lambda: measure_probe_logistic(plan["probe_logistic"], workdir),
         "probe_ridge": lambda: measure_probe_ridge(plan["probe_ridge"], workdir),
         "aggregate_subject_mean": lambda: measure_subject_means(plan["subject_means"], workdir),
-        "probe_seizure": lambda: measure_probe_seizure(plan["probe_seizure"], workdir),
+        "probe_seizure": lambda: measure_lookalike_probe(
+            "probe_seizure", SEIZURE_PROBE, plan["probe_seizure"], workdir),
         "probe_hypnogram": lambda: measure_hypnogram(plan["hypnogram"], workdir),
     }
     runs = {job: workload() for job, workload in workloads.items() if job in selected}
@@ -497,11 +509,13 @@ def calibrate(mode: str, workdir: Path, old: dict,
         values, miss = fit_constants(job, job_runs, FITTED[job], constants[job])
         fitted(job, values)
         report[job] = {"fit_max_over_prediction_mb": miss / MIB}
-    # The brain-age and recording-level jobs: their parts' fitted constants, then their own
-    # fitted on the real job. The table keeps every constant it was fitted with, so an
-    # estimate uses exactly those.
+    # The brain-age, recording-level and sleep-event jobs: their parts' fitted constants, then
+    # their own fitted on the real job. The table keeps every constant it was fitted with, so
+    # an estimate uses exactly those.
     composed = {"probe_brain_age": lambda: measure_brain_age(plan["brain_age"], workdir),
-                "probe_recording": lambda: measure_recording(plan["recording"], workdir)}
+                "probe_recording": lambda: measure_recording(plan["recording"], workdir),
+                "probe_events": lambda: measure_lookalike_probe(
+                    "probe_events", EVENTS_PROBE, plan["probe_events"], workdir)}
     for job, workload in composed.items():
         if job not in selected:
             continue

@@ -27,6 +27,9 @@ each predicted the way the workflow predicts it:
   seizure probe   3 widths x 3 row counts: the `embedprobe probe` job of the seizure benchmark
                   (fold 0) on stores whose windows are real windows of a generated CHB-MIT
                   look-alike, predicted as preflight.probe_estimate does (job type probe_seizure)
+  events probe    2-3 widths x 1-2 row counts: the `embedprobe probe` job of the sleep-
+                  respiratory benchmark (fold 0: UCDDB look-alike windows, their event lists
+                  read, one fit per field and threshold), job type probe_events
   families        the embed job of every other family's random init (EEGPT and the seven added
                   from braindecode: BENDR, Signal-JEPA, LUNA, REVE, ST-EEGFormer, CodeBrain,
                   EEG-DINO) at 2 night lengths of the Sleep-EDF demo: no constant of theirs is
@@ -107,6 +110,8 @@ GRIDS = {
         "hypnogram_rows": (20_000, 150_000, 500_000, 1_000_000),
         "seizure_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
                          2048: (5_000, 10_000, 20_000)},
+        # the sleep-event probe: 54 fits a job (the respiratory task's fields x thresholds)
+        "events_rows": {200: (15_000, 45_000), 256: (20_000, 80_000), 2048: (3_000, 6_000)},
         "contended_hours": 0.75,
         "family_models": FAMILY_MODELS,
         "family_hours": (1 / 6, 0.75),
@@ -124,6 +129,7 @@ GRIDS = {
         "hypnogram_rows": (20_000, 150_000, 500_000),
         "seizure_rows": {200: (6_000, 12_000, 30_000), 256: (6_000, 12_000, 30_000),
                          2048: (2_500, 5_000, 10_000)},
+        "events_rows": {200: (5_000, 20_000), 2048: (3_000,)},
         "contended_hours": 0.5,
         "family_models": FAMILY_MODELS,
         "family_hours": (1 / 6,),
@@ -333,31 +339,31 @@ def hypnogram_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
         yield _row("hypnogram", "-", f"{n_rows:,} windows", estimate.as_dict(), run)
 
 
-def seizure_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
-                 margin: float) -> Iterator[Row]:
-    """The seizure probe job (fold 0) as the workflow runs it, predicted as preflight does."""
+def lookalike_probe_rows(spec, grid: dict, workdir: Path, calibration: dict, limit: int,
+                         margin: float) -> Iterator[Row]:
+    """The probe job (fold 0) over stores of a look-alike's windows (workloads.SEIZURE_PROBE,
+    EVENTS_PROBE) as the workflow runs it, predicted as preflight does."""
 
     from embedprobe.memory.preflight import probe_estimate
     from embedprobe.tasks.registry import benchmark_task
 
-    key = f"probe/{workloads.SEIZURE_BENCHMARK}/fold0"
-    config, index = workloads.seizure_set(workdir)
+    key = f"probe/{spec.benchmark}/fold0"
+    config, index = workloads.lookalike_set(workdir, spec)
     config.setdefault("probe", {})["n_jobs"] = 1
-    bench = config["benchmarks"][workloads.SEIZURE_BENCHMARK]
-    task = benchmark_task(config, workloads.SEIZURE_BENCHMARK)
-    for dim, sizes in grid["seizure_rows"].items():
+    bench = config["benchmarks"][spec.benchmark]
+    task = benchmark_task(config, spec.benchmark)
+    for dim, sizes in grid[f"{spec.name}_rows"].items():
         for rows in sizes:
             store = workdir / f"store_{rows}x{dim}.h5"
-            table = workloads.seizure_store(store, index, rows, dim, seed=1)
+            table = workloads.lookalike_store(store, index, rows, dim, seed=1, spec=spec)
             estimate, _ = probe_estimate(config, task, bench, table, 0, dim, calibration, limit,
                                          margin, None)
             estimate_path = workloads.write_estimate(workdir / f"estimate_{rows}x{dim}.json",
                                                      key, estimate)
             argv = workloads.probe_argv(config, store, estimate_path, workdir / "out",
-                                        benchmark=workloads.SEIZURE_BENCHMARK,
-                                        dataset=workloads.SEIZURE_DATASET)
-            run = workloads.measure(argv, f"seizure probe {rows} x {dim}")
-            yield _row("seizure probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
+                                        benchmark=spec.benchmark, dataset=spec.dataset)
+            run = workloads.measure(argv, f"{spec.name} probe {rows} x {dim}")
+            yield _row(f"{spec.name} probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
                        f"{rows:,} windows", estimate.as_dict(), run)
 
 
@@ -413,7 +419,7 @@ def write_rows(rows: list[Row], path: Path) -> None:
 
 
 ROW_KINDS = ("embed", "families", "logistic", "brain-age", "recording", "hypnogram", "seizure",
-             "contended")
+             "events", "contended")
 
 
 def cpu_grid(args) -> int:
@@ -447,8 +453,10 @@ def cpu_grid(args) -> int:
                                                 limit, margin),
             "hypnogram": lambda: hypnogram_rows(grid, workdir / "hypnogram", calibration,
                                                 limit, margin),
-            "seizure": lambda: seizure_rows(grid, workdir / "seizure", calibration, limit,
-                                            margin),
+            "seizure": lambda: lookalike_probe_rows(
+                workloads.SEIZURE_PROBE, grid, workdir / "seizure", calibration, limit, margin),
+            "events": lambda: lookalike_probe_rows(
+                workloads.EVENTS_PROBE, grid, workdir / "events", calibration, limit, margin),
             "contended": lambda: embed_rows(grid, workdir / "embed", contended=True),
         }
         for name, source in sources.items():

@@ -168,7 +168,8 @@ def test_each_job_type_is_one_object():
     brain_age = estimates.JOB_TYPES["probe_brain_age"]
     assert brain_age.composed_of == ("aggregate_subject_mean", "probe_ridge")
     assert estimates.COMPOSED == {"probe_brain_age": brain_age.composed_of,
-                                  "probe_recording": ("aggregate_subject_mean",)}
+                                  "probe_recording": ("aggregate_subject_mean",),
+                                  "probe_events": ("probe_seizure",)}
     assert estimates.JOB_TYPES["embed_gpu"].device == "embed_gpu_device"
     for name, kind in estimates.JOB_TYPES.items():
         assert kind.name == name and kind.terms and kind.required

@@ -74,7 +74,8 @@ def test_every_shipped_dataset_names_its_powerline(config):
         "sleep_edf_expanded": 50, "sleep_edf_demo": 50, "sleep_edf_families_demo": 50,
         "chbmit": 60, "siena": 50, "chbmit_demo": 60, "siena_demo": 50, "physionet_mi": 60,
         "bnci2014_001": 50, "physionet_mi_demo": 60, "bnci2014_001_demo": 50,
-        "dod": 50, "dod_demo": 50, "isruc": 50, "isruc_demo": 50, "tuab": 60, "tuab_demo": 60,
+        "dod": 50, "dod_demo": 50, "ucddb": 50, "ucddb_demo": 50, "isruc": 50, "isruc_demo": 50,
+        "tuab": 60, "tuab_demo": 60, "physionet2018": 60, "physionet2018_demo": 60,
         "bonn": 50, "bonn_demo": 50}
 
 

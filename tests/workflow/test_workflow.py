@@ -366,3 +366,42 @@ def test_the_plan_loads_no_torch(tmp_path):
     heavy, peak_mb = line.split(" ", 1)[1].rsplit(" ", 1)
     assert heavy == "[]", line
     assert int(peak_mb) < 250, line
+
+
+def test_the_hypnogram_plan_waits_for_the_staging_folds(tmp_path, small_demo_config):
+    """A fresh plan of demo_hypnogram holds the source benchmark's probe folds: it waits."""
+    run = snakemake(tmp_path, "--configfile", small_demo_config, "-n", "demo_hypnogram")
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout + run.stderr
+    stats = job_stats(out)
+    assert stats["probe"] == 10 and stats["embed"] == 1  # 5 staging folds, 5 hypnogram folds
+    assert "wildcards: benchmark=demo, dataset=sleep_edf_demo" in out
+
+
+def test_the_hypnogram_reads_the_staging_folds_and_embeds_nothing(demo_run, small_demo_config):
+    """After the demo, demo_hypnogram runs its 5 folds on the staging predictions alone; the
+    headline is one pooled value (no SD), every feature's r is a column, the figure is drawn
+    and each fold's memory request covered its peak. (Last in the file: it adds runs.)"""
+    workdir, _ = demo_run
+    run = snakemake(workdir, "--configfile", small_demo_config, "--cores", "2",
+                    "demo_hypnogram")
+    assert run.returncode == 0, run.stderr[-3000:]
+    stats = job_stats(run.stdout + run.stderr)
+    assert stats["probe"] == 5 and "embed" not in stats and "check" not in stats
+    table = pd.read_csv(workdir / "results/demo_hypnogram/sleep_edf_demo/results.tsv",
+                        sep="\t")
+    row = table.iloc[0]
+    assert row["status"] == "ok" and row["folds"] == "5/5"
+    assert -1 <= row["pearson_r_mean"] <= 1 and pd.isna(row["pearson_r_sd"])
+    assert len([c for c in table.columns if c.startswith("r_")]) == 34
+    fold = json.loads((workdir / "results/demo_hypnogram/sleep_edf_demo/biot_random/"
+                                 "fold0.json").read_text())
+    staging = json.loads((workdir / "results/demo/sleep_edf_demo/biot_random/fold0.json")
+                         .read_text())
+    assert fold["source"] == "demo" and fold["chosen"] == staging["chosen"]
+    assert sum(r["n_epochs"] for r in fold["recordings"]) == staging["n_test"]
+    assert (workdir / "results/demo_hypnogram/sleep_edf_demo/biot_random/features.png"
+            ).stat().st_size > 10_000
+    runs = pd.read_csv(workdir / "results/memory/runs.tsv", sep="\t")
+    mine = runs[runs["job"].str.startswith("probe/demo_hypnogram/")]
+    assert len(mine) == 5 and (mine["peak_mb"] < mine["request_mb"]).all()

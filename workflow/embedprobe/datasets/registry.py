@@ -15,10 +15,12 @@ from embedprobe.datasets.bonn import reader as bonn
 from embedprobe.datasets.chbmit import reader as chbmit
 from embedprobe.datasets.dod import reader as dod
 from embedprobe.datasets.isruc import reader as isruc
+from embedprobe.datasets.physionet2018 import reader as physionet2018
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 from embedprobe.datasets.tuab import reader as tuab
+from embedprobe.datasets.ucddb import reader as ucddb
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,9 @@ FORMATS = {
     "isruc": Format(isruc, "embedprobe.datasets.isruc.lookalike", "sleep_staging"),
     "bonn": Format(bonn, "embedprobe.datasets.bonn.lookalike", "abnormal_eeg"),
     "dod": Format(dod, "embedprobe.datasets.dod.lookalike", "sleep_staging"),
+    "ucddb": Format(ucddb, "embedprobe.datasets.ucddb.lookalike", "sleep_staging"),
+    "physionet2018": Format(physionet2018, "embedprobe.datasets.physionet2018.lookalike",
+                            "sleep_staging"),
 }
 
 

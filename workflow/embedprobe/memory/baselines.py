@@ -52,7 +52,7 @@ STEP_IMPORTS = {
 JOB_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
             "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
             "probe_seizure": "seizure", "probe_recording": "recording",
-            "probe_hypnogram": "hypnogram"}
+            "probe_events": "events", "probe_hypnogram": "hypnogram"}
 
 
 @cache

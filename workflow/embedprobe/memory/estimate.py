@@ -253,6 +253,16 @@ _TYPES = [
         constants=MappingProxyType({"data_copies": 4.0, "workspace_factor": 6.0,
                                     "sd_copies": 3.0}),
         composed_of=("aggregate_subject_mean",)),
+    # The sleep-event probes (tasks/sleep_events): the seizure probe's shape (the store loaded,
+    # one standardised float32 copy of the training rows, scikit-learn's binary lbfgs), one
+    # fit at a time over every field and threshold, with the dataset's reader imported for
+    # the event annotations; its constants start from the seizure probe's.
+    JobType(
+        "probe_events",
+        terms=PROBE_SEIZURE_TERMS,
+        required=("n_train", "n_val", "n_test", "dim"),
+        defaults=MappingProxyType({"n_jobs": 1, "n_fits": 1, "dtype_bytes": FLOAT32}),
+        constants=MappingProxyType({}), composed_of=("probe_seizure",)),
     # The hypnogram job (tasks/hypnogram): the window table and a staging fold's predictions.
     JobType(
         "probe_hypnogram",

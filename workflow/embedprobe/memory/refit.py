@@ -62,6 +62,8 @@ FITTED = {
                       "workspace_factor", "block_rows"),
     # the recording-level probe (unit statistics streamed, then lbfgs over the unit rows)
     "probe_recording": ("overhead_bytes", "chunk_copies", "data_copies", "sd_copies"),
+    # the sleep-event probes (the seizure probe's terms, their own overhead and row copies)
+    "probe_events": ("overhead_bytes", "embeddings_copies", "window_row_bytes"),
     "probe_hypnogram": ("overhead_bytes", "window_row_bytes"),
 }
 

@@ -15,7 +15,10 @@ as the rules run it, with every root (data, cache, results, weights) under a fol
                   of hard synthetic embeddings (hard_rows, write_store); probe_inputs builds
                   the inputs as preflight does, from the benchmark's task
   seizure probe   the same job of the seizure benchmark on a store whose windows are real
-                  windows of a generated CHB-MIT look-alike (seizure_set, seizure_store)
+                  windows of a generated CHB-MIT look-alike (lookalike_set, lookalike_store
+                  with SEIZURE_PROBE)
+  events probe    the same for the sleep-respiratory benchmark over a UCDDB look-alike's
+                  windows, whose event lists the job reads (EVENTS_PROBE)
   brain-age probe the job of the brain-age benchmark (brain_age_set: a store and the
                   SC-subjects.xls with the ages; brain_age_argv, brain_age_inputs)
   recording probe the job of the abnormal-EEG benchmark (recording_set: a store of recordings
@@ -45,9 +48,8 @@ PROBE_BENCHMARK = "demo"  # sleep staging: 5 subject folds, the reference C grid
 AGE_BENCHMARK = "demo_brain_age"
 SEIZURE_BENCHMARK = "epilepsy_demo"  # 5 patient folds, the reference C grid
 SEIZURE_DATASET = "chbmit_demo"
-# The look-alike whose windows the seizure stores hold: every patient's first file has a seizure.
+# The look-alike whose windows the seizure stores hold (SEIZURE_PROBE)
 SEIZURE_LOOKALIKE = {"patients": 2, "files_per_patient": 1, "minutes_per_file": 6, "seed": 0}
-SEIZURE_PATIENTS = 20  # the stores' rows are spread over this many patients (5 folds of 4)
 NIGHTS_PER_SUBJECT = 2
 WINDOWS_PER_NIGHT = 1000  # a Sleep-EDF night holds ~800-1100 scored 30 s windows
 ROWS_PER_SUBJECT = 20  # windows a subject has in the brain-age stores
@@ -285,31 +287,53 @@ def probe_argv(config: dict, store: Path, estimate_path: Path, out: Path, fold: 
                     "--estimate", estimate_path)
 
 
-def seizure_set(folder: Path):
-    """A CHB-MIT look-alike (EDF files and summaries as PhysioNet lays them out) and its window
+@dataclass(frozen=True)
+class LookalikeProbe:
+    """A probe job whose store rows are real windows of a generated look-alike (the job reads
+    the dataset's own annotations at probe time: seizure lists, event lists)."""
+
+    name: str  # the row kind and folder name
+    benchmark: str
+    dataset: str
+    lookalike: dict  # the generator's settings
+    recordings: int  # the recordings the look-alike holds
+    subjects: int = 20  # the stores' rows are spread over this many subjects (5 folds of 4)
+
+
+# Every patient's first file has a seizure.
+SEIZURE_PROBE = LookalikeProbe("seizure", SEIZURE_BENCHMARK, SEIZURE_DATASET, SEIZURE_LOOKALIKE,
+                               SEIZURE_LOOKALIKE["patients"]
+                               * SEIZURE_LOOKALIKE["files_per_patient"])
+# Two UCDDB nights with their respiratory event lists (apneas, hypopneas, periodic breathing).
+EVENTS_PROBE = LookalikeProbe("events", "sleep_respiratory_demo", "ucddb_demo",
+                              {"subjects": 2, "hours": 0.5, "seed": 0}, 2)
+
+
+def lookalike_set(folder: Path, spec: LookalikeProbe = SEIZURE_PROBE):
+    """The spec's look-alike (its files as the real dataset lays them out) and its window
     index; returns (the job config that finds it, the index)."""
     from embedprobe.core.config import resolve_roots
     from embedprobe.datasets.registry import dataset_root, generator_for
     from embedprobe.pipeline.index import build_index, read_index, write_index
 
     config = job_config(folder)
-    config["datasets"][SEIZURE_DATASET].update(
-        expected_recordings=SEIZURE_LOOKALIKE["patients"] * SEIZURE_LOOKALIKE["files_per_patient"],
-        generator=SEIZURE_LOOKALIKE)
+    config["datasets"][spec.dataset].update(expected_recordings=spec.recordings,
+                                            generator=spec.lookalike)
     roots = resolve_roots(config)
-    index = folder / "seizure_index.tsv"
+    index = folder / f"{spec.name}_index.tsv"
     if not index.is_file():
-        generator_for(config, SEIZURE_DATASET).write_lookalike(
-            dataset_root(config, roots, SEIZURE_DATASET), SEIZURE_LOOKALIKE)
-        write_index(build_index(config, roots, SEIZURE_DATASET), index)
+        generator_for(config, spec.dataset).write_lookalike(
+            dataset_root(config, roots, spec.dataset), spec.lookalike)
+        write_index(build_index(config, roots, spec.dataset), index)
     return config, read_index(index)
 
 
-def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0):
-    """A store of `rows` synthetic embeddings over SEIZURE_PATIENTS patients. Each row is a
-    real window of the look-alike (its recording, start and label, cycling through the index),
-    so the job reads the real headers and seizure lists for its event scoring; each patient's
-    rows cover every window, seizures included. Seizure windows are shifted on a few features
+def lookalike_store(path: Path, index, rows: int, dim: int, seed: int = 0,
+                    spec: LookalikeProbe = SEIZURE_PROBE):
+    """A store of `rows` synthetic embeddings over the spec's subjects. Each row is a real
+    window of the look-alike (its recording, start and label, cycling through the index), so
+    the job reads the real headers and annotations for its scoring; each subject's rows cover
+    every window, events included. Windows of a nonzero label are shifted on a few features
     (a learnable signal). Returns the store's window table (recording, subject, start, label:
     the seizure folds stratify the patients on their labels)."""
     import pandas as pd
@@ -317,15 +341,15 @@ def seizure_store(path: Path, index, rows: int, dim: int, seed: int = 0):
     pick = np.arange(rows) % len(index)
     table = pd.DataFrame({
         "recording": index["recording"].to_numpy()[pick],
-        "subject": [f"P{k * SEIZURE_PATIENTS // rows:02d}" for k in range(rows)],
+        "subject": [f"P{k * spec.subjects // rows:02d}" for k in range(rows)],
         "start": index["start"].to_numpy()[pick],
         "label": index["label"].to_numpy()[pick].astype(np.int8),
     })
     if not path.is_file():
         rng = np.random.default_rng([seed, rows, dim])
         X = rng.standard_normal((rows, dim), dtype=np.float32)
-        X[table["label"].to_numpy() == 1, : min(8, dim)] += 1.0
-        write_store(path, X, table["label"].to_numpy(), table, SEIZURE_DATASET)
+        X[table["label"].to_numpy() > 0, : min(8, dim)] += 1.0
+        write_store(path, X, table["label"].to_numpy(), table, spec.dataset)
     return table
 
 

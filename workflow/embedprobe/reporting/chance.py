@@ -19,6 +19,9 @@ from __future__ import annotations
 import math
 
 FIXED_CHANCE = {"kappa": 0.0, "mcc": 0.0, "auroc": 0.5}
+# What the chance of a headline that differs by dataset is, in words (the tables' notes)
+CHANCE_MEANING = {"balanced_accuracy": "1 / number of classes",
+                  "auprc": "the share of positive windows"}
 
 
 def chance_level(metric: str, values) -> float | None:

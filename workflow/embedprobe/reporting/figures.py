@@ -24,7 +24,7 @@ def plot_scores(tables: dict[str, pd.DataFrame], task, benchmark: str, out: Path
     ax.bar(range(len(rows)), [r[1] for r in rows], yerr=[r[2] for r in rows], capsize=4,
            color="#4C72B0")
     ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
-    if task.draws_chance:  # 1 / number of classes under each bar
+    if task.draws_chance:  # the chance level under each bar (1/C, the positive share)
         chance = [_chance(r) for t in tables.values()
                   for r in t.itertuples() if np.isfinite(getattr(r, headline + "_mean"))]
         for k, level in enumerate(chance):

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.reporting.aggregate import pair_status, read_results, score_text
-from embedprobe.reporting.chance import headline_normalised
+from embedprobe.reporting.chance import CHANCE_MEANING, headline_normalised
 
 
 def leaderboard_rows(tables: dict[tuple[str, str], pd.DataFrame], headlines: dict[str, str]
@@ -183,15 +183,16 @@ def _not_ranked(tables, tasks, ranks: pd.DataFrame) -> list[str]:
 
 
 def _chance_levels(tables, tasks) -> list[str]:
-    """The chance level of each dataset whose task's chance differs by dataset (1/C)."""
-    levels = []
+    """The chance level of each dataset whose task's chance differs by dataset (1/C, the
+    positive share), grouped by what it is."""
+    levels: dict[str, list[str]] = {}
     for (benchmark, dataset), table in tables.items():
         chance = pd.to_numeric(table.get("chance", pd.Series(dtype=float)), errors="coerce")
         if tasks[benchmark].draws_chance and chance.notna().any():
-            levels.append(f"{benchmark}/{dataset} {chance.max():.3f}")
-    if not levels:
-        return []
-    return [f"Chance level of the headline (1 / number of classes): {', '.join(levels)}."]
+            meaning = CHANCE_MEANING.get(tasks[benchmark].metrics[0], "a guess's score")
+            levels.setdefault(meaning, []).append(f"{benchmark}/{dataset} {chance.max():.3f}")
+    return [f"Chance level of the headline ({meaning}): {', '.join(found)}."
+            for meaning, found in levels.items()]
 
 
 def _rank(value) -> str:

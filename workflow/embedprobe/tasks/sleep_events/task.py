@@ -118,8 +118,9 @@ class SleepEvents(Task):
     # --- preflight -----------------------------------------------------------------------------
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
                      dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
-        """The seizure probe's shape (the store loaded, one standardised float32 copy of the
-        training rows, scikit-learn's binary lbfgs), one fit at a time."""
+        """Job type probe_events: the seizure probe's shape (the store loaded, one
+        standardised float32 copy of the training rows, scikit-learn's binary lbfgs), one fit
+        at a time."""
         from embedprobe.tasks.classification import fold_part_sizes, probe_runtime_minutes
 
         n_fits = len(bench.get("probe", {}).get("C_grid", [1.0]))
@@ -128,7 +129,7 @@ class SleepEvents(Task):
             "on_cluster": bool(config.get("memory_on_cluster"))}
         n_probes = len(self.fields) * len(bench.get("probe", {}).get("thresholds",
                                                                     self.thresholds))
-        return "probe_seizure", inputs, probe_runtime_minutes(inputs | {
+        return "probe_events", inputs, probe_runtime_minutes(inputs | {
             "n_fits": n_fits * n_probes})
 
     # --- report ----------------------------------------------------------------------------
