@@ -36,11 +36,13 @@ from embedprobe.datasets.bonn import lookalike as bonn_lookalike
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
 from embedprobe.datasets.dod import lookalike as dod_lookalike
 from embedprobe.datasets.isruc import lookalike as isruc_lookalike
+from embedprobe.datasets.physionet2018 import lookalike as physionet2018_lookalike
 from embedprobe.datasets.physionet_mi import lookalike as physionet_mi_lookalike
 from embedprobe.datasets.siena import lookalike as siena_lookalike
 from embedprobe.datasets.sleep_edf import lookalike as demo_data
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 from embedprobe.datasets.tuab import lookalike as tuab_lookalike
+from embedprobe.datasets.ucddb import lookalike as ucddb_lookalike
 from embedprobe.reporting import summary as report
 from embedprobe.tasks.registry import task_for
 
@@ -304,6 +306,8 @@ TUAB = {"train_normal": 1, "train_abnormal": 1, "eval_normal": 1, "eval_abnormal
 ISRUC = {"subgroup_I": 2, "subgroup_II": 0, "subgroup_III": 2, "hours": 0.25, "seed": 0}
 BONN = {"clips_per_set": 1, "sets": ["Z", "O", "N", "S"], "seed": 0}
 DOD = {"healthy": 2, "osa": 2, "hours": 0.25, "seed": 0}
+UCDDB = {"subjects": 4, "hours": 0.25, "seed": 0}
+PSG2018 = {"subjects": 4, "hours": 0.25, "seed": 0}
 FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
     "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
             chbmit_lookalike, CHB),
@@ -321,12 +325,19 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
              BONN),
     "dod": ({"format": "dod", "channel_map": "dod", "epoch_seconds": 30,
              "trim_wake_minutes": 1440}, dod_lookalike, DOD),
+    "ucddb": ({"format": "ucddb", "channel_map": "ucddb", "epoch_seconds": 30,
+               "trim_wake_minutes": 1440}, ucddb_lookalike, UCDDB),
+    "psg2018": ({"format": "physionet2018", "channel_map": "physionet2018", "epoch_seconds": 30,
+                 "trim_wake_minutes": 1440}, physionet2018_lookalike, PSG2018),
 }
 # The recording-level datasets' classes are checked while the index is built when a benchmark
 # of a recording-level task lists them (ISRUC's staging alone does not read its tables).
-RECORDING_LEVEL_BENCHMARK = {"isruc_diagnosis": {"task": "sleep_diagnosis",
-                                                 "datasets": ["isruc"],
-                                                 "models": ["biot_random"]}}
+# The sleep-event tasks read every recording's event list then too.
+TASK_BENCHMARKS = {name: {"task": task, "datasets": [dataset], "models": ["biot_random"]}
+                   for name, task, dataset in [
+                       ("isruc_diagnosis", "sleep_diagnosis", "isruc"),
+                       ("ucddb_respiratory", "sleep_respiratory", "ucddb"),
+                       ("psg2018_arousal", "sleep_arousal", "psg2018")]}
 
 
 @pytest.fixture(scope="module")
@@ -347,7 +358,7 @@ def formats_world(tmp_path, pristine_formats):
         "cache_root": str(tmp_path / "cache"), "weights_root": str(tmp_path / "weights"),
         "datasets": {d: {**entry, "path": d, "expected_recordings": 4}
                      for d, (entry, _, _) in FORMATS.items()},
-        "benchmarks": RECORDING_LEVEL_BENCHMARK}))
+        "benchmarks": TASK_BENCHMARKS}))
     for i, path in enumerate([tmp_path / "results/index/earlier.tsv",
                               tmp_path / "results/demo/x/results.tsv",
                               tmp_path / "cache/embeddings/earlier/biot_random.h5"]):
@@ -444,6 +455,35 @@ def _dod_without_hypnogram(data: Path) -> None:
         del h5["hypnogram"]
 
 
+def _ucddb_rewrite_event(data: Path, change) -> None:
+    """The first recording's event list with its first event row changed (fixed columns:
+    clock time, type, PB/CS flag, duration, ...; DOS line ends, as PhysioNet ships it)."""
+    path = data / ucddb_lookalike.plan(UCDDB)[0].names[2]
+    lines = path.read_bytes().decode("ascii").split("\r\n")
+    lines[3] = change(lines[3])
+    path.write_bytes("\r\n".join(lines).encode("ascii"))
+
+
+def _ucddb_short_stage_file(data: Path) -> None:
+    path = data / ucddb_lookalike.plan(UCDDB)[1].names[1]
+    path.write_bytes(b"".join(path.read_bytes().splitlines(True)[:-1]))
+
+
+def _psg2018_notes(data: Path, change) -> None:
+    """The first record's .arousal rewritten through wfdb with its notes changed."""
+    import wfdb
+
+    p = physionet2018_lookalike.plan(PSG2018)[0]
+    samples, notes = zip(*change(p.notes), strict=True)
+    wfdb.wrann(p.record, "arousal", np.array(samples, np.int64), symbol=['"'] * len(notes),
+               aux_note=list(notes), write_dir=str(data / p.folder))
+
+
+def _psg2018_unknown(notes: list) -> list:
+    opening = next(k for k, (_, note) in enumerate(notes) if note.startswith("("))
+    return [*notes[:opening], (notes[opening][0], "(resp_snoring"), *notes[opening + 1:]]
+
+
 def _bonn_cut(data: Path) -> None:
     clip = data / "Z/Z001.txt"
     clip.write_text("".join(clip.read_text().splitlines(True)[:-10]))
@@ -498,6 +538,25 @@ FORMAT_CASES = {
                                         "is partial (3/4 recordings)", "allow_partial=true"),
     "Bonn clip of the wrong length": ("bonn", _bonn_cut, 2, "Z001.txt: 4087 samples, a Bonn "
                                       "clip has 4097", "replace it with the file from the set"),
+    "UCDDB event of an unknown type": ("ucddb", lambda d: _ucddb_rewrite_event(
+        d, lambda row: row[:10] + "SNORE     " + row[20:]), 2,
+        "line 4: unknown respiratory event type 'SNORE'", "APNEA-O"),
+    "UCDDB event past the end": ("ucddb", lambda d: _ucddb_rewrite_event(
+        d, lambda row: "05:59:00" + row[8:]), 2, "is not within ucddb002.rec",
+        "cut or from another recording"),
+    "UCDDB stage file shorter than the recording": ("ucddb", _ucddb_short_stage_file, 2,
+                                                    "stage codes for the",
+                                                    "one line per 30 s epoch"),
+    "UCDDB event list missing": ("ucddb", lambda d: (d / ucddb_lookalike.plan(UCDDB)[2].names[2]
+                                                     ).unlink(), 2,
+                                 "is partial (3/4 recordings)", "allow_partial=true"),
+    "PhysioNet 2018 unknown note": ("psg2018", lambda d: _psg2018_notes(d, _psg2018_unknown), 2,
+                                    "unknown annotation type 'resp_snoring'",
+                                    "resp_obstructiveapnea"),
+    "PhysioNet 2018 annotations missing": ("psg2018", lambda d: (
+        d / physionet2018_lookalike.plan(PSG2018)[1].folder
+        / f"{physionet2018_lookalike.plan(PSG2018)[1].record}.arousal").unlink(), 2,
+        "is partial (3/4 recordings)", "allow_partial=true"),
 }
 
 
