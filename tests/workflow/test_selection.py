@@ -157,6 +157,9 @@ def test_a_selection_changes_no_job_config(config):
     config.update(folds="debug", only_models=["biot_random"], only_datasets="sleep_edf_demo",
                   strict=True)
     assert {args: job_config_json(config, *args) for args in before} == before
+    # nor does a target group, edited or added (it only names targets)
+    config["target_groups"] = {**(config.get("target_groups") or {}), "mine": ["pair"]}
+    assert {args: job_config_json(config, *args) for args in before} == before
 
 
 def fold_record(tmp_path, fold: int, kappa: float):

@@ -17,10 +17,11 @@ def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> s
     """The slice of the config one job needs, so a change elsewhere does not rerun it."""
     # memory_* settings are read by preflight and the resources callables only: leaving them
     # out keeps a change of, say, memory_retry_factor from rerunning every job; a selection
-    # (only_models, folds, ...) chooses jobs and reruns none.
+    # (only_models, folds, ...) chooses jobs and reruns none; target groups only name targets
+    # (a group edited or added must not re-index and re-embed its datasets).
     sliced = {k: v for k, v in config.items()
-              if k not in ("benchmarks", "datasets", "models") and not k.startswith("memory_")
-              and in_job_config(k, v)}
+              if k not in ("benchmarks", "datasets", "models", "target_groups")
+              and not k.startswith("memory_") and in_job_config(k, v)}
     for kind, name in (("benchmarks", benchmark), ("datasets", dataset), ("models", model)):
         sliced[kind] = {name: config[kind][name]} if name else {}
     sliced.update(resolve_roots(config))

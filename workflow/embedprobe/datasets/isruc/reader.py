@@ -72,6 +72,7 @@ from embedprobe.datasets.edf import (
     require_channels,
 )
 from embedprobe.datasets.sleep_edf.reader import trim_wake
+from embedprobe.datasets.stage_files import read_stage_codes
 
 FORMAT = "isruc"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -298,29 +299,9 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
 
 
 def read_stage_file(path: Path, n_epochs: int, rec: Recording) -> np.ndarray:
-    """The codes of a stage file, one per line (blank lines only at the end); refuses an
-    unknown code and a file with fewer lines than the recording has 30 s epochs."""
-    try:
-        lines = path.read_text(encoding="latin-1").splitlines()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the stage file ({exc})",
-                        fix=f"put the stage file of {rec.rec.name} from ISRUC-Sleep there") from exc
-    while lines and not lines[-1].strip():
-        lines.pop()
-    codes = np.empty(len(lines), np.int64)
-    for i, line in enumerate(lines):
-        text = line.strip()
-        if not (text.isdigit() and int(text) in STAGE_OF_CODE):
-            raise DataError(f"{path}: line {i + 1} holds {text!r}, not a stage code",
-                            fix="ISRUC-Sleep stage files hold one code per line: 0 W, 1 N1, "
-                                f"2 N2, 3 N3, 5 REM; correct line {i + 1} of {path.name}")
-        codes[i] = int(text)
-    if len(codes) < n_epochs:
-        raise DataError(f"{path}: {len(codes)} stage codes for the {n_epochs} epochs of 30 s "
-                        f"of {rec.rec.name}",
-                        fix=f"use the stage file that came with {rec.rec.name} (one line per "
-                            "30 s epoch of the whole recording); download both again")
-    return codes
+    """The codes of a stage file, one per line (stage_files.read_stage_codes)."""
+    return read_stage_codes(path, n_epochs, rec.rec.name, STAGE_OF_CODE,
+                            "0 W, 1 N1, 2 N2, 3 N3, 5 REM", "ISRUC-Sleep")
 
 
 def _refuse_incomplete(rec: Recording) -> None:

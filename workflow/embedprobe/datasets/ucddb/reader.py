@@ -72,6 +72,7 @@ from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import ANNOTATIONS, EdfHeader, read_edf_header, require_channels
 from embedprobe.datasets.isruc.reader import _read as read_rec_signals
 from embedprobe.datasets.sleep_edf.reader import trim_wake
+from embedprobe.datasets.stage_files import read_stage_codes
 
 FORMAT = "ucddb"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -234,27 +235,9 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
 
 
 def read_stage_file(path: Path, n_epochs: int, rec: Recording) -> np.ndarray:
-    """The codes of a stage file, one per line (blank lines and an end-of-file character only
-    at the end); refuses an unknown code and a file shorter than the recording's epochs."""
-    try:
-        lines = path.read_text(encoding="latin-1").rstrip("\x1a \t\r\n").splitlines()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the stage file ({exc})",
-                        fix=f"put the stage file of {rec.rec.name} from PhysioNet there") from exc
-    codes = np.empty(len(lines), np.int64)
-    for i, line in enumerate(lines):
-        text = line.strip()
-        if not (text.isdigit() and (int(text) in STAGE_OF_CODE or int(text) in UNSCORED_CODE)):
-            raise DataError(f"{path}: line {i + 1} holds {text!r}, not a stage code",
-                            fix=f"UCDDB stage files hold one code per line: {STAGE_CODES_TEXT}; "
-                                f"correct line {i + 1} of {path.name}")
-        codes[i] = int(text)
-    if len(codes) < n_epochs:
-        raise DataError(f"{path}: {len(codes)} stage codes for the {n_epochs} epochs of 30 s "
-                        f"of {rec.rec.name}",
-                        fix=f"use the stage file that came with {rec.rec.name} (one line per "
-                            "30 s epoch of the whole recording); download both again")
-    return codes
+    """The codes of a stage file, one per line (stage_files.read_stage_codes)."""
+    return read_stage_codes(path, n_epochs, rec.rec.name, {*STAGE_OF_CODE, *UNSCORED_CODE},
+                            STAGE_CODES_TEXT, "UCDDB")
 
 
 def read_labels(
