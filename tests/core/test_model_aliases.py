@@ -24,6 +24,7 @@ PRETRAINED = ["biot_pretrained", "biot_six_datasets", "labram_pretrained", "cbra
 RANDOM = ["biot_random", "labram_random", "cbramod_random", "eegpt_random", "bendr_random",
           "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
           "codebrain_random", "eegdino_random"]
+TOKENS = ["labram_random_tokens", "cbramod_random_tokens", "eegpt_random_tokens"]
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def config():
 
 def test_the_shipped_models_aliases(config):
     assert model_aliases(config["models"]) == {
-        "all_pretrained": PRETRAINED, "all_random": RANDOM,
+        "all_pretrained": PRETRAINED, "all_random": RANDOM, "all_tokens": TOKENS,
         "biot": ["biot_pretrained", "biot_six_datasets"], "labram": ["labram_pretrained"],
         "cbramod": ["cbramod_pretrained"], "eegpt": ["eegpt_pretrained"],
         "bendr": ["bendr_pretrained"],
@@ -70,7 +71,7 @@ def test_a_model_id_spelled_like_an_alias_is_that_model():
     models = {"biot": {"family": "biot", "weights": "hf:org/biot"},
               "all_random": {"family": "x", "weights": "random"},
               "x_random": {"family": "x", "weights": "random"}}
-    assert model_aliases(models) == {"all_pretrained": ["biot"]}
+    assert model_aliases(models) == {"all_pretrained": ["biot"], "all_tokens": []}
     assert expand_models(["all_random", "biot"], models, "here") == ["all_random", "biot"]
 
 
@@ -93,3 +94,16 @@ def test_check_refuses_a_misspelt_alias_with_exit_2():
     assert done.returncode == 2, done.stderr[-2000:]
     assert "error: --model names unknown model 'eegt' (did you mean 'eegpt'?)" in done.stderr
     assert "fix: " in done.stderr
+
+
+def test_token_stores_stay_out_of_the_pooled_aliases():
+    models = {"a_random": {"family": "a", "weights": "random"},
+              "a_pretrained": {"family": "a", "weights": "hf:org/a"},
+              "a_pretrained_tokens": {"family": "a", "weights": "hf:org/a", "pooling": "tokens"},
+              "a_random_tokens": {"family": "a", "weights": "random", "pooling": "tokens"}}
+    aliases = model_aliases(models)
+    assert aliases == {"all_pretrained": ["a_pretrained"], "all_random": ["a_random"],
+                       "all_tokens": ["a_pretrained_tokens", "a_random_tokens"],
+                       "a": ["a_pretrained"]}
+    assert expand_models(["all_tokens", "a"], models, "here") == [
+        "a_pretrained_tokens", "a_random_tokens", "a_pretrained"]

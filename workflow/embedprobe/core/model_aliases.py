@@ -3,7 +3,9 @@
 
 - `all_pretrained`: every model whose `weights` are not `random` (Hub checkpoints, local files);
 - `all_random`: every random-init baseline;
-- a family name (`biot`, `labram`, ...): that family's pretrained checkpoints.
+- a family name (`biot`, `labram`, ...): that family's pretrained checkpoints;
+- `all_tokens`: every entry read as a token store (`pooling: tokens`), which the three above
+  leave out: the same weights read another way, and a width the default benchmarks need not pay.
 
 Each expands to the ids in config/models.yaml's order. A model id spelled like an alias is
 that model, not the alias. config.check_names expands a benchmark's list, selection.name_list
@@ -18,6 +20,7 @@ from embedprobe.core.names import closest
 RANDOM_WEIGHTS = "random"
 ALL_PRETRAINED = "all_pretrained"
 ALL_RANDOM = "all_random"
+ALL_TOKENS = "all_tokens"
 
 
 def is_pretrained(entry: dict) -> bool:
@@ -27,10 +30,12 @@ def is_pretrained(entry: dict) -> bool:
 
 def model_aliases(models: dict) -> dict[str, list[str]]:
     """Each alias and the model ids it stands for, in config order. A family alias exists
-    where the family has a pretrained checkpoint; the two `all_` aliases always exist."""
-    pretrained = [m for m, entry in models.items() if is_pretrained(entry)]
+    where the family has a pretrained checkpoint; the `all_` aliases always exist."""
+    tokens = [m for m, entry in models.items() if entry.get("pooling") == "tokens"]
+    pooled = {m: entry for m, entry in models.items() if m not in tokens}
+    pretrained = [m for m, entry in pooled.items() if is_pretrained(entry)]
     aliases = {ALL_PRETRAINED: pretrained,
-               ALL_RANDOM: [m for m in models if m not in pretrained]}
+               ALL_RANDOM: [m for m in pooled if m not in pretrained], ALL_TOKENS: tokens}
     for model in pretrained:
         family = models[model].get("family")
         if family:

@@ -41,6 +41,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from embedprobe.core.probe_forms import eigen_preconditioner
+
 FLOAT32 = 4
 FLOAT64 = 8
 LBFGS_HISTORY = 10  # scipy's lbfgs keeps 10 correction pairs of the coefficient vector
@@ -370,8 +372,10 @@ PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
      lambda i, c: parallel_fits(i) * _logistic_workspace(i, c)),
     _ROW_BLOCKS,
     # The covariance, its eigenvectors and eigh's workspace, plus each fit's scaling.
+    # (none above core/probe_forms.EIGEN_MAX_FEATURES: the diagonal form)
     ("preconditioner (p x p float64)",
-     lambda i, c: (c["square_copies"] + parallel_fits(i)) * i["dim"] ** 2 * FLOAT64),
+     lambda i, c: (c["square_copies"] + parallel_fits(i)) * i["dim"] ** 2 * FLOAT64
+     if eigen_preconditioner(i["dim"]) else 0),
     _SCHEDULER,
 )
 # The seizure probe (seizure_probe.fit_seizure_probe): the whole store loaded and cut into

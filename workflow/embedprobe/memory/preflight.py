@@ -22,6 +22,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from embedprobe.core.config import lookup
@@ -164,6 +165,19 @@ def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, ma
     return estimate, runtime
 
 
+def offer_pooled(estimate, check, model: str, fold_estimate) -> None:
+    """A token store's probe that cannot fit: its fix names the pooled width's request too
+    (`pooling: mean`, the width divided by the tokens), the cheaper setting of all."""
+    if estimate.verdict == "ok" or not getattr(check, "tokens", 0):
+        return
+    width = check.feature_dim // check.tokens
+    pooled, _runtime = fold_estimate(dim=width)
+    verdict = "fits" if pooled.verdict == "ok" else "does not fit either"
+    estimate.fix = (f"{estimate.fix}; or probe {model} pooled: `pooling: mean` in its entry "
+                    f"(config/models.yaml) gives {width} features instead of {check.tokens} "
+                    f"tokens x {width} and needs {pooled.request_mb:,} MB, which {verdict}")
+
+
 def embed_runtime_minutes(check, n_windows: int) -> int:
     """Three times the checked batch rate (reading, writing, a slower node), plus 10 min."""
     batches = math.ceil(n_windows / max(check.batch_size, 1))
@@ -230,10 +244,12 @@ def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str,
     jobs, not_sized = {}, {}
     try:
         for fold in range(bench["folds"]):
-            jobs[job_key(benchmark, fold)] = probe_estimate(
-                config, task_for(bench["task"]), bench, sized.table, fold,
-                sized.check.feature_dim, sized.calibration, sized.limit, sized.margin,
-                sized.partitions, lookup(config, "datasets", dataset))
+            fold_estimate = partial(
+                probe_estimate, config, task_for(bench["task"]), bench, sized.table, fold,
+                calibration=sized.calibration, limit=sized.limit, margin=sized.margin,
+                partitions=sized.partitions, entry=lookup(config, "datasets", dataset))
+            jobs[job_key(benchmark, fold)] = fold_estimate(dim=sized.check.feature_dim)
+            offer_pooled(jobs[job_key(benchmark, fold)][0], sized.check, model, fold_estimate)
     except UsageError as exc:
         jobs, not_sized = {}, {benchmark: {"message": exc.message, "fix": exc.fix}}
         print(f"warning: preflight {dataset}/{model}: benchmark {benchmark} not sized: "

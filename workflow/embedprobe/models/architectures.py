@@ -58,6 +58,34 @@ def _pool(tokens: torch.Tensor) -> torch.Tensor:
     return tokens.reshape(tokens.shape[0], -1, tokens.shape[-1]).mean(dim=1)
 
 
+# ------------------------------------------------------------------ the token-level readout
+# `pooling: tokens` keeps one vector per time patch instead of one per window: the reference's
+# per-patch embedding, which its BCI `token_flattening` variants concatenate in order at probe
+# time. A patch's vector is the mean over the channels' tokens of that patch (a channel count
+# would otherwise change the width), so the mean over a window's time tokens is its `mean`
+# readout: one store serves both (tests/models/test_tokens.py pins the equality).
+TOKENS = "tokens"
+POOLINGS = {MEAN: "one vector per window (the readout)",
+            TOKENS: "one vector per time patch, (windows, tokens, width) in the store"}
+
+
+def _channel_major(tokens: torch.Tensor, n_chans: int) -> torch.Tensor:
+    """(batch, channels x patches, dim) with a channel's patches adjacent, or (batch,
+    channels, patches, dim) -> (batch, patches, dim), each patch averaged over channels."""
+    return tokens.reshape(tokens.shape[0], n_chans, -1, tokens.shape[-1]).mean(dim=1)
+
+
+def _patch_major(tokens: torch.Tensor, n_chans: int) -> torch.Tensor:
+    """(batch, patches x channels, dim) with a patch's channels adjacent -> (batch, patches,
+    dim)."""
+    return tokens.reshape(tokens.shape[0], -1, n_chans, tokens.shape[-1]).mean(dim=2)
+
+
+def _grid_tokens(model, x, ch_names):
+    """Models whose forward(x, return_features=True) returns their channel-major token grid."""
+    return _channel_major(_features(model(x, return_features=True)), len(ch_names))
+
+
 def _require_known(ch_names: tuple[str, ...], known: dict[str, int], model: str,
                    table: str) -> list[int]:
     """Each channel's index in the model's name table; an unknown name is refused."""
@@ -92,12 +120,20 @@ def _eegpt_chan_ids(ch_names: tuple[str, ...], device: torch.device) -> torch.Te
         return torch.tensor(ids, dtype=torch.long, device=device)
 
 
-def _labram_forward(model, x, ch_names, readout=MEAN):
+def _labram_all_tokens(model, x, ch_names) -> dict:
+    """Every token after the final norm: `features` the patch tokens (batch, channels x 1-s
+    patches, 200; a channel's patches adjacent), `cls_token` the CLS token (batch, 200)."""
     _require_known(ch_names, _labram_names(), "Labram",
                    "braindecode.models.labram.LABRAM_CHANNEL_ORDER")
-    # Every token after the final norm: `features` the patch tokens (batch, channels x 1-s
-    # patches, 200), `cls_token` the CLS token (batch, 200).
-    tokens = model(x, return_features=True, ch_names=list(ch_names))
+    return model(x, return_features=True, ch_names=list(ch_names))
+
+
+def _labram_tokens(model, x, ch_names):
+    return _channel_major(_labram_all_tokens(model, x, ch_names)["features"], len(ch_names))
+
+
+def _labram_forward(model, x, ch_names, readout=MEAN):
+    tokens = _labram_all_tokens(model, x, ch_names)
     if readout == CLS:
         return tokens["cls_token"]
     mean = _pool(tokens["features"])
@@ -117,6 +153,11 @@ def _eegpt_forward(model, x, ch_names, readout=MEAN):
     time (no token sees another patch, no time embedding), so that weighted mean is the mean
     over all the window's non-overlapping patches: computed here in one pass. The equality is
     pinned in tests/models/test_windows.py against tiles run one by one."""
+    return _eegpt_tokens(model, x, ch_names).mean(dim=1)
+
+
+def _eegpt_tokens(model, x, ch_names):
+    """Each 64-sample patch's 4 summary tokens, concatenated: (batch, patches, 2048)."""
     # EEGPT.forward embeds channels by the ids fixed at build time (sequential without chs_info);
     # the encoder is called with the ids of the mapped names instead.
     ids = _eegpt_chan_ids(tuple(ch_names), x.device)
@@ -127,7 +168,7 @@ def _eegpt_forward(model, x, ch_names, readout=MEAN):
             fix="choose a window (window_seconds) or unit (epoch_seconds) whose length at the "
                 "model's rate is a multiple of the patch (0.25 s at 256 Hz)")
     summary = model.target_encoder(model.chan_proj(x), ids)  # (batch, patches, 4, 512)
-    return summary.flatten(2).mean(dim=1)
+    return summary.flatten(2)
 
 
 # ------------------------------------------------------------------ channels given by position
@@ -241,11 +282,11 @@ def _luna_kwargs(n_chans: int, sfreq: float, n_times: int) -> dict:
     return _with_head(n_chans, sfreq, n_times - n_times % LUNA_PATCH)
 
 
-def _luna_forward(model, x, ch_names, readout=MEAN):
+def _luna_tokens(model, x, ch_names):
     """LUNA's forward ends in its head; its patch tokens are the output of the final norm
-    (batch, patches, queries x width), taken by a hook and averaged over the patches. A window
-    that is not a whole number of patches (a 3 s trial at 256 Hz: 19.2) loses its part patch:
-    LUNA's frequency embedding takes whole patches only."""
+    (batch, patches, queries x width), taken by a hook. A window that is not a whole number of
+    patches (a 3 s trial at 256 Hz: 19.2) loses its part patch: LUNA's frequency embedding
+    takes whole patches only."""
     x = x[..., :x.shape[-1] - x.shape[-1] % model.patch_size]
     seen = []
     hook = model.norm.register_forward_hook(lambda module, args, out: seen.append(out))
@@ -253,7 +294,17 @@ def _luna_forward(model, x, ch_names, readout=MEAN):
         model(x)
     finally:
         hook.remove()
-    return _pool(seen[0])
+    return seen[0]
+
+
+def _luna_forward(model, x, ch_names, readout=MEAN):
+    """The mean over the patches of _luna_tokens."""
+    return _pool(_luna_tokens(model, x, ch_names))
+
+
+def _steegformer_tokens(model, x, ch_names):
+    """ST-EEGFormer's features put a patch's channels side by side (seq n_chans)."""
+    return _patch_major(model(x, return_features=True)["features"], len(ch_names))
 
 
 def _cls_or_mean(model, x, ch_names, readout=MEAN):
@@ -278,6 +329,10 @@ class Architecture:
     # the channels themselves, for families that embed a channel by its name or position;
     # None: the count is all the constructor needs
     channel_kwargs: Callable[[tuple[str, ...], dict, dict], dict] | None = None
+    # (model, windows, channel names) -> (windows, time patches, width) for `pooling: tokens`;
+    # None: the family has no per-patch tokens to keep (`no_tokens` says why)
+    tokens: Callable[[torch.nn.Module, torch.Tensor, tuple[str, ...]], torch.Tensor] | None = None
+    no_tokens: str = ""
 
 
 def _pooled_features(model, x: torch.Tensor, ch_names: tuple[str, ...],
@@ -295,6 +350,7 @@ ARCHITECTURES = {
         _pooled_features,
         pooling="mean over tokens, done inside BIOT's encoder (return_features)",
         width=256,
+        no_tokens="BIOT pools its tokens inside its encoder (return_features gives the mean)",
     ),
     "Labram": Architecture(
         "Labram",
@@ -306,6 +362,7 @@ ARCHITECTURES = {
                 "CLS token left out",
         width=200,
         readouts=(MEAN, CLS, CLS_MEAN),
+        tokens=_labram_tokens,
     ),
     "CBraMod": Architecture(
         "CBraMod",
@@ -316,6 +373,7 @@ ARCHITECTURES = {
         _pooled_features,
         pooling="mean over the (channel, 1-s patch) token grid",
         width=200,
+        tokens=_grid_tokens,
     ),
     "EEGPT": Architecture(
         "EEGPT",
@@ -333,6 +391,7 @@ ARCHITECTURES = {
                 "concatenated (4 x 512); equal to the reference's duration-weighted mean over "
                 "4 s tiles",
         width=2048,
+        tokens=_eegpt_tokens,
     ),
     "BENDR": Architecture(
         "BENDR",
@@ -344,6 +403,7 @@ ARCHITECTURES = {
         _pooled_features,
         pooling="the contextualiser's output at its start token (BENDR's downstream feature)",
         width=512,
+        no_tokens="BENDR's feature is one start token of its contextualiser, not a patch grid",
     ),
     "SignalJEPA": Architecture(
         "SignalJEPA",
@@ -352,6 +412,7 @@ ARCHITECTURES = {
         pooling="mean over the contextual tokens (channels x local-feature steps)",
         width=64,
         channel_kwargs=_chs_with_positions("SignalJEPA"),
+        tokens=_grid_tokens,
     ),
     "LUNA": Architecture(
         "LUNA",
@@ -361,6 +422,7 @@ ARCHITECTURES = {
                 "concatenated)",
         width=256,
         channel_kwargs=_chs_with_positions("LUNA"),
+        tokens=_luna_tokens,
     ),
     "REVE": Architecture(
         "REVE",
@@ -370,6 +432,7 @@ ARCHITECTURES = {
                 "reference's readout (patches, then channels)",
         width=512,
         channel_kwargs=_reve_channels,
+        tokens=_grid_tokens,
     ),
     "CodeBrain": Architecture(
         "CodeBrain",
@@ -377,6 +440,7 @@ ARCHITECTURES = {
         _pooled_features,
         pooling="mean over the (channel, 1-s patch) token grid after the final norm",
         width=200,
+        tokens=_grid_tokens,
     ),
     "EEGDINO": Architecture(
         "EEGDINO",
@@ -390,6 +454,7 @@ ARCHITECTURES = {
         width=200,
         readouts=(MEAN, CLS),
         channel_kwargs=_eegdino_channels,
+        tokens=_grid_tokens,
     ),
     "STEEGFormer": Architecture(
         "STEEGFormer",
@@ -400,5 +465,6 @@ ARCHITECTURES = {
         width=512,
         readouts=(MEAN, CLS),
         channel_kwargs=_steegformer_channels,
+        tokens=_steegformer_tokens,
     ),
 }

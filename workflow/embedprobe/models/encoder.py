@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from embedprobe.core.errors import UsageError
-from embedprobe.models.architectures import ARCHITECTURES
+from embedprobe.models.architectures import ARCHITECTURES, TOKENS
 from embedprobe.models.registry import ModelSpec, build_model
 
 
@@ -45,7 +45,8 @@ class Encoder:
     def __call__(self, windows: np.ndarray) -> np.ndarray:
         """(batch, channels, epoch samples) -> (batch, dim); sub-windows are averaged. Each
         vector is the spec's readout (cls_mean: the averaged CLS tokens, then the averaged
-        token means)."""
+        token means). With `pooling: tokens`: (batch, tokens, dim), the sub-windows' time
+        tokens one after another."""
         return self.launch(windows).result()
 
     @torch.inference_mode()
@@ -54,8 +55,12 @@ class Encoder:
         the work is queued (the windows are copied by then: their memory may be reused)."""
         sub, k = split_subwindows(windows, self.spec.n_times)
         x = self._to_device(torch.from_numpy(sub))
-        features = self.arch.forward(self.model, x, self.ch_names, self.spec.readout)
-        features = features.reshape(windows.shape[0], k, -1).mean(dim=1).float()
+        if self.spec.pooling == TOKENS:
+            tokens = self.arch.tokens(self.model, x, self.ch_names)  # (n x k, patches, dim)
+            features = tokens.reshape(windows.shape[0], -1, tokens.shape[-1]).float()
+        else:
+            features = self.arch.forward(self.model, x, self.ch_names, self.spec.readout)
+            features = features.reshape(windows.shape[0], k, -1).mean(dim=1).float()
         if self.device.type != "cuda":
             return Ready(features.cpu().numpy())
         # Into page-locked memory without waiting: a copy to pageable memory would wait for

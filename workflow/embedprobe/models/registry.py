@@ -12,7 +12,7 @@ from embedprobe.core.hashing import sha256_file
 from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.datasets.registry import entry_unit_seconds, labelling_task_name
 from embedprobe.models import checkpoints, hub
-from embedprobe.models.architectures import ARCHITECTURES, MEAN, READOUTS
+from embedprobe.models.architectures import ARCHITECTURES, MEAN, POOLINGS, READOUTS, TOKENS
 
 # The Snakefile asks model_spec and the weights' state at parse time: the snakemake process
 # in every cluster job must not load torch (~220 MB beyond what the job's request allows).
@@ -38,6 +38,9 @@ class ModelSpec:
     # `readout_by_task` for the dataset's labelling task, else its `readout`. It changes the
     # embeddings, so it belongs to whatever identifies them.
     readout: str = MEAN
+    # `mean`: one vector per window; `tokens`: one per time patch (architectures.POOLINGS),
+    # stored as (windows, tokens, width) and flattened by the probes. The readout is unused.
+    pooling: str = MEAN
     # for `weights: hf:...`: the weights file in the repo (LUNA's repo holds one per size)
     hub_file: str = hub.WEIGHTS_FILE
 
@@ -72,9 +75,24 @@ def model_spec(config: dict, model_id: str, dataset: str | None = None) -> Model
             fix=f"use one of: {', '.join(sorted(ARCHITECTURES))} (config/models.yaml)",
         )
     entry["readout"] = readout_for(model_id, entry, by_task, task)
+    check_pooling(model_id, entry)
     if task in scaling_by_task:
         entry["scaling"] = scaling_by_task[task]
     return ModelSpec(model_id=model_id, **entry)
+
+
+def check_pooling(model_id: str, entry: dict) -> None:
+    """`pooling: tokens` needs an architecture that has per-patch tokens to keep."""
+    pooling = entry.get("pooling", MEAN)
+    if pooling not in POOLINGS:
+        raise UsageError(f"model '{model_id}': pooling '{pooling}'{closest(pooling, POOLINGS)}",
+                         fix=f"use one of: {', '.join(POOLINGS)} (config/models.yaml)")
+    arch = ARCHITECTURES[entry["architecture"]]
+    if pooling == TOKENS and arch.tokens is None:
+        raise UsageError(f"model '{model_id}': pooling 'tokens' is not offered by "
+                         f"{entry['architecture']}: {arch.no_tokens}",
+                         fix="remove `pooling: tokens` from its entry (config/models.yaml) "
+                             "and probe its pooled vector")
 
 
 def check_task_names(model_id: str, key: str, by_task: dict) -> None:

@@ -69,6 +69,7 @@ class CheckResult:
     # What preflight reads: the real width and cost of the checked batch.
     batch_size: int = 0
     feature_dim: int = 0
+    tokens: int = 0  # a token store's time tokens per window (pooling: tokens), else 0
     n_chans: int = 0
     n_times_epoch: int = 0
     n_params: int = 0
@@ -216,13 +217,14 @@ def _check_checkpoint(result: CheckResult, spec: ModelSpec, roots: dict,
 
 def _judge_output(result: CheckResult, output: np.ndarray, n_windows: int) -> CheckResult:
     """Failed: a wrong shape, non-finite values, or the same embedding for every window."""
-    if output.ndim != 2 or output.shape[0] != n_windows:
+    if output.ndim not in (2, 3) or output.shape[0] != n_windows:
         result.forward = f"{tuple(output.shape)} wrong shape"
         return result.stop(FAILED, "output",
-                           f"failed: expected ({n_windows}, features), got {output.shape}",
+                           f"failed: expected ({n_windows}, features) or ({n_windows}, tokens, "
+                           f"features), got {output.shape}",
                            "check the architecture's pooling in models/architectures.py")
     bad = int(output.size - np.isfinite(output).sum())
-    shape = f"({output.shape[0]}, {output.shape[1]})"
+    shape = f"({', '.join(map(str, output.shape))})"
     if bad:
         result.forward = f"{shape} non-finite"
         return result.stop(FAILED, "output",
@@ -305,7 +307,9 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
         return _failure(result, phase, exc)
     output = np.asarray(output)
     result.batch_size = len(windows)
-    result.feature_dim = int(output.shape[-1]) if output.ndim else 0
+    # the width a probe sees: a token store's rows are flattened (pooling: tokens)
+    result.feature_dim = int(np.prod(output.shape[1:])) if output.ndim > 1 else 0
+    result.tokens = int(output.shape[1]) if output.ndim == 3 else 0
     result.n_chans, result.n_times_epoch = windows.shape[1], windows.shape[2]
     result.n_params = sum(p.numel() for p in encoder.model.parameters())
     result.batch_activation_bytes = int(growth)

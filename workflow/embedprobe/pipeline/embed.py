@@ -26,7 +26,7 @@ from embedprobe import __version__
 from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.progress import Progress
 from embedprobe.core.units import MIB
-from embedprobe.models.architectures import ARCHITECTURES
+from embedprobe.models.architectures import ARCHITECTURES, MEAN
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import ModelSpec, model_spec
 from embedprobe.pipeline.channel_maps import ChannelPlan, channel_plan
@@ -79,8 +79,10 @@ class EmbedSettings:
 def preprocessing_key(spec: ModelSpec, plan: ChannelPlan, epoch_seconds: float,
                       limit_batches: int | None, preprocessing: Preprocessing) -> str:
     """Everything besides the weights and windows that changes the embeddings."""
+    # a token store says so; a pooled store's key stays what it was (its caches stay valid)
+    pooling = {} if spec.pooling == MEAN else {"pooling": spec.pooling}
     return json.dumps(
-        {
+        pooling | {
             "sfreq": spec.sfreq,
             "window_seconds": spec.window_seconds,
             "epoch_seconds": epoch_seconds,
@@ -215,7 +217,7 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
             weights_sha256=encoder.weights_sha256,
             code_version=__version__,
         )
-        return _write(output, identity, windows, width.shape[1], encoder, source, settings,
+        return _write(output, identity, windows, width.shape[1:], encoder, source, settings,
                       kind, early, f"{dataset} {model_id}", began,
                       {} if report is None else report)
     finally:
@@ -223,9 +225,9 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
             early.close()
 
 
-def _write(output: Path, identity: CacheIdentity, windows, width: int, encoder: Encoder,
-           source: WindowSource, settings: EmbedSettings, kind: str, early, label: str,
-           began: float, timings: dict) -> Path:
+def _write(output: Path, identity: CacheIdentity, windows, width: tuple[int, ...],
+           encoder: Encoder, source: WindowSource, settings: EmbedSettings, kind: str, early,
+           label: str, began: float, timings: dict) -> Path:
     """Batches through the encoder into the store, from its first non-durable row."""
     with EmbeddingWriter(output, identity, len(windows), width, windows) as writer:
         if writer.already_complete:

@@ -16,6 +16,11 @@ Crash safety, and why it is built this way:
   window table's checksum), fsyncs it and renames it onto the final path. The final path only
   ever holds a complete, verified file; a kill during finish leaves the partial untouched.
 - A lock file beside the output keeps two writers off the same cache.
+
+A row is one window: its vector (`dim` values), or with `pooling: tokens` its time tokens
+(`tokens` x `dim`, attribute `tokens`); the guarantees are the same, each row checksummed whole.
+Readers that fit a probe take `load()`: a token row flattened in order, the reference's token
+flattening.
 """
 
 from __future__ import annotations
@@ -194,22 +199,29 @@ def _sibling(final: Path, suffix: str) -> Path:
     return final.with_name(final.name + suffix)
 
 
-def _chunk_rows(requested: int, n_windows: int, dim: int) -> int:
-    return max(1, min(requested, n_windows, CHUNK_BYTES // (4 * dim)))
+def _chunk_rows(requested: int, n_windows: int, row_values: int) -> int:
+    return max(1, min(requested, n_windows, CHUNK_BYTES // (4 * row_values)))
+
+
+def row_shape(attrs) -> tuple[int, ...]:
+    """A store's row: (dim,), or (tokens, dim) for a token store."""
+    tokens = int(attrs.get("tokens", 0))
+    return (tokens, int(attrs["dim"])) if tokens else (int(attrs["dim"]),)
 
 
 def _create_layout(f: h5py.File, attrs: dict, windows: pd.DataFrame | h5py.Group,
-                   n_windows: int, dim: int, chunk_rows: int, hint: int | None) -> None:
+                   n_windows: int, row: tuple[int, ...], chunk_rows: int,
+                   hint: int | None) -> None:
     """Attributes, window table and empty row datasets of a partial or final file."""
     f.attrs.update(attrs)
     if isinstance(windows, h5py.Group):
         windows.file.copy(windows, f, "windows")
     else:
         _write_window_table(f.create_group("windows"), windows)
-    rows = _chunk_rows(chunk_rows, n_windows, dim)
+    rows = _chunk_rows(chunk_rows, n_windows, int(np.prod(row)))
     # NaN fill: a row whose chunk never reached the disk reads as NaN and fails verification.
-    f.create_dataset("embeddings", shape=(0, dim), maxshape=(n_windows, dim), dtype="f4",
-                     chunks=(rows, dim), fillvalue=np.float32("nan"))
+    f.create_dataset("embeddings", shape=(0, *row), maxshape=(n_windows, *row), dtype="f4",
+                     chunks=(rows, *row), fillvalue=np.float32("nan"))
     f.create_dataset("row_crc32", shape=(0,), maxshape=(n_windows,), dtype="u4",
                      chunks=(max(rows, 1024) if n_windows >= 1024 else n_windows,))
     # [durable rows, batch size that worked or -1]: raw data, so SWMR writes it in place.
@@ -221,15 +233,15 @@ def _row_crc32(rows: np.ndarray) -> np.ndarray:
     return np.fromiter(map(zlib.crc32, rows), dtype="u4", count=len(rows))
 
 
-def _block_rows(dim: int) -> int:
-    return max(1, READ_BLOCK_BYTES // (4 * dim))
+def _block_rows(row_values: int) -> int:
+    return max(1, READ_BLOCK_BYTES // (4 * row_values))
 
 
 def _verified_blocks(f: h5py.File, rows: int) -> Iterator[tuple[int, np.ndarray, int]]:
     """(start, block, good) over rows [0, rows): `good` rows of the block read back, pass their
     CRC32 and are finite; iteration stops after the first block with a bad row."""
     embeddings, crcs = f["embeddings"], f["row_crc32"]
-    step = _block_rows(embeddings.shape[1])
+    step = _block_rows(int(np.prod(embeddings.shape[1:])))
     for start in range(0, rows, step):
         try:
             block = embeddings[start:min(rows, start + step)]
@@ -237,7 +249,7 @@ def _verified_blocks(f: h5py.File, rows: int) -> Iterator[tuple[int, np.ndarray,
         except UNREADABLE:
             yield start, embeddings[start:start], 0
             return
-        ok = (_row_crc32(block) == stored) & np.isfinite(block).all(1)
+        ok = (_row_crc32(block) == stored) & np.isfinite(block).reshape(len(block), -1).all(1)
         good = len(block) if ok.all() else int(np.argmin(ok))
         yield start, block, good
         if good < len(block):
@@ -340,14 +352,17 @@ class EmbeddingWriter:
     last time (or None).
     """
 
-    def __init__(self, final_path: str | Path, identity: CacheIdentity, n_windows: int, dim: int,
-                 window_table, chunk_rows: int = 256):
+    def __init__(self, final_path: str | Path, identity: CacheIdentity, n_windows: int,
+                 dim: int | tuple[int, int], window_table, chunk_rows: int = 256):
+        """`dim`: a row's width, or (tokens, width) for a token store."""
         self.final_path = Path(final_path)
         self.partial_path = partial_path(self.final_path)
         self.identity = identity
-        self.n_windows, self.dim, self.chunk_rows = int(n_windows), int(dim), int(chunk_rows)
+        self.row = tuple(int(n) for n in np.atleast_1d(dim))
+        self.n_windows, self.dim, self.chunk_rows = int(n_windows), self.row[-1], int(chunk_rows)
         self.windows = normalize_window_table(window_table)
-        if self.n_windows < 1 or self.dim < 1 or len(self.windows) != self.n_windows:
+        if self.n_windows < 1 or min(self.row) < 1 or len(self.row) > 2 \
+                or len(self.windows) != self.n_windows:
             raise ValueError(f"need n_windows >= 1 rows in the window table and dim >= 1, got "
                              f"n_windows={n_windows}, {len(self.windows)} table rows, dim={dim}")
         if window_table_sha256(self.windows) != identity.windows_sha256:
@@ -422,7 +437,7 @@ class EmbeddingWriter:
         try:
             version = _format_problem(src.attrs)
             cached = CacheIdentity.from_attrs(src.attrs)
-            shape = (int(src.attrs["n_windows"]), int(src.attrs["dim"]))
+            shape = (int(src.attrs["n_windows"]), *row_shape(src.attrs))
             durable = int(src["state"][0])
             src["row_crc32"], src["embeddings"]  # noqa: B018 (do they exist?)
         except NOT_OUR_LAYOUT as error:
@@ -431,15 +446,15 @@ class EmbeddingWriter:
             return version, 0
         if self.identity.diff(cached):
             return f"it was made for other inputs: {self.identity.describe_diff(cached)}", 0
-        if shape != (self.n_windows, self.dim):
-            return (f"it holds {shape[0]} x {shape[1]} rows, expected {self.n_windows} x "
-                    f"{self.dim}"), 0
+        if shape != (self.n_windows, *self.row):
+            return (f"it holds {' x '.join(map(str, shape))} rows, expected "
+                    f"{' x '.join(map(str, (self.n_windows, *self.row)))}"), 0
         return None, min(durable, self.n_windows)
 
     def _salvage(self, src: h5py.File, durable: int) -> int:
         salvage = _sibling(self.final_path, ".partial.salvage")
         with h5py.File(salvage, "w", libver="latest") as dst:
-            _create_layout(dst, dict(src.attrs), src["windows"], self.n_windows, self.dim,
+            _create_layout(dst, dict(src.attrs), src["windows"], self.n_windows, self.row,
                            self.chunk_rows, self.batch_size_hint)
             good = _copy_verified_rows(src, dst, durable)
         _crash_point("salvage_written")
@@ -451,9 +466,11 @@ class EmbeddingWriter:
         new = _sibling(self.final_path, ".partial.new")
         attrs = {**self.identity.as_attrs(), "n_windows": self.n_windows, "dim": self.dim,
                  "format_version": FORMAT_VERSION, "complete": False}
+        if len(self.row) == 2:  # a pooled store's attributes stay as they were
+            attrs["tokens"] = self.row[0]
         with h5py.File(new, "w", libver="latest") as f:
             _crash_point("partial_created")
-            _create_layout(f, attrs, self.windows, self.n_windows, self.dim, self.chunk_rows,
+            _create_layout(f, attrs, self.windows, self.n_windows, self.row, self.chunk_rows,
                            self.batch_size_hint)
         os.replace(new, self.partial_path)
         self._open_for_append()
@@ -477,14 +494,14 @@ class EmbeddingWriter:
         if self.already_complete or self._file is None:
             raise CacheError(f"{self.final_path}: append() after the store was finished or closed")
         batch = np.asarray(embeddings)
-        if batch.ndim != 2 or batch.shape[1] != self.dim or batch.dtype.kind != "f":
-            raise ValueError(f"expected a float array of shape (b, {self.dim}), got "
-                             f"{batch.dtype} {batch.shape}")
+        if batch.shape[1:] != self.row or batch.dtype.kind != "f":
+            raise ValueError(f"expected a float array of shape (b, "
+                             f"{', '.join(map(str, self.row))}), got {batch.dtype} {batch.shape}")
         start, end = self.durable_rows, self.durable_rows + len(batch)
         if end > self.n_windows:
             raise ValueError(f"rows {start}..{end} exceed the {self.n_windows} windows")
         batch = np.ascontiguousarray(batch, dtype=np.float32)
-        finite = np.isfinite(batch).all(1)
+        finite = np.isfinite(batch).reshape(len(batch), -1).all(1)
         if not finite.all():
             raise CacheError(
                 f"the embeddings of windows {start + int(np.argmin(finite))} (and maybe more) "
@@ -531,7 +548,7 @@ class EmbeddingWriter:
             attrs = {**dict(src.attrs), "complete": True, "durable_rows": self.n_windows,
                      "batch_size_hint": self.batch_size_hint or -1,
                      "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
-            _create_layout(dst, attrs, src["windows"], self.n_windows, self.dim,
+            _create_layout(dst, attrs, src["windows"], self.n_windows, self.row,
                            self.chunk_rows, self.batch_size_hint)
             copied = _copy_verified_rows(src, dst, self.n_windows)
         if copied != self.n_windows:
@@ -600,9 +617,15 @@ class EmbeddingStore:
         self.attrs = dict(handle.attrs)
         self.identity = CacheIdentity.from_attrs(self.attrs)
 
+    @property
+    def width(self) -> int:
+        """The values of one row as the probes see it (a token row flattened)."""
+        return int(np.prod(self.embeddings.shape[1:]))
+
     def load(self) -> np.ndarray:
-        """All rows as one float32 array in memory."""
-        return self.embeddings[:]
+        """All rows as one float32 (windows, width) array in memory: a token store's rows
+        flattened, each window's tokens one after another."""
+        return self.embeddings[:].reshape(self.embeddings.shape[0], self.width)
 
     def mean_by(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(sorted keys of `column`, float64 mean embedding per key), read in blocks."""
@@ -614,12 +637,12 @@ class EmbeddingStore:
         """(sorted keys of `column`, float64 mean embedding per key, and with `with_std` the
         population SD per key, else None), read in blocks: one pass over the store."""
         codes, keys = pd.factorize(self.windows[column], sort=True)
-        width = self.embeddings.shape[1]
+        width = self.width
         sums = np.zeros((len(keys), width), dtype=np.float64)
         squares = np.zeros_like(sums) if with_std else None
         step = _block_rows(width)
         for start in range(0, len(codes), step):
-            block = self.embeddings[start:start + step]
+            block = self.embeddings[start:start + step].reshape(-1, width)
             block_codes = codes[start:start + len(block)]
             if np.any(block_codes[1:] < block_codes[:-1]):  # windows of a key not adjacent
                 order = np.argsort(block_codes, kind="stable")
@@ -719,7 +742,7 @@ def inspect(path: str | Path) -> dict:
     if not path.exists() and partial_path(path).exists():
         path = partial_path(path)
     info = {"path": str(path), "state": "missing", "rows": 0, "n_windows": None, "dim": None,
-            "identity": None, "batch_size_hint": None, "error": None}
+            "tokens": None, "identity": None, "batch_size_hint": None, "error": None}
     if not path.exists():
         return info
     try:
@@ -734,6 +757,7 @@ def inspect(path: str | Path) -> dict:
                 state="complete" if complete else "partial",
                 rows=int(attrs["durable_rows"] if complete else handle["state"][0]),
                 n_windows=int(attrs["n_windows"]), dim=int(attrs["dim"]),
+                tokens=int(attrs.get("tokens", 0)),
                 identity=CacheIdentity.from_attrs(attrs).as_attrs(),
                 batch_size_hint=_stored_hint(handle),
             )

@@ -26,7 +26,8 @@ Memory (beyond the caller's X_train/X_val/X_test, at the peak of `fit_logistic_p
   fast: one standardised float32 copy of X_train (none with overwrite=True and float32
   C-contiguous input), plus transients: about 50 bytes x n_train of loss buffers per fit running
   (x n_jobs), or one 8,192-row float32 block while standardising or scoring (2,048-row float64
-  blocks while fitting the scaler), and a few p x p float64 matrices. Validation and test are
+  blocks while fitting the scaler), and a few p x p float64 matrices (none above
+  core/probe_forms.EIGEN_MAX_FEATURES: the diagonal preconditioner). Validation and test are
   never copied whole. search_rows=N adds one N x p float32 subsample. No float64 n x p array.
   reference: float32 standardised copies of all three splits, plus StandardScaler.fit's transient
   float64 n_train x p temporary (scikit-learn computes the variance of float32 input in float64).

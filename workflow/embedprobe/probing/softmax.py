@@ -15,6 +15,11 @@ preconditioned parameterisation W = M V S, where
   * M is an orthonormal basis of the class contrasts (sum-to-zero over classes): the optimum has
     zero-sum class weights, and the common direction, which only has the tiny penalty curvature
     1/(C n), would stall L-BFGS.
+Wide rows (more than core/probe_forms.EIGEN_MAX_FEATURES features: flattened token stores, where
+the p x p matrices would outgrow the rows) take the diagonal
+form instead, S = diag((k + 1/(C n))^-1/2): a standardised feature has unit variance, and the
+p x p eigenvectors (p^2 float64, several times) would cost more memory than the rows themselves;
+the fits take more iterations, to the same criterion.
 The objective and the gradient the criterion tests are those of the original (W, b), so the fits
 reach scikit-learn's own stopping rule (tests check they end at an objective no higher than
 scikit-learn's).
@@ -30,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from embedprobe.core.probe_forms import eigen_preconditioner
 from embedprobe.probing.standardize import CHUNK_ROWS, FIT_CHUNK_ROWS
 
 SOFTMAX_CURVATURE = 0.2
@@ -59,9 +65,13 @@ class SoftmaxObjective:
         # With two classes scikit-learn fits one weight vector w = W[1] - W[0] and penalises
         # ||w||^2 = 2 ||W||^2 (W zero-sum): the same objective needs twice the penalty here.
         self.l2 = (2.0 if n_classes == 2 else 1.0) / (C * self.n)
-        eigval, eigvec = eigen
-        self.s = 1.0 / np.sqrt(SOFTMAX_CURVATURE * np.maximum(eigval, 0.0) + self.l2)
-        self.S = self.s[:, None] * eigvec.T  # (p, p): W = M V S
+        if eigen is None:  # the diagonal form: unit variances, S = s I
+            self.s = np.full(1, 1.0 / np.sqrt(SOFTMAX_CURVATURE + self.l2))
+            self.S = None
+        else:
+            eigval, eigvec = eigen
+            self.s = 1.0 / np.sqrt(SOFTMAX_CURVATURE * np.maximum(eigval, 0.0) + self.l2)
+            self.S = self.s[:, None] * eigvec.T  # (p, p): W = M V S
         self.s_b = 1.0 / np.sqrt(SOFTMAX_CURVATURE)
         self.M = _contrast_basis(n_classes)
         self.rows = np.arange(self.n)
@@ -71,11 +81,20 @@ class SoftmaxObjective:
         p = self.Z.shape[1]
         V = x[: (self.n_classes - 1) * p].reshape(self.n_classes - 1, p)
         c = x[(self.n_classes - 1) * p :]
-        return self.M @ V @ self.S, self.M @ c * self.s_b
+        return self._times_S(self.M @ V), self.M @ c * self.s_b
+
+    def _times_S(self, A: np.ndarray) -> np.ndarray:
+        return A * self.s[0] if self.S is None else A @ self.S
+
+    def _times_S_transposed(self, A: np.ndarray) -> np.ndarray:
+        return A * self.s[0] if self.S is None else A @ self.S.T
 
     def from_original(self, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
-        eigvec_scaled = self.S.T / self.s**2  # S^-1 = Q diag(1/s) = S^T diag(1/s^2)
-        V = self.M.T @ coef @ eigvec_scaled
+        if self.S is None:
+            V = self.M.T @ coef / self.s[0]
+        else:
+            eigvec_scaled = self.S.T / self.s**2  # S^-1 = Q diag(1/s) = S^T diag(1/s^2)
+            V = self.M.T @ coef @ eigvec_scaled
         c = self.M.T @ intercept / self.s_b
         return np.concatenate([V.ravel(), c])
 
@@ -97,7 +116,7 @@ class SoftmaxObjective:
         grad_intercept = raw.sum(axis=0, dtype=np.float64)
         grad_max = max(np.abs(grad_coef).max(), np.abs(grad_intercept).max())
         self.last = (x.copy(), float(grad_max))
-        grad_V = self.M.T @ grad_coef @ self.S.T
+        grad_V = self._times_S_transposed(self.M.T @ grad_coef)
         grad_c = self.M.T @ grad_intercept * self.s_b
         return loss, np.concatenate([grad_V.ravel(), grad_c])
 
@@ -140,7 +159,10 @@ def fit_softmax(Z, y, n_classes, C, eigen, *, tol: float, max_iter: int,
 
 def covariance_eigen(Z: np.ndarray, rows: np.ndarray | None = None):
     """Eigen-decomposition (values, vectors) of the standardised rows' covariance, for the
-    preconditioner; `rows` picks the rows to use, gathered a small block at a time (no copy)."""
+    preconditioner; `rows` picks the rows to use, gathered a small block at a time (no copy).
+    None above core/probe_forms.EIGEN_MAX_FEATURES features: the diagonal form."""
+    if not eigen_preconditioner(Z.shape[1]):
+        return None
     rows = np.arange(len(Z)) if rows is None else rows
     cov = np.zeros((Z.shape[1], Z.shape[1]))
     for start in range(0, len(rows), FIT_CHUNK_ROWS):

@@ -21,7 +21,7 @@ from embedprobe.tasks.base import FoldJob, Task, job_folds
 def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
     """(the fold's JSON record, arrays saved in its .npz) of a logistic probe over the units."""
     windows = job.store.windows
-    X = np.asarray(job.store.embeddings[:], dtype=np.float32)
+    X = np.asarray(job.store.load(), dtype=np.float32)
     masks = fold_split(job_folds(task, job), windows, job.fold)
     y = windows["label"].to_numpy().astype(np.int64)
     result = fit_logistic_probe(

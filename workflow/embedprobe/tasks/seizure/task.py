@@ -86,7 +86,7 @@ class SeizureDetection(Task):
         from embedprobe.tasks.seizure.scoring import RecordingTruth, WindowTimeline
 
         windows = job.store.windows
-        X = np.asarray(job.store.embeddings[:], dtype=np.float32)
+        X = np.asarray(job.store.load(), dtype=np.float32)
         masks = fold_split(job_folds(self, job), windows, job.fold)
         y = windows["label"].to_numpy().astype(np.int64)
         test = windows[masks["test"]]

@@ -78,7 +78,7 @@ class SleepEvents(Task):
         probes, skipped = self.probes(job.bench, reader)
         overlaps = window_overlaps(job, reader, windows, {p.field for p in probes}, self.fields)
         C_grid = tuple(float(c) for c in job.bench.get("probe", {}).get("C_grid", [1.0]))
-        X = np.asarray(job.store.embeddings[:], dtype=np.float32)
+        X = np.asarray(job.store.load(), dtype=np.float32)
         results = fit_event_probes(X, masks, overlaps, probes, C_grid, job.progress)
         head = results[probes[0].key]
         if "skipped" in head:
