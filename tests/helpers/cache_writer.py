@@ -1,6 +1,7 @@
 """A stand-in embed loop for the crash tests: deterministic rows into a real EmbeddingWriter.
 
     python tests/helpers/cache_writer.py OUT LOG --n 600 --dim 16 --batch 32 [--kill-at POINT:K]
+        [--tokens T]   (a token store: rows of T x dim)
 
 Row r's embedding is a fixed function of r, so any mix of runs must give the same file. Each
 run appends `open <durable_rows> <batch_size_hint>` to LOG, then `computed <start> <end>` for
@@ -74,7 +75,9 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=16)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--kill-at")
+    parser.add_argument("--tokens", type=int, default=0)
     args = parser.parse_args()
+    row = (args.tokens, args.dim) if args.tokens else args.dim
 
     n_batches = -(-args.n // args.batch)
     kill = Killer(args.kill_at, n_batches)
@@ -84,14 +87,15 @@ def main() -> None:
 
     table = window_table(args.n)
     log = open(args.log, "a", buffering=1)
-    with cache.EmbeddingWriter(args.out, identity_for(table), args.n, args.dim, table,
+    with cache.EmbeddingWriter(args.out, identity_for(table), args.n, row, table,
                                chunk_rows=64) as writer:
         log.write(f"open {writer.durable_rows} {writer.batch_size_hint}\n")
         print("ready", flush=True)
         for start in range(writer.durable_rows, args.n, args.batch):
             end = min(args.n, start + args.batch)
             batch_index["i"] = start // args.batch
-            rows = embeddings_for(start, end, args.dim)
+            rows = embeddings_for(start, end, int(np.prod(row))).reshape(end - start, *
+                                                                        np.atleast_1d(row))
             log.write(f"computed {start} {end}\n")
             kill("computed", batch_index["i"])
             writer.append(rows)

@@ -355,3 +355,70 @@ def test_second_writer_on_the_same_cache_is_refused(tmp_path):
     with EmbeddingWriter(out, identity_for(table), 10, 4, table):
         with pytest.raises(CacheError, match="being written by another process"):
             EmbeddingWriter(out, identity_for(table), 10, 4, table)
+
+
+# ------------------------------------------------------------------------- token stores
+
+
+def test_a_token_store_keeps_its_rows_and_reads_them_flattened(tmp_path):
+    table = window_table(120)
+    rows = embeddings_for(0, 120, 5 * 8).reshape(120, 5, 8)
+    path = tmp_path / "tokens.h5"
+    with EmbeddingWriter(path, identity_for(table), 120, (5, 8), table, chunk_rows=16) as w:
+        for start in range(0, 120, 32):
+            w.append(rows[start:start + 32])
+        w.finish()
+    with h5py.File(path) as f:
+        assert f["embeddings"].shape == (120, 5, 8)
+        assert (int(f.attrs["tokens"]), int(f.attrs["dim"])) == (5, 8)
+    with open_embeddings(path, identity_for(table)) as store:
+        assert store.width == 40
+        # each window's tokens one after another: token t of window i at [i, 8t:8t+8]
+        assert_bitwise(store.load(), rows.reshape(120, 40))
+        keys, means = store.mean_by("subject")
+        assert list(keys) == ["sub00"]  # every row of this table
+        assert np.allclose(means[0], rows.reshape(120, 40).mean(0, dtype=np.float64))
+    assert inspect(path)["tokens"] == 5
+
+
+def test_a_token_store_refuses_pooled_rows_and_a_partial_of_another_shape(tmp_path, capsys):
+    table = window_table(64)
+    path = tmp_path / "tokens.h5"
+    rows = embeddings_for(0, 64, 24).reshape(64, 3, 8)
+    with EmbeddingWriter(path, identity_for(table), 64, (3, 8), table) as w:
+        with pytest.raises(ValueError, match=r"shape \(b, 3, 8\)"):
+            w.append(rows[:4].reshape(4, 24))
+        w.append(rows[:32])  # durable, left as a partial
+    with EmbeddingWriter(path, identity_for(table), 64, 24, table) as w:  # pooled: 24 wide
+        assert w.durable_rows == 0
+    assert "it holds 64 x 3 x 8 rows, expected 64 x 24" in capsys.readouterr().err
+
+
+def test_a_token_row_with_a_changed_byte_fails_verification(tmp_path):
+    table = window_table(64)
+    rows = embeddings_for(0, 64, 24).reshape(64, 3, 8)
+    path = tmp_path / "tokens.h5"
+    with EmbeddingWriter(path, identity_for(table), 64, (3, 8), table) as w:
+        w.append(rows)
+        w.finish()
+    with h5py.File(path, "r+") as f:
+        f["embeddings"][40, 2, 7] = 1.0 + float(f["embeddings"][40, 2, 7])
+    with pytest.raises(CacheError, match="row 40 is unreadable, not finite or fails"):
+        open_embeddings(path)
+
+
+def test_sigkills_in_a_token_store_resume_to_the_uninterrupted_bytes(tmp_path):
+    reference = tmp_path / "ref" / "toy.h5"
+    reference.parent.mkdir()
+    done = run_helper(reference, reference.with_suffix(".log"), "--n", "300", "--tokens", "6")
+    assert done.returncode == 0, done.stderr
+    out, log = tmp_path / "toy.h5", tmp_path / "writer.log"
+    for point in ("durable:2", "rows_flushed:5", "final_written:1"):
+        killed = run_helper(out, log, "--n", "300", "--tokens", "6", kill_at=point)
+        assert killed.returncode == -signal.SIGKILL, (point, killed.stderr)
+    finished = run_helper(out, log, "--n", "300", "--tokens", "6")
+    assert finished.returncode == 0, finished.stderr
+    assert_same_store(out, reference)
+    with open_embeddings(out) as store:
+        assert store.embeddings.shape == (300, 6, 16)
+    assert_resumed_cleanly(log, 300, 32, kills=3)

@@ -274,3 +274,54 @@ def test_ages_outside_the_bins_are_refused():
 def test_kappa_of_the_fast_probe_is_the_metrics_kappa(hard_set):
     fast = fit_logistic_probe(*(hard_set[k] for k in SPLIT_KEYS), C_grid=(1.0,))
     assert fast.test_metrics["kappa"] == cohen_kappa(hard_set["y_test"], fast.test_pred)
+
+
+def test_wide_rows_take_the_diagonal_form_and_reach_sklearns_objective(monkeypatch):
+    """Above core/probe_forms.EIGEN_MAX_FEATURES no p x p matrix is made (a flattened token
+    store: 6,000-250,000 features); the fit still ends at scikit-learn's criterion, at an
+    objective no higher than scikit-learn's own fit. The threshold is lowered here so that a
+    small set exercises the form."""
+    from embedprobe.probing import softmax
+
+    monkeypatch.setattr(softmax, "eigen_preconditioner", lambda n_features: n_features <= 16)
+    data = hard_probe_splits(3_000, 10, 10, dim=48, seed=3)
+    Z = StandardScaler().fit_transform(data["X_train"]).astype(np.float32)
+    y = data["y_train"]
+    assert covariance_eigen(Z) is None
+    fit = fit_softmax(Z, y, 5, 0.1, None, tol=1e-4, max_iter=1000)
+    assert fit.converged and fit.grad_max <= 1e-4
+    model = LogisticRegression(C=0.1, max_iter=1000).fit(Z, y)
+    objective = SoftmaxObjective(Z, y, 5, 0.1, None)
+    assert objective.S is None
+    ours, _ = objective(objective.from_original(fit.coef, fit.intercept))
+    coef = model.coef_ - model.coef_.mean(axis=0)
+    intercept = model.intercept_ - model.intercept_.mean()
+    theirs, _ = objective(objective.from_original(coef, intercept))
+    assert ours <= theirs + 1e-6
+    assert np.mean((Z @ fit.coef.T + fit.intercept).argmax(axis=1) == model.predict(Z)) >= 0.99
+
+
+def test_the_probe_on_flattened_tokens_fits_past_the_threshold(monkeypatch):
+    """A real width past the threshold (4,200 features: 21 tokens x 200) and fewer rows than
+    features: the probe makes no eigen preconditioner, every fit meets the criterion and the
+    chosen C scores above chance on test (the diagonal form's objective against scikit-learn's
+    is the test above)."""
+    from embedprobe.core.probe_forms import EIGEN_MAX_FEATURES
+    from embedprobe.probing import logistic
+
+    made = []
+    monkeypatch.setattr(logistic, "covariance_eigen",
+                        lambda Z, rows=None: made.append(Z.shape) or covariance_eigen(Z, rows))
+    rng = np.random.default_rng(4)
+    centres = rng.normal(0, 0.05, (5, 4_200)).astype(np.float32)  # a weak class signature
+
+    def split(n):
+        y = rng.integers(0, 5, n)
+        return rng.normal(0, 1, (n, 4_200)).astype(np.float32) + centres[y], y
+
+    splits = [*split(800), *split(400), *split(400)]
+    assert splits[0].shape[1] > EIGEN_MAX_FEATURES
+    fast = fit_logistic_probe(*splits, C_grid=(0.001, 0.01))
+    assert made == [(800, 4_200)]  # asked once, and it answered with the diagonal form
+    assert all(fast.converged_by_C.values())
+    assert fast.test_metrics["kappa"] > 0.2
