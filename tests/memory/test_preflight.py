@@ -134,3 +134,31 @@ def test_each_preflight_s_config_slice_holds_only_what_it_sizes(pair):
     bench_slice = json.loads(preflight_job_config_json(config, DATASET, MODEL, "sleep_stage"))
     assert list(bench_slice["benchmarks"]) == ["sleep_stage"]
     assert list(bench_slice["datasets"]) == [DATASET] and list(bench_slice["models"]) == [MODEL]
+
+
+def test_a_token_width_that_cannot_fit_is_refused_naming_the_pooled_width(pair, tmp_path):
+    """A token store's flattened width (EEGPT read as tokens: 120 x 2048 per sleep epoch) whose
+    probe cannot fit the limit stops preflight before the run: the breakdown, and a fix that
+    names the pooled width's request, which fits."""
+    import dataclasses
+
+    from embedprobe.pipeline.check import read_result
+
+    config, index, check_path = pair
+    check = read_result(check_path)
+    wide = tmp_path / "check_tokens.json"
+    write_result(dataclasses.replace(check, feature_dim=120 * 2048, tokens=120), wide)
+    out = tmp_path / "sleep_stage.json"
+    run = preflight({**config, "memory_limit_mb": 3000}, wide, index, out,
+                    "--benchmark", "sleep_stage")
+    assert run.returncode != 0 and not out.exists()
+    assert "probe/sleep_stage/fold0" in run.stderr and "cannot fit the memory limit" in run.stderr
+    assert "embeddings" in run.stderr  # the breakdown's terms
+    fix = next(line for line in run.stderr.splitlines() if line.startswith("fix:"))
+    assert f"or probe {MODEL} pooled: `pooling: mean` in its entry" in fix
+    assert "gives 2048 features instead of 120 tokens x 2048" in fix and "which fits" in fix
+    # the same pair pooled is sized as usual
+    pooled = tmp_path / "pooled.json"
+    write_result(dataclasses.replace(check, feature_dim=2048, tokens=0), pooled)
+    assert preflight({**config, "memory_limit_mb": 3000}, pooled, index, out,
+                     "--benchmark", "sleep_stage").returncode == 0
