@@ -66,6 +66,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
+from embedprobe.core.probe_forms import eigen_preconditioner  # noqa: E402
 from embedprobe.core.units import MIB  # noqa: E402
 from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS  # noqa: E402
 from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
@@ -102,6 +103,7 @@ from embedprobe.memory.workloads import (  # noqa: E402
     recording_set,
     run_check,
     seizure_embed_set,
+    token_rows,
     write_estimate,
     write_store,
 )
@@ -230,7 +232,10 @@ PLANS = {
         "embed_seizure": [("biot_random", 600, 1), ("cbramod_random", 256, 2)],
         "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (80_000, 128, 1),
                            (24_000, 512, 1), (12_000, 1024, 1), (30_000, 1536, 1),
-                           (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2)],
+                           (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2),
+                           # token stores' widths, the probe's diagonal form (validate_memory:
+                           # 6,000 and 24,576 at other row counts)
+                           (3_500, 8_000, 1), (1_000, 16_384, 1)],
         # probe_seizure: (rows, width, parallel fits)
         "probe_seizure": [(2_000, 16, 1), (10_000, 64, 1), (40_000, 128, 1), (16_000, 512, 1),
                           (8_000, 1024, 1), (4_000, 2_560, 1), (24_000, 256, 2)],
@@ -260,7 +265,7 @@ PLANS = {
         "probe_logistic": [(2_000, 16, 1), (10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
                            (24_000, 512, 1), (12_000, 1024, 1), (40_000, 1536, 1),
                            (6_000, 2_560, 1), (40_000, 128, 2), (16_000, 1024, 2),
-                           (80_000, 384, 3)],
+                           (80_000, 384, 3), (3_500, 8_000, 1), (1_000, 16_384, 1)],
         "probe_seizure": [(2_000, 16, 1), (10_000, 64, 1), (40_000, 128, 1), (80_000, 384, 1),
                           (16_000, 512, 1), (8_000, 1024, 1), (4_000, 2_560, 1),
                           (24_000, 256, 2), (40_000, 1024, 3)],
@@ -344,13 +349,21 @@ def measure_probe_job(job: str, inputs: dict, estimate_file: Path, key: str, arg
 
 
 def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
+    """The staging probe job; past the eigen form's width (core/probe_forms) on a token store
+    (tokens of 200 or 2,048 values) with C 0.001 and 0.01 only: one fit at a time either way,
+    and strong penalties converge in minutes on 2 cores where C = 100 would take an hour."""
     runs = []
     for rows, dim, n_jobs in plan:
-        X, y = hard_rows(rows, dim)
         store = workdir / f"store_{rows}x{dim}.h5"
-        subjects = write_store(store, X, y)
+        wide = not eigen_preconditioner(dim)
+        tokens = dim // (200 if dim % 200 == 0 else 2048) if wide else 0
+        X, y = token_rows(rows, tokens, dim // tokens) if wide else hard_rows(rows, dim)
+        subjects = write_store(store, X, y, tokens=tokens)
         del X
         config = probe_config(workdir, n_jobs)
+        if wide:
+            config["benchmarks"][PROBE_BENCHMARK].setdefault("probe", {})["C_grid"] = [
+                0.001, 0.01]
         runs.append(measure_probe_job(
             "probe_logistic", probe_inputs(config, PROBE_BENCHMARK, subjects, dim),
             workdir / f"estimate_{rows}x{dim}_{n_jobs}.json", f"probe/{PROBE_BENCHMARK}/fold0",

@@ -30,6 +30,11 @@ each predicted the way the workflow predicts it:
   events probe    2-3 widths x 1-2 row counts: the `embedprobe probe` job of the sleep-
                   respiratory benchmark (fold 0: UCDDB look-alike windows, their event lists
                   read, one fit per field and threshold), job type probe_events
+  tokens          the sleep-staging probe job (fold 0) on token stores (pooling: tokens) at 2
+                  flattened widths x 2 row counts: a sleep epoch of LaBraM tokens (30 x 200)
+                  and a 3 s trial of EEGPT's (12 x 2048), past the width where the probe takes
+                  its diagonal form; C grid 0.001 and 0.01 (strong penalties converge fast on
+                  2 cores; one fit at a time either way)
   families        the embed job of every other family's random init (EEGPT and the seven added
                   from braindecode: BENDR, Signal-JEPA, LUNA, REVE, ST-EEGFormer, CodeBrain,
                   EEG-DINO) at 2 night lengths of the Sleep-EDF demo: no constant of theirs is
@@ -87,7 +92,9 @@ from embedprobe.memory.peaks import MeasuredRun, run_measured  # noqa: E402
 
 MEDIAN_TARGET = 0.05
 UNDER_TARGET = -0.10
-WIDTH_OF = {200: "LaBraM/CBraMod", 256: "BIOT", 2048: "EEGPT"}
+WIDTH_OF = {200: "LaBraM/CBraMod", 256: "BIOT", 2048: "EEGPT", 6000: "LaBraM 30 tokens",
+            24576: "EEGPT 12 tokens"}
+TOKENS_OF = {6000: 30, 24576: 12}  # the token stores' rows: tokens x width
 
 FAMILY_MODELS = ("eegpt_random", "bendr_random", "signal_jepa_random", "luna_random",
                  "reve_random", "steegformer_random", "codebrain_random", "eegdino_random")
@@ -115,6 +122,7 @@ GRIDS = {
         "contended_hours": 0.75,
         "family_models": FAMILY_MODELS,
         "family_hours": (1 / 6, 0.75),
+        "token_rows": {6000: (3_000, 8_000), 24576: (800, 2_000)},
     },
     "quick": {
         "embed_models": ("biot_random",),
@@ -133,6 +141,7 @@ GRIDS = {
         "contended_hours": 0.5,
         "family_models": FAMILY_MODELS,
         "family_hours": (1 / 6,),
+        "token_rows": {6000: (2_000, 5_000), 24576: (600, 1_500)},
     },
 }
 
@@ -246,15 +255,22 @@ def embed_rows(grid: dict, workdir: Path, contended: bool = False) -> Iterator[R
 
 
 def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
-               margin: float) -> Iterator[Row]:
-    """The sleep-staging probe job (fold 0) on stores of each width and row count."""
+               margin: float, sizes_key: str = "probe_rows",
+               c_grid: tuple | None = None) -> Iterator[Row]:
+    """The sleep-staging probe job (fold 0) on stores of each width and row count (token
+    stores for the widths of TOKENS_OF when `sizes_key` is token_rows)."""
     config = workloads.probe_config(workdir, n_jobs=1)
+    if c_grid:
+        config["benchmarks"][workloads.PROBE_BENCHMARK].setdefault("probe", {})["C_grid"] = \
+            list(c_grid)
     key = f"probe/{workloads.PROBE_BENCHMARK}/fold0"
-    for dim, sizes in grid["probe_rows"].items():
-        X, y = workloads.hard_rows(max(sizes), dim)
+    for dim, sizes in grid[sizes_key].items():
+        tokens = TOKENS_OF.get(dim, 0) if sizes_key == "token_rows" else 0
+        X, y = (workloads.token_rows(max(sizes), tokens, dim // tokens) if tokens
+                else workloads.hard_rows(max(sizes), dim))
         for rows in sizes:
             store = workdir / f"store_{rows}x{dim}.h5"
-            subjects = workloads.write_store(store, X[:rows], y[:rows])
+            subjects = workloads.write_store(store, X[:rows], y[:rows], tokens=tokens)
             inputs = (workloads.probe_inputs(config, workloads.PROBE_BENCHMARK, subjects, dim)
                       | probe_baseline_inputs("probe_logistic"))
             estimate = fit_knobs("probe_logistic", inputs, calibration, limit, margin)
@@ -263,8 +279,9 @@ def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
             run = workloads.measure(workloads.probe_argv(config, store, estimate_path,
                                                          workdir / "probe_out"),
                                     f"probe {rows} x {dim}")
-            yield _row("logistic probe", f"width {dim} ({WIDTH_OF.get(dim, '-')})",
-                       f"{rows:,} windows", estimate.as_dict(), run)
+            job = "logistic probe, tokens" if tokens else "logistic probe"
+            yield _row(job, f"width {dim} ({WIDTH_OF.get(dim, '-')})", f"{rows:,} windows",
+                       estimate.as_dict(), run)
         del X, y
 
 
@@ -418,8 +435,8 @@ def write_rows(rows: list[Row], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-ROW_KINDS = ("embed", "families", "logistic", "brain-age", "recording", "hypnogram", "seizure",
-             "events", "contended")
+ROW_KINDS = ("embed", "families", "logistic", "tokens", "brain-age", "recording", "hypnogram",
+             "seizure", "events", "contended")
 
 
 def cpu_grid(args) -> int:
@@ -447,6 +464,8 @@ def cpu_grid(args) -> int:
                         "embed_hours": grid["family_hours"], "seizure_embed_files": ()},
                 workdir / "families"),
             "logistic": lambda: probe_rows(grid, workdir / "probe", calibration, limit, margin),
+            "tokens": lambda: probe_rows(grid, workdir / "tokens", calibration, limit, margin,
+                                         sizes_key="token_rows", c_grid=(0.001, 0.01)),
             "brain-age": lambda: brain_age_rows(grid, workdir / "age", calibration, limit,
                                                 margin),
             "recording": lambda: recording_rows(grid, workdir / "recording", calibration,

@@ -169,7 +169,8 @@ def test_each_job_type_is_one_object():
     assert brain_age.composed_of == ("aggregate_subject_mean", "probe_ridge")
     assert estimates.COMPOSED == {"probe_brain_age": brain_age.composed_of,
                                   "probe_recording": ("aggregate_subject_mean",),
-                                  "probe_events": ("probe_seizure",)}
+                                  "probe_events": ("probe_seizure",),
+                                  "probe_bci": ("probe_logistic",)}
     assert estimates.JOB_TYPES["embed_gpu"].device == "embed_gpu_device"
     for name, kind in estimates.JOB_TYPES.items():
         assert kind.name == name and kind.terms and kind.required
@@ -395,3 +396,46 @@ def test_every_task_sizes_its_probe_with_a_registered_job_type():
         assert task.probe_step in STEP_IMPORTS
         assert JOB_STEP[job_type] == task.probe_step, benchmark
     assert seen == set(TASKS)
+
+
+def test_the_logistic_probes_blocks_follow_its_splits_and_form():
+    """A fold of a few hundred trials holds blocks of its own rows, not 8,192-row blocks: at a
+    token store's 24,576 features that is the difference between 2.4 GB and a few MB. From a
+    split of 8,192 rows (and 2,048 training rows) on, the calibrated blocks are unchanged; past
+    the eigen form's width the diagonal form's own constant counts, and no p x p matrix."""
+    from embedprobe.core.probe_forms import EIGEN_MAX_FEATURES, block_share
+
+    constants = {**estimates.DEFAULT_CONSTANTS["probe_logistic"], "block_rows": 24_000.0,
+                 "wide_block_rows": 6_000.0}
+    table = {"jobs": {"probe_logistic": constants}}
+
+    def terms(n_train, n_val, n_test, dim):
+        inputs = {"n_train": n_train, "n_val": n_val, "n_test": n_test, "dim": dim,
+                  "n_classes": 4}
+        return estimate("probe_logistic", inputs, table, None).terms
+
+    assert block_share(20_000, 8_192, 8_192) == 1.0 == block_share(2_048, 8_192, 100)
+    assert block_share(96, 48, 48) == (96 + 2 * 96) / 12_288
+    big = terms(20_000, 8_192, 8_192, 256)
+    assert big["row blocks (standardise, score)"] == 24_000 * 256 * 4
+    small = terms(96, 48, 48, 256)
+    assert small["row blocks (standardise, score)"] == pytest.approx(
+        24_000 * (96 + 192) / 12_288 * 256 * 4)
+    wide = terms(96, 48, 48, 24_576)
+    assert EIGEN_MAX_FEATURES < 24_576
+    assert wide["row blocks (standardise, score)"] == pytest.approx(
+        6_000 * (96 + 192) / 12_288 * 24_576 * 4)
+    assert wide["preconditioner (p x p float64)"] == 0
+    assert terms(96, 48, 48, 4_096)["preconditioner (p x p float64)"] > 0
+
+
+def test_the_motor_imagery_probe_is_sized_with_the_imports_of_its_folds():
+    """Its folds draw the validation subject with scikit-learn's train_test_split: the job
+    type probe_bci (the staging probe's terms and constants) measures that step's baseline."""
+    from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS
+
+    assert estimates.COMPOSED["probe_bci"] == ("probe_logistic",)
+    assert estimates.JOB_TYPES["probe_bci"].terms == estimates.JOB_TYPES["probe_logistic"].terms
+    assert JOB_STEP["probe_bci"] == "bci"
+    assert "sklearn.model_selection" in STEP_IMPORTS["bci"]
+    assert "sklearn" not in STEP_IMPORTS["probe"]

@@ -1,5 +1,6 @@
-"""Where the logistic probe changes form with the width of its rows: one owner for the threshold
-the probe (probing/softmax.py) and its memory formula (memory/formulas.py) both follow.
+"""The logistic probe's shapes that its memory formula follows: the row blocks it standardises
+and scores in, and where it changes form with the width of its rows. One owner for what the
+probe (probing/standardize.py, softmax.py) does and the formula (memory/formulas.py) counts.
 
 Up to EIGEN_MAX_FEATURES features the fast probe preconditions with the eigenvectors of the
 training covariance (p x p float64; the formula counts 4-5 such matrices: 512-640 MB at 4,096);
@@ -9,6 +10,20 @@ the eigen form. Standard library only: the memory formulas import it at parse ti
 """
 
 EIGEN_MAX_FEATURES = 4096
+CHUNK_ROWS = 8192  # rows standardised at a time (validation/test scoring, copies), float32
+FIT_CHUNK_ROWS = 2048  # rows per block while fitting the scaler (float64) or the covariance
+
+
+FULL_BLOCK_ROWS = CHUNK_ROWS + 2 * FIT_CHUNK_ROWS
+
+
+def block_share(n_train: int, n_val: int, n_test: int) -> float:
+    """The share of its full blocks a fit holds at once: one scoring or standardising block
+    (at most the largest split's rows) and one float64 block of the scaler's fit (twice its
+    rows' worth, at most the training rows), over FULL_BLOCK_ROWS. 1 once a split has 8,192
+    rows and training 2,048."""
+    held = min(CHUNK_ROWS, max(n_train, n_val, n_test)) + 2 * min(FIT_CHUNK_ROWS, n_train)
+    return held / FULL_BLOCK_ROWS
 
 
 def eigen_preconditioner(n_features: int) -> bool:

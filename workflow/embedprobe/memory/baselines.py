@@ -22,6 +22,11 @@ STEP_IMPORTS = {
     # the sleep-staging probe job (probing/softmax.py's own L-BFGS: no scikit-learn)
     "probe": "import embedprobe.cli, embedprobe.pipeline.fold_job, embedprobe.tasks.sleep_staging, "
              "embedprobe.memory.runs",
+    # the motor-imagery probe job: the staging probe's, and scikit-learn's train_test_split
+    # draws its validation subject (probing/folds.py; ~50 MB the staging step lacked: the
+    # BNCI look-alike's probes peaked 170-177 MB against 145-167 MB estimates)
+    "bci": "import sklearn.model_selection, embedprobe.cli, embedprobe.pipeline.fold_job, "
+           "embedprobe.tasks.motor_imagery, embedprobe.memory.runs",
     # the brain-age job also imports scikit-learn's Ridge and reads the subjects table (.xls)
     "ridge": "import sklearn.linear_model, sklearn.preprocessing, xlrd, embedprobe.cli, "
              "embedprobe.pipeline.fold_job, embedprobe.memory.runs, embedprobe.tasks.brain_age",
@@ -49,8 +54,8 @@ STEP_IMPORTS = {
 # tests/memory/test_estimates.py): preflight's default for a probe job type (a task may name its own
 # step), the calibration's for every job type it fits. embed_gpu's is measured by the check
 # job (CUDA initialised), none of these.
-JOB_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_ridge": "ridge",
-            "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
+JOB_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_bci": "bci",
+            "probe_ridge": "ridge", "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
             "probe_seizure": "seizure", "probe_recording": "recording",
             "probe_events": "events", "probe_hypnogram": "hypnogram"}
 

@@ -198,7 +198,18 @@ _TYPES = [
         constants=MappingProxyType({
             "baseline_bytes": 250 * MIB, "overhead_bytes": 0.0, "embeddings_copies": 2.0,
             "window_row_bytes": 200.0, "fit_data_copies": 1.0, "workspace_factor": 3.0,
-            "block_rows": 12288.0, "square_copies": 3.0}),
+            # wide_block_rows: the diagonal form's (core/probe_forms), no covariance blocks
+            "block_rows": 12288.0, "wide_block_rows": 12288.0, "square_copies": 3.0}),
+        knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
+    # The motor-imagery probe: the staging probe's fit over trials, in a job that also imports
+    # scikit-learn's train_test_split for its validation subject (baselines.STEP_IMPORTS
+    # "bci"); its constants are the staging probe's, unless the table fits its own.
+    JobType(
+        "probe_bci",
+        terms=PROBE_LOGISTIC_TERMS,
+        required=("n_train", "n_val", "n_test", "dim", "n_classes"),
+        defaults=MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32}),
+        constants=MappingProxyType({}), composed_of=("probe_logistic",),
         knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
     # The seizure probe (seizure_probe.fit_seizure_probe, formulas.PROBE_SEIZURE_TERMS).
     JobType(

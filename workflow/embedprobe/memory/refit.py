@@ -50,7 +50,7 @@ FITTED = {
     # fit_data_copies stays structural (1): the fast probe keeps one standardised copy; with
     # 3:1:1 folds it would be collinear with embeddings_copies anyway
     "probe_logistic": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
-                       "workspace_factor", "block_rows", "square_copies"),
+                       "workspace_factor", "block_rows", "wide_block_rows", "square_copies"),
     "probe_ridge": ("overhead_bytes", "data_copies", "gram_factor", "kernel_factor"),
     "aggregate_subject_mean": ("overhead_bytes", "chunk_copies", "index_row_bytes"),
     # the brain-age job as the workflow runs it (subject means streamed, then ridge): its own

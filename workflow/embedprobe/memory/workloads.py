@@ -231,9 +231,10 @@ def window_table(labels: np.ndarray):
 
 
 def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
-                dataset: str = DEMO_DATASET) -> list[str]:
+                dataset: str = DEMO_DATASET, tokens: int = 0) -> list[str]:
     """A finished embedding cache of X (as embed writes it) over `table` (default: a
-    Sleep-EDF-like one for `labels`); returns its subject column."""
+    Sleep-EDF-like one for `labels`); with `tokens`, a token store whose rows are X's rows cut
+    into that many tokens. Returns its subject column."""
     from embedprobe import __version__
     from embedprobe.pipeline import store as cache
 
@@ -244,9 +245,11 @@ def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
             windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
             weights_sha256="0" * 64, code_version=__version__)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with cache.EmbeddingWriter(path, identity, len(X), X.shape[1], table) as writer:
+        row = (tokens, X.shape[1] // tokens) if tokens else X.shape[1]
+        with cache.EmbeddingWriter(path, identity, len(X), row, table) as writer:
             for start in range(0, len(X), 8192):
-                writer.append(X[start:start + 8192])
+                block = X[start:start + 8192]
+                writer.append(block.reshape(len(block), *np.atleast_1d(row)))
             writer.finish()
     return table["subject"].tolist()
 
@@ -256,6 +259,15 @@ def hard_rows(n_rows: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndar
     from embedprobe.probing.synthetic import hard_embeddings
 
     return hard_embeddings(n_rows, dim, seed=seed)
+
+
+def token_rows(n_rows: int, tokens: int, width: int,
+               seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Token-store rows: hard rows of `width` (what one token is), `tokens` of them a window,
+    flattened in order; a window's label is its first token's. Generating hard rows at the
+    flattened width would build its width x width covariance (2 GB at 16,384)."""
+    X, y = hard_rows(n_rows * tokens, width, seed=seed)
+    return X.reshape(n_rows, tokens * width), y[::tokens].copy()
 
 
 def probe_config(folder: Path, n_jobs: int) -> dict:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.core.probe_forms import CHUNK_ROWS
 from embedprobe.probing.metrics import classification_scores, cohen_kappa
 from embedprobe.probing.softmax import (
     SoftmaxFit,
@@ -53,7 +54,7 @@ from embedprobe.probing.softmax import (
     fit_softmax,
     softmax,
 )
-from embedprobe.probing.standardize import CHUNK_ROWS, Standardizer
+from embedprobe.probing.standardize import Standardizer
 
 C_GRID = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
 MAX_ITER = 1000

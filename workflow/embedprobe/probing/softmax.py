@@ -35,8 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from embedprobe.core.probe_forms import eigen_preconditioner
-from embedprobe.probing.standardize import CHUNK_ROWS, FIT_CHUNK_ROWS
+from embedprobe.core.probe_forms import CHUNK_ROWS, FIT_CHUNK_ROWS, eigen_preconditioner
 
 SOFTMAX_CURVATURE = 0.2
 

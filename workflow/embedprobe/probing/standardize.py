@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CHUNK_ROWS = 8192  # rows standardised at a time (validation/test scoring, copies)
-FIT_CHUNK_ROWS = 2048  # rows per block while fitting the scaler (float64) or the covariance
+from embedprobe.core.probe_forms import CHUNK_ROWS, FIT_CHUNK_ROWS
 
 
 @dataclass

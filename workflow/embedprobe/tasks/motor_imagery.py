@@ -36,6 +36,14 @@ class MotorImagery(LogisticClassification):
     classes = CLASSES
     sd_ddof = 0  # population SD over held-out subjects (every subject is tested once)
     draws_chance = True
+    probe_step = "bci"  # its folds import scikit-learn's train_test_split (memory/baselines.py)
+
+    def probe_memory(self, config: dict, bench: dict, table, fold: int, dim: int,
+                     entry: dict | None = None) -> tuple[str, dict, int]:
+        """The staging probe's sizing under the job type whose baseline imports its folds'
+        scikit-learn (estimate.JOB_TYPES probe_bci)."""
+        _job_type, inputs, runtime = super().probe_memory(config, bench, table, fold, dim, entry)
+        return "probe_bci", inputs, runtime
 
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         header = reader.read_header(rec)
