@@ -130,6 +130,39 @@ def test_motor_imagery_trials_start_half_a_second_after_each_cue(mi_run):
     assert sorted(index["label"].value_counts().tolist()) == [48, 48, 48, 48]
 
 
+def test_token_stores_run_end_to_end_beside_the_pooled_demo(mi_run, tmp_path):
+    """Two token models (`pooling: tokens`) on the motor-imagery look-alike the demo indexed:
+    the stores hold (trials, tokens, width), preflight sizes the probes at the flattened width
+    (EEGPT's 24,576: the probe's diagonal form), every probe's peak is inside its request, and
+    the flattened CBraMod tokens find the trials' class signature."""
+    from embedprobe.memory.report import read_runs
+    from embedprobe.pipeline.store import open_embeddings
+
+    workdir, _ = mi_run
+    models = {"cbramod_random_tokens": (3, 200), "eegpt_random_tokens": (12, 2048)}
+    extra = tmp_path / "tokens.yaml"
+    extra.write_text(yaml.safe_dump({"benchmarks": {"my_tokens": {
+        "task": "motor_imagery", "datasets": ["bnci2014_001_demo"], "models": list(models),
+        "folds": 4, "probe": {"C_grid": [0.001, 0.01, 0.1, 1.0]}}}}))
+    run = snakemake(workdir, "--configfile", str(extra), "--cores", "2", "my_tokens")
+    assert run.returncode == 0, run.stderr[-3000:]
+    table = pd.read_csv(workdir / "results/my_tokens/bnci2014_001_demo/results.tsv", sep="\t")
+    assert set(table["model"]) == set(models) and (table["status"] == "ok").all()
+    for model, (tokens, width) in models.items():
+        with open_embeddings(workdir / f"cache/embeddings/bnci2014_001_demo/{model}.h5") as st:
+            assert st.embeddings.shape == (4 * 48, tokens, width)
+            assert st.load().shape == (4 * 48, tokens * width)
+        record = json.loads((workdir / f"results/preflight/bnci2014_001_demo/{model}/"
+                             "my_tokens.json").read_text())
+        fold = record["jobs"]["probe/my_tokens/fold0"]
+        assert fold["job"] == "probe_bci" and fold["inputs"]["dim"] == tokens * width
+    cbramod = table.set_index("model").loc["cbramod_random_tokens"]
+    assert cbramod["balanced_accuracy_mean"] > 0.25 + 0.07, cbramod.to_dict()
+    runs = read_runs(workdir / "results/memory/runs.tsv")
+    probes = runs[runs["job"].str.startswith("probe/my_tokens/")]
+    assert len(probes) == 8 and (probes["peak_mb"] <= probes["request_mb"]).all(), probes
+
+
 def test_motor_imagery_probe_on_shuffled_labels_is_near_chance(mi_run):
     """The same embeddings with the trial labels shuffled: the LOSO probe finds nothing."""
     from embedprobe.probing.logistic import fit_logistic_probe
@@ -156,7 +189,7 @@ def test_motor_imagery_probe_on_shuffled_labels_is_near_chance(mi_run):
 
 @pytest.mark.parametrize("run_name, benchmark, probe_job", [
     ("epilepsy_run", "epilepsy_demo", "probe_seizure"),
-    ("mi_run", "bci_mi_physionet_demo", "probe_logistic")])
+    ("mi_run", "bci_mi_physionet_demo", "probe_bci")])
 def test_memory_panel_and_refit_read_the_task_probes(run_name, benchmark, probe_job, request):
     """The newer tasks' probe jobs are in their benchmark's memory panel, and a refit from the
     runs table finds every run's inputs in the split preflight files (the pair's JSON for
