@@ -43,16 +43,10 @@ RATE = {"biot": 200, "labram": 200, "cbramod": 200, "eegpt": 256, "bendr": 256,
 CONFIG = with_local_weights(load_config())
 # Every family's random init, and the local-file path of the first four families' checkpoints
 # (every family's hub checkpoint: tests/models/test_hub_weights.py).
+# token stores (pooling: tokens) are their random init read another way: tests/models/test_tokens.py
 MODEL_IDS = sorted(m for m, e in CONFIG["models"].items()
-                   if e["weights"] == "random" or m in LOCAL_WEIGHTS)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
+                   if (e["weights"] == "random" or m in LOCAL_WEIGHTS)
+                   and e.get("pooling", "mean") == "mean")
 
 
 @pytest.fixture(scope="module")

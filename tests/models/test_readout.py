@@ -27,14 +27,6 @@ CHANNELS = ("C3", "C4")  # names LaBraM has position embeddings for
 MI_DATASET = "bnci2014_001"  # labelling task motor_imagery, 4 s trials
 
 
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
 def config_with(model: str, **entry) -> dict:
     """The shipped config with `entry` set on one model (the schema is not consulted) and
     4 s motor-imagery trials."""

@@ -9,7 +9,6 @@ import os
 
 import numpy as np
 import pytest
-import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the network
 
@@ -30,14 +29,6 @@ WITH_TOKENS = {
     "CodeBrain": ("codebrain_random", 2), "EEGDINO": ("eegdino_random", 2),
     "STEEGFormer": ("steegformer_random", 2),
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_every_architecture_says_whether_it_keeps_tokens():

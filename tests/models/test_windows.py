@@ -35,14 +35,6 @@ PATCH_MODELS = ["labram_random", "labram_pretrained", "cbramod_random", "cbramod
 EEGPT_CHANNELS = ("C3", "C4")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("model_id", PATCH_MODELS)
 def test_patch_models_take_a_sleep_epoch_whole(model_id):
     rate = 256 if model_id.startswith("eegpt") else 200

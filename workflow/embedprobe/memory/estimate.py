@@ -157,6 +157,9 @@ _RIDGE_DEFAULTS = MappingProxyType(
 _EMBED_HOST_CONSTANTS = {"weights_copies": 2.0, "recording_copies": 3.0, "window_copies": 3.0,
                          "hdf5_buffer_bytes": 16 * MIB, "window_row_bytes": 200.0}
 
+_LOGISTIC_REQUIRED = ("n_train", "n_val", "n_test", "dim", "n_classes")
+_LOGISTIC_DEFAULTS = MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32})
+
 # Constants every job type has (the scheduler's processes beside a cluster job).
 COMMON_CONSTANTS = MappingProxyType({"cluster_wrapper_bytes": 300 * MIB})  # 2 x ~130 MB
 
@@ -192,9 +195,7 @@ _TYPES = [
         knobs=("batch_size",), cheaper=_cheaper_device, fill=_activations_at_batch),
     JobType(
         "probe_logistic",
-        terms=PROBE_LOGISTIC_TERMS,
-        required=("n_train", "n_val", "n_test", "dim", "n_classes"),
-        defaults=MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32}),
+        terms=PROBE_LOGISTIC_TERMS, required=_LOGISTIC_REQUIRED, defaults=_LOGISTIC_DEFAULTS,
         constants=MappingProxyType({
             "baseline_bytes": 250 * MIB, "overhead_bytes": 0.0, "embeddings_copies": 2.0,
             "window_row_bytes": 200.0, "fit_data_copies": 1.0, "workspace_factor": 3.0,
@@ -206,9 +207,7 @@ _TYPES = [
     # "bci"); its constants are the staging probe's, unless the table fits its own.
     JobType(
         "probe_bci",
-        terms=PROBE_LOGISTIC_TERMS,
-        required=("n_train", "n_val", "n_test", "dim", "n_classes"),
-        defaults=MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32}),
+        terms=PROBE_LOGISTIC_TERMS, required=_LOGISTIC_REQUIRED, defaults=_LOGISTIC_DEFAULTS,
         constants=MappingProxyType({}), composed_of=("probe_logistic",),
         knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
     # The seizure probe (seizure_probe.fit_seizure_probe, formulas.PROBE_SEIZURE_TERMS).
