@@ -338,5 +338,5 @@ def test_model_aliases_select_in_the_real_plan(runs):
     assert typo.returncode == 2, typo.stderr[-2000:]
     assert ("error: config only_models names unknown model 'all_randon' (did you mean "
             "'all_random'?)") in typo.stderr
-    assert "or an alias: all_pretrained, all_random, biot, labram, cbramod, eegpt" in (
+    assert "or an alias: all_pretrained, all_random, all_tokens, biot, labram, cbramod, eegpt" in (
         typo.stderr)
