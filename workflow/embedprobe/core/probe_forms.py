@@ -3,7 +3,7 @@ and scores in, and where it changes form with the width of its rows. One owner f
 probe (probing/standardize.py, softmax.py) does and the formula (memory/formulas.py) counts.
 
 Up to EIGEN_MAX_FEATURES features the fast probe preconditions with the eigenvectors of the
-training covariance (p x p float64; the formula counts 4-5 such matrices: 512-640 MB at 4,096);
+training covariance (p x p float64, several of them: 134 MB each at 4,096);
 above it (flattened token stores: 6,000 to 250,000 features) with the diagonal of unit
 variances, which costs no p x p matrix. Every pooled width here (at most EEGPT's 2,048) stays in
 the eigen form. Standard library only: the memory formulas import it at parse time.

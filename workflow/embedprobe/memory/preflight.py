@@ -168,7 +168,7 @@ def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, ma
 def offer_pooled(estimate, check, model: str, fold_estimate) -> None:
     """A token store's probe that cannot fit: its fix names the pooled width's request too
     (`pooling: mean`, the width divided by the tokens), the cheaper setting of all."""
-    if estimate.verdict == "ok" or not getattr(check, "tokens", 0):
+    if estimate.verdict == "ok" or not check.tokens:
         return
     width = check.feature_dim // check.tokens
     pooled, _runtime = fold_estimate(dim=width)
