@@ -123,6 +123,9 @@ GRIDS = {
         "family_models": FAMILY_MODELS,
         "family_hours": (1 / 6, 0.75),
         "token_rows": {6000: (3_000, 8_000), 24576: (800, 2_000)},
+        # the ERP probe (many 1 s epochs, 2 classes): pooled, and EEGPT's 4 tokens x 2048 of an
+        # epoch flattened (token_flattening: the diagonal form above 4,096 features)
+        "erp_rows": {200: (20_000, 60_000), 8192: (3_000, 8_000)},
     },
     "quick": {
         "embed_models": ("biot_random",),
@@ -142,6 +145,7 @@ GRIDS = {
         "family_models": FAMILY_MODELS,
         "family_hours": (1 / 6,),
         "token_rows": {6000: (2_000, 5_000), 24576: (600, 1_500)},
+        "erp_rows": {200: (10_000, 30_000), 8192: (2_000, 5_000)},
     },
 }
 
@@ -436,7 +440,7 @@ def write_rows(rows: list[Row], path: Path) -> None:
 
 
 ROW_KINDS = ("embed", "families", "logistic", "tokens", "brain-age", "recording", "hypnogram",
-             "seizure", "events", "contended")
+             "seizure", "events", "erp", "contended")
 
 
 def cpu_grid(args) -> int:
@@ -476,6 +480,8 @@ def cpu_grid(args) -> int:
                 workloads.SEIZURE_PROBE, grid, workdir / "seizure", calibration, limit, margin),
             "events": lambda: lookalike_probe_rows(
                 workloads.EVENTS_PROBE, grid, workdir / "events", calibration, limit, margin),
+            "erp": lambda: lookalike_probe_rows(
+                workloads.ERP_PROBE, grid, workdir / "erp", calibration, limit, margin),
             "contended": lambda: embed_rows(grid, workdir / "embed", contended=True),
         }
         for name, source in sources.items():

@@ -86,9 +86,9 @@ def test_an_unknown_name_is_a_usage_error_with_the_closest_one(config):
 
 
 def test_a_selection_that_leaves_every_benchmark_nothing_is_a_usage_error(config):
-    config["only_models"] = ["labram_pretrained"]  # defined, but no benchmark runs it
+    config["only_models"] = ["codebrain_pretrained"]  # defined, but no benchmark runs it
     error = usage_error(check_selection, config)
-    assert error.message == "only_models=labram_pretrained selects nothing of any benchmark"
+    assert error.message == "only_models=codebrain_pretrained selects nothing of any benchmark"
     config["only_models"], config["folds"] = ["biot_random"], "0,2"
     check_selection(config)
 

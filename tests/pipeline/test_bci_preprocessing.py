@@ -32,6 +32,7 @@ from embedprobe.core.config import load_config
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.bnci2014_001 import reader as bnci
 from embedprobe.datasets.physionet_mi import reader as physionet
+from embedprobe.datasets.registry import labelling_task_name
 from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.filters import FilterStep, apply_filters, average_reference, reach
 from embedprobe.pipeline.protocol import bci_average_reference, bci_filters, preprocessing
@@ -51,12 +52,10 @@ def config():
     return load_config()
 
 
-def steps(config, dataset, model):
-    return bci_filters(config, dataset, model_spec(config, model, dataset))
-
-
-def with_options(config, *options):
-    return copy.deepcopy(config) | {"protocol_options": list(options)}
+def steps(config, dataset, model, filtering="confound"):
+    """The model's BCI filters on the dataset; filtering "none": its no_filtering variants'."""
+    spec = dataclasses.replace(model_spec(config, model, dataset), bci_filtering=filtering)
+    return bci_filters(config, dataset, spec, labelling_task_name(config["datasets"][dataset]))
 
 
 # --------------------------------------------------------------------------- the steps
@@ -77,14 +76,22 @@ def test_each_family_is_notched_as_its_format_then_band_passed_at_4_40_hz(config
 
 
 def test_no_filtering_gives_each_family_its_own_band(config):
-    changed = with_options(config, "no_filtering")
     band = {"biot_pretrained": (0.1, 75.0), "labram_pretrained": (0.1, 75.0),
             "cbramod_pretrained": (0.1, 75.0), "eegpt_pretrained": (0.5, 70.0)}
     for model, hz in band.items():
-        assert steps(changed, "physionet_mi", model)[1] == FilterStep("mne_bandpass", hz)
+        assert steps(config, "physionet_mi", model, "none")[1] == FilterStep("mne_bandpass", hz)
     spec = model_spec(config, "eegpt_pretrained", "bnci2014_001")
-    assert (preprocessing(changed, "bnci2014_001", spec).key()
+    unfiltered = dataclasses.replace(spec, bci_filtering="none")
+    assert (preprocessing(config, "bnci2014_001", unfiltered).key()
             != preprocessing(config, "bnci2014_001", spec).key())
+
+
+def test_the_no_filtering_protocol_option_names_the_variant_that_replaced_it(config):
+    changed = copy.deepcopy(config) | {"protocol_options": ["no_filtering"]}
+    spec = model_spec(config, "cbramod_random", "bnci2014_001")
+    with pytest.raises(UsageError, match="BCI variant") as error:
+        preprocessing(changed, "bnci2014_001", spec)
+    assert "variants: [no_filtering]" in error.value.fix
 
 
 @pytest.mark.parametrize("family", ["steegformer", "sleepfm"])
@@ -93,7 +100,8 @@ def test_st_eegformer_and_sleepfm_read_0_1_64_hz_at_128_hz_with_the_line_notch(c
                                family=family, sfreq=128.0)
     assert bci_filters(config, "physionet_mi", spec) == (FilterStep("mne_notch", (60.0,)),
                                                          DEFAULT_BAND)
-    assert bci_filters(with_options(config, "no_filtering"), "physionet_mi", spec)[1] == \
+    unfiltered = dataclasses.replace(spec, bci_filtering="none")
+    assert bci_filters(config, "physionet_mi", unfiltered)[1] == \
         FilterStep("mne_bandpass", (0.1, 64.0))
 
 
@@ -186,21 +194,22 @@ def mne_filters(run, sfreq, line, band):
     return mne.filter.filter_data(x, sfreq, band[0], band[1], verbose="error")
 
 
-CASES = {  # dataset, model, options -> the recorded run's rate, EEG channels, line frequency
-    "bnci-labram-default": ("bnci2014_001", "labram_random", (), bnci.SFREQ, bnci.CHANNELS),
-    "bnci-eegpt-nofilter": ("bnci2014_001", "eegpt_random", ("no_filtering",), bnci.SFREQ,
+CASES = {  # dataset, model, bci_filtering -> the recorded run's rate, EEG channels, line frequency
+    "bnci-labram-default": ("bnci2014_001", "labram_random", "confound", bnci.SFREQ,
                             bnci.CHANNELS),
-    "physionet-eegpt-default": ("physionet_mi", "eegpt_random", (), physionet.SFREQ,
+    "bnci-eegpt-nofilter": ("bnci2014_001", "eegpt_random", "none", bnci.SFREQ,
+                            bnci.CHANNELS),
+    "physionet-eegpt-default": ("physionet_mi", "eegpt_random", "confound", physionet.SFREQ,
                                 physionet.CHANNELS + ("X1", "X2", "X3")),
-    "physionet-cbramod-nofilter": ("physionet_mi", "cbramod_random", ("no_filtering",),
+    "physionet-cbramod-nofilter": ("physionet_mi", "cbramod_random", "none",
                                    physionet.SFREQ, physionet.CHANNELS + ("X1", "X2", "X3")),
 }
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_filtered_run_is_mnes_filtering_of_the_whole_recording(config, case):
-    dataset, model, options, sfreq, names = CASES[case]
-    filters = steps(with_options(config, *options), dataset, model)
+    dataset, model, filtering, sfreq, names = CASES[case]
+    filters = steps(config, dataset, model, filtering)
     (line,), band = filters[0].freqs, filters[1].freqs
     reference = bci_average_reference(config, dataset)
     run = recorded_run(sfreq, len(reference), 120, line)
@@ -231,3 +240,40 @@ def test_the_run_is_the_references_mne_raw_pipeline_for_the_channels_a_model_rea
     # averaged over BIOT's 18 channels only, the run is not the reference's
     alone = ours(run, bnci.CHANNELS, bnci.SFREQ, BIOT_CHANNELS, BIOT_CHANNELS, filters)
     assert np.abs(alone - expected).max() > 1e3 * FLOAT32_TOLERANCE * np.abs(run).max()
+
+
+# --------------------------------------------------------------------------- other paradigms
+
+
+@pytest.mark.parametrize("task, default", [
+    # the reference's confound filtering per paradigm (moabb_loader.py CONFOUND_FILTERING; its
+    # guide, "BCI variants"): ERP 0.5-40 Hz, SSVEP the format's high-pass and no low-pass,
+    # cognitive 4-40 Hz
+    ("bci_erp", FilterStep("mne_bandpass", (0.5, 40.0))),
+    ("bci_ssvep", FilterStep("mne_highpass", (0.1,))),
+    ("bci_cognitive", FilterStep("mne_bandpass", (4.0, 40.0))),
+])
+def test_each_paradigm_has_its_confound_band_and_no_filtering_the_models_own(config, task,
+                                                                            default):
+    spec = model_spec(config, "cbramod_random", "bnci2014_001")
+    assert bci_filters(config, "bnci2014_001", spec, task) == (
+        FilterStep("mne_notch", (50.0,)), default)
+    eegpt = model_spec(config, "eegpt_random", "bnci2014_001")
+    if task == "bci_ssvep":  # EEGPT's format high-passes at 0.5 Hz
+        assert bci_filters(config, "bnci2014_001", eegpt, task)[1] == FilterStep(
+            "mne_highpass", (0.5,))
+    unfiltered = dataclasses.replace(spec, bci_filtering="none")
+    assert bci_filters(config, "bnci2014_001", unfiltered, task)[1] == FilterStep(
+        "mne_bandpass", (0.1, 75.0))
+
+
+def test_a_high_pass_alone_is_mnes_high_pass():
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(3, 4000)).astype(np.float32)
+    got = apply_filters(data, 250.0, (FilterStep("mne_highpass", (0.5,)),))
+    expected = mne.filter.filter_data(data.astype(np.float64), 250.0, 0.5, None,
+                                      verbose="error")
+    assert np.abs(got - expected).max() <= FLOAT32_TOLERANCE * np.abs(data).max() * 4
+    # the low frequencies are gone, the high ones stay (no low-pass)
+    spectrum = np.abs(np.fft.rfft(got[0] - data[0]))
+    assert spectrum[-100:].mean() < 0.05 * np.abs(np.fft.rfft(data[0]))[-100:].mean()

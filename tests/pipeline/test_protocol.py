@@ -76,7 +76,9 @@ def test_every_shipped_dataset_names_its_powerline(config):
         "bnci2014_001": 50, "physionet_mi_demo": 60, "bnci2014_001_demo": 50,
         "dod": 50, "dod_demo": 50, "ucddb": 50, "ucddb_demo": 50, "isruc": 50, "isruc_demo": 50,
         "tuab": 60, "tuab_demo": 60, "physionet2018": 60, "physionet2018_demo": 60,
-        "bonn": 50, "bonn_demo": 50}
+        "bonn": 50, "bonn_demo": 50, "bnci2014_008": 50, "bnci2014_008_demo": 50,
+        "bi2013a": 50, "bi2013a_demo": 50, "nakanishi2015": 60, "nakanishi2015_demo": 60,
+        "eegmat": 50, "eegmat_demo": 50}
 
 
 def test_motor_imagery_trials_are_scaled_as_the_references_bci_wrappers(config):

@@ -53,6 +53,9 @@ CASES = {  # task -> (fold record from a headline value, ddof, the SD by hand)
     "sleep_staging": (sleep_fold, 0, POPULATION_SD),
     "brain_age": (age_fold, 0, POPULATION_SD),
     "motor_imagery": (trial_fold, 0, POPULATION_SD),
+    "bci_erp": (trial_fold, 0, POPULATION_SD),
+    "bci_ssvep": (trial_fold, 0, POPULATION_SD),
+    "bci_cognitive": (trial_fold, 0, POPULATION_SD),
     "seizure_detection": (seizure_fold, 1, SAMPLE_SD),
     "sleep_diagnosis": (unit_fold, 0, POPULATION_SD),
     "abnormal_eeg": (unit_fold, 1, SAMPLE_SD),
@@ -61,7 +64,8 @@ CASES = {  # task -> (fold record from a headline value, ddof, the SD by hand)
     "sleep_limb": (event_fold, 0, POPULATION_SD),
 }
 # the headline's chance differs by dataset: BCI's 1/C, the sleep events' positive share
-DRAWS_CHANCE = {"motor_imagery", "sleep_arousal", "sleep_respiratory", "sleep_limb"}
+DRAWS_CHANCE = {"motor_imagery", "bci_erp", "bci_ssvep", "bci_cognitive", "sleep_arousal",
+                "sleep_respiratory", "sleep_limb"}
 # the epilepsy benchmark's catalog scores abnormal EEG against a dummy AUROC of 0.5
 DUMMIES = {"abnormal_eeg": 0.5}
 

@@ -243,11 +243,11 @@ def cmd_summary(args, config, roots):
 
 
 def cmd_leaderboard(args, config, roots):
-    from embedprobe.reporting.leaderboard import leaderboard_markdown, read_tables
+    from embedprobe.reporting.leaderboard import column_benchmark, leaderboard_markdown, read_tables
     from embedprobe.tasks.registry import benchmark_task
 
     tables = read_tables(args.tables)
-    tasks = {benchmark: benchmark_task(config, benchmark) for benchmark, _ in tables}
+    tasks = {key: benchmark_task(config, column_benchmark(key)) for key, _ in tables}
     markdown = leaderboard_markdown(args.target, tables, tasks)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(markdown)

@@ -12,6 +12,7 @@ from embedprobe.core.errors import UsageError
 from embedprobe.core.model_aliases import expand_models
 from embedprobe.core.names import closest  # other modules import it from here too
 from embedprobe.core.paths import ROOTS, limited_roots
+from embedprobe.core.variants import materialize
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_PATH = PROJECT_ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -31,13 +32,14 @@ def load_config(config_dir: Path = PROJECT_ROOT / "config") -> dict:
 
 def expand_benchmark_models(config: dict) -> dict:
     """Each benchmark's `models:` with its aliases (all_pretrained, all_random, a family)
-    replaced by their model ids, in place (core/model_aliases.py); ids stay ids, so expanding
+    replaced by their model ids, in place (core/model_aliases.py), then a benchmark with
+    `variants:` given one model id per variant (core/variants.py); ids stay ids, so expanding
     twice changes nothing. Returns the config."""
     for bench_id, bench in config.get("benchmarks", {}).items():
         if "models" in bench:
             bench["models"] = expand_models(bench["models"], config.get("models", {}),
                                             f"benchmark '{bench_id}'")
-    return config
+    return materialize(config)
 
 
 def fill_defaults(config: dict) -> dict:

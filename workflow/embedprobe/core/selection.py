@@ -115,9 +115,12 @@ def check_selection(config: dict) -> None:
 
 def selected(config: dict, benchmark: str, kind: str) -> list[str]:
     """The benchmark's models or datasets (kind) that the run selects, in the benchmark's order."""
+    from embedprobe.core.variants import split_variant
+
     listed = config["benchmarks"][benchmark][kind]
     chosen = name_list(config, f"only_{kind}")
-    return [n for n in listed if chosen is None or n in chosen]
+    # a variant's model id (`token_flattening/m`) is chosen with its model
+    return [n for n in listed if chosen is None or n in chosen or split_variant(n)[1] in chosen]
 
 
 def has_work(config: dict, benchmark: str) -> bool:
@@ -125,10 +128,37 @@ def has_work(config: dict, benchmark: str) -> bool:
     return bool(selected(config, benchmark, "models") and selected(config, benchmark, "datasets"))
 
 
-def benchmark_folds(config: dict, benchmark: str) -> list[int]:
-    """The benchmark's folds the run plans: the selection, else every fold; a selected fold
-    outside the benchmark's range is a usage error."""
+LOSO = "loso"
+
+
+def fold_count(config: dict, benchmark: str, dataset: str | None = None) -> int | str:
+    """How many folds the benchmark has on the dataset: its `folds`, or under `folds: loso`
+    one per subject: the dataset entry's `subjects`, else its generator's (a look-alike),
+    known before any file is read. Without a dataset, `loso` stays `loso`."""
     n_folds = config["benchmarks"][benchmark]["folds"]
+    if n_folds != LOSO or dataset is None:
+        return n_folds
+    entry = config["datasets"][dataset]
+    subjects = entry.get("subjects") or (entry.get("generator") or {}).get("subjects")
+    if not subjects:
+        raise UsageError(f"benchmark '{benchmark}' leaves one subject out (folds: loso), but "
+                         f"dataset '{dataset}' does not say how many subjects it has",
+                         fix=f"add `subjects: N` to datasets.{dataset} in config/datasets.yaml")
+    return int(subjects)
+
+
+def with_fold_count(config: dict, benchmark: str, dataset: str) -> dict:
+    """The benchmark's entry with `folds: loso` replaced by the dataset's count: what a job of
+    that dataset reads (smk/job_configs.py), so every fold consumer sees a number."""
+    return config["benchmarks"][benchmark] | {"folds": fold_count(config, benchmark, dataset)}
+
+
+def benchmark_folds(config: dict, benchmark: str, dataset: str | None = None) -> list[int]:
+    """The benchmark's folds the run plans on the dataset: the selection, else every fold; a
+    selected fold outside the benchmark's range is a usage error."""
+    n_folds = fold_count(config, benchmark, dataset)
+    if n_folds == LOSO:  # no dataset named: the selection, checked per dataset later
+        return parse_folds(config.get("folds")) or []
     chosen = parse_folds(config.get("folds"))
     if chosen is None:
         return list(range(n_folds))
@@ -141,12 +171,12 @@ def benchmark_folds(config: dict, benchmark: str) -> list[int]:
     return chosen
 
 
-def fold_selection(config: dict, benchmark: str) -> list[int] | None:
+def fold_selection(config: dict, benchmark: str, dataset: str | None = None) -> list[int] | None:
     """The selected folds when the run selects some (None: every fold), for aggregate: a pair
     whose selected folds all finished is `partial`, not failed."""
     if config.get("folds") is None:
         return None
-    return benchmark_folds(config, benchmark)
+    return benchmark_folds(config, benchmark, dataset)
 
 
 def describe(config: dict) -> str:

@@ -10,4 +10,7 @@ MIB = 1 << 20
 # the model's window and the tasks read it here). Kept by name, so that parse-time code and the
 # model registry need not import the task modules.
 UNIT_SECONDS = {"sleep_staging": 30.0, "seizure_detection": 10.0, "motor_imagery": 3.0,
-                "abnormal_eeg": 10.0}
+                "abnormal_eeg": 10.0,
+                # the reference's BCI trials (its guide, "Brain-computer interfaces"): an ERP
+                # epoch 1 s from the flash, an SSVEP trial 4 s of flicker, a cognitive window 4 s
+                "bci_erp": 1.0, "bci_ssvep": 4.0, "bci_cognitive": 4.0}

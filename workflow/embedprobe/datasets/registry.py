@@ -10,11 +10,15 @@ from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError
 from embedprobe.core.overrides import rerun_with
 from embedprobe.core.units import UNIT_SECONDS
+from embedprobe.datasets.bi2013a import reader as bi2013a
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
+from embedprobe.datasets.bnci2014_008 import reader as bnci2014_008
 from embedprobe.datasets.bonn import reader as bonn
 from embedprobe.datasets.chbmit import reader as chbmit
 from embedprobe.datasets.dod import reader as dod
+from embedprobe.datasets.eegmat import reader as eegmat
 from embedprobe.datasets.isruc import reader as isruc
+from embedprobe.datasets.nakanishi2015 import reader as nakanishi2015
 from embedprobe.datasets.physionet2018 import reader as physionet2018
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
@@ -43,6 +47,9 @@ FORMATS = {
                            "motor_imagery"),
     "bnci2014_001": Format(bnci2014_001, "embedprobe.datasets.bnci2014_001.lookalike",
                            "motor_imagery"),
+    "bnci2014_008": Format(bnci2014_008, "embedprobe.datasets.bnci2014_008.lookalike",
+                           "bci_erp"),
+    "bi2013a": Format(bi2013a, "embedprobe.datasets.bi2013a.lookalike", "bci_erp"),
     "tuab": Format(tuab, "embedprobe.datasets.tuab.lookalike", "abnormal_eeg"),
     "isruc": Format(isruc, "embedprobe.datasets.isruc.lookalike", "sleep_staging"),
     "bonn": Format(bonn, "embedprobe.datasets.bonn.lookalike", "abnormal_eeg"),
@@ -50,6 +57,9 @@ FORMATS = {
     "ucddb": Format(ucddb, "embedprobe.datasets.ucddb.lookalike", "sleep_staging"),
     "physionet2018": Format(physionet2018, "embedprobe.datasets.physionet2018.lookalike",
                             "sleep_staging"),
+    "nakanishi2015": Format(nakanishi2015, "embedprobe.datasets.nakanishi2015.lookalike",
+                            "bci_ssvep"),
+    "eegmat": Format(eegmat, "embedprobe.datasets.eegmat.lookalike", "bci_cognitive"),
 }
 
 

@@ -26,7 +26,7 @@ STEP_IMPORTS = {
     # draws its validation subject (probing/folds.py; ~50 MB the staging step lacked: the
     # BNCI look-alike's probes peaked 170-177 MB against 145-167 MB estimates)
     "bci": "import sklearn.model_selection, embedprobe.cli, embedprobe.pipeline.fold_job, "
-           "embedprobe.tasks.motor_imagery, embedprobe.memory.runs",
+           "embedprobe.tasks.bci.trials, embedprobe.memory.runs",
     # the brain-age job also imports scikit-learn's Ridge and reads the subjects table (.xls)
     "ridge": "import sklearn.linear_model, sklearn.preprocessing, xlrd, embedprobe.cli, "
              "embedprobe.pipeline.fold_job, embedprobe.memory.runs, embedprobe.tasks.brain_age",

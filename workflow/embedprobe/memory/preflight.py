@@ -28,6 +28,7 @@ from pathlib import Path
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.units import MIB
+from embedprobe.core.variants import pooled_variant, split_variant
 from embedprobe.datasets.registry import find_dataset_recordings, reader_for
 from embedprobe.memory.baselines import probe_baseline_inputs
 from embedprobe.memory.calibration import calibration_path, load_calibration
@@ -173,9 +174,12 @@ def offer_pooled(estimate, check, model: str, fold_estimate) -> None:
     width = check.feature_dim // check.tokens
     pooled, _runtime = fold_estimate(dim=width)
     verdict = "fits" if pooled.verdict == "ok" else "does not fit either"
-    estimate.fix = (f"{estimate.fix}; or probe {model} pooled: `pooling: mean` in its entry "
-                    f"(config/models.yaml) gives {width} features instead of {check.tokens} "
-                    f"tokens x {width} and needs {pooled.request_mb:,} MB, which {verdict}")
+    variant, base = split_variant(model)
+    setting = ("`pooling: mean` in its entry (config/models.yaml)" if variant is None else
+               f"variant {pooled_variant(variant)} in the benchmark's `variants:`")
+    estimate.fix = (f"{estimate.fix}; or probe {base} pooled: {setting} gives {width} "
+                    f"features instead of {check.tokens} tokens x {width} and needs "
+                    f"{pooled.request_mb:,} MB, which {verdict}")
 
 
 def embed_runtime_minutes(check, n_windows: int) -> int:

@@ -321,16 +321,26 @@ EVENTS_PROBE = LookalikeProbe("events", "sleep_respiratory_demo", "ucddb_demo",
                               {"subjects": 2, "hours": 0.5, "seed": 0}, 2)
 
 
+# BNCI 2014-008's look-alike (ERP: 1 s epochs from each flash, 1 target in 6): the probe of
+# many short trials, over 4 subjects left out one at a time (folds: loso).
+ERP_PROBE = LookalikeProbe("erp", "bci_erp_demo", "bnci2014_008_demo",
+                           {"subjects": 4, "selections": 2, "repetitions": 10, "seed": 0}, 4,
+                           subjects=4)
+
+
 def lookalike_set(folder: Path, spec: LookalikeProbe = SEIZURE_PROBE):
     """The spec's look-alike (its files as the real dataset lays them out) and its window
     index; returns (the job config that finds it, the index)."""
     from embedprobe.core.config import resolve_roots
+    from embedprobe.core.selection import with_fold_count
     from embedprobe.datasets.registry import dataset_root, generator_for
     from embedprobe.pipeline.index import build_index, read_index, write_index
 
     config = job_config(folder)
     config["datasets"][spec.dataset].update(expected_recordings=spec.recordings,
                                             generator=spec.lookalike)
+    # `folds: loso` as the job's config slice holds it: one fold per subject
+    config["benchmarks"][spec.benchmark] = with_fold_count(config, spec.benchmark, spec.dataset)
     roots = resolve_roots(config)
     index = folder / f"{spec.name}_index.tsv"
     if not index.is_file():

@@ -10,6 +10,7 @@ from embedprobe.core.config import closest, lookup
 from embedprobe.core.errors import ModelError, UsageError, WeightsError
 from embedprobe.core.hashing import sha256_file
 from embedprobe.core.units import UNIT_SECONDS
+from embedprobe.core.variants import BCI_GROUP, CONFOUND, for_task
 from embedprobe.datasets.registry import entry_unit_seconds, labelling_task_name
 from embedprobe.models import checkpoints, hub
 from embedprobe.models.architectures import ARCHITECTURES, MEAN, POOLINGS, READOUTS, TOKENS
@@ -43,6 +44,9 @@ class ModelSpec:
     pooling: str = MEAN
     # for `weights: hf:...`: the weights file in the repo (LUNA's repo holds one per size)
     hub_file: str = hub.WEIGHTS_FILE
+    # BCI tasks: `confound` (the paradigm's confound filter) or `none` (the model's own band):
+    # set per variant (core/variants.py); pipeline/protocol.py reads it
+    bci_filtering: str = CONFOUND
 
     @property
     def n_times(self) -> int:
@@ -66,7 +70,7 @@ def model_spec(config: dict, model_id: str, dataset: str | None = None) -> Model
     if dataset is not None:
         dataset_entry = lookup(config, "datasets", dataset)
         task = labelling_task_name(dataset_entry)
-        window = window_by_task.get(task, entry["window_seconds"])
+        window = for_task(window_by_task, task) or entry["window_seconds"]
         entry["window_seconds"] = min(window, entry_unit_seconds(dataset_entry))
     if entry["architecture"] not in ARCHITECTURES:
         raise UsageError(
@@ -76,8 +80,7 @@ def model_spec(config: dict, model_id: str, dataset: str | None = None) -> Model
         )
     entry["readout"] = readout_for(model_id, entry, by_task, task)
     check_pooling(model_id, entry)
-    if task in scaling_by_task:
-        entry["scaling"] = scaling_by_task[task]
+    entry["scaling"] = for_task(scaling_by_task, task) or entry.get("scaling", "none")
     return ModelSpec(model_id=model_id, **entry)
 
 
@@ -96,8 +99,8 @@ def check_pooling(model_id: str, entry: dict) -> None:
 
 
 def check_task_names(model_id: str, key: str, by_task: dict) -> None:
-    """A `<setting>_by_task` mapping names labelling tasks only."""
-    unknown = sorted(set(by_task) - set(UNIT_SECONDS))
+    """A `<setting>_by_task` mapping names labelling tasks (or `bci`: every BCI task) only."""
+    unknown = sorted(set(by_task) - set(UNIT_SECONDS) - {BCI_GROUP})
     if unknown:
         raise UsageError(
             f"model '{model_id}': {key} names unknown labelling task(s) "
@@ -119,7 +122,7 @@ def readout_for(model_id: str, entry: dict, by_task: dict, task: str | None) -> 
                    f"is unknown{closest(name, READOUTS)}"),
                 fix=f"use one of {entry['architecture']}'s readouts: {', '.join(offered)} "
                     "(config/models.yaml)")
-    return by_task.get(task, entry.get("readout", MEAN))
+    return for_task(by_task, task) or entry.get("readout", MEAN)
 
 
 def weights_path(spec: ModelSpec, roots: dict) -> Path | None:

@@ -33,7 +33,8 @@ REACH_TOLERANCE = 1e-9
 class FilterStep:
     """One zero-phase filter: `highpass` (freqs: cut-off), `bandpass` (low, high), `notch`
     (the frequency to remove), all scipy IIR as the reference's loaders; `mne_bandpass`
-    (low, high): MNE's default FIR band-pass, and `mne_notch` (line): MNE's default FIR notch
+    (low, high): MNE's default FIR band-pass, `mne_highpass` (cut-off): its high-pass alone,
+    and `mne_notch` (line): MNE's default FIR notch
     at the line frequency and its harmonics below Nyquist, both over whole recordings only
     (the reference's BCI loaders)."""
 
@@ -89,10 +90,11 @@ def apply_filters(data: np.ndarray, sfreq: float, steps: tuple[FilterStep, ...])
 
 
 def _mne_bandpass(data: np.ndarray, sfreq: float, freqs: tuple[float, ...]) -> np.ndarray:
-    """MNE's zero-phase FIR band-pass (its default design) in float64."""
+    """MNE's zero-phase FIR band-pass (its default design) in float64; a high-pass alone
+    where `freqs` holds only the cut-off."""
     import mne
 
-    low, high = freqs
+    low, high = freqs if len(freqs) == 2 else (freqs[0], None)
     # n_jobs=1: a reader is already one of several; MNE's default would import joblib to
     # find out that it runs alone
     return mne.filter.filter_data(data.astype(np.float64), sfreq, low, high, n_jobs=1,
@@ -114,7 +116,8 @@ def _mne_notch(data: np.ndarray, sfreq: float, freqs: tuple[float, ...]) -> np.n
 
 
 # FIR steps whose reach is not bounded here: they run over whole recordings
-MNE_STEPS = {"mne_bandpass": _mne_bandpass, "mne_notch": _mne_notch}
+MNE_STEPS = {"mne_bandpass": _mne_bandpass, "mne_highpass": _mne_bandpass,
+             "mne_notch": _mne_notch}
 
 
 def average_reference(data: np.ndarray, names: tuple[str, ...],

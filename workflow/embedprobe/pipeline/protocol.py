@@ -4,8 +4,8 @@
 and REFERENCE.md): each recording high-passed at 0.5 Hz and notched at its dataset's powerline
 frequency (`line_freq`) before the model's resampling (pipeline/filters.py); BIOT's windows
 each centred, then divided per channel by the recording's 95th percentile of |x| in µV
-(`recording_q95`, computed once per recording over the whole filtered recording). Motor
-imagery filters as the reference's BCI protocol does (`bci_filters`).
+(`recording_q95`, computed once per recording over the whole filtered recording). The BCI
+tasks (core/variants.BCI_TASKS) filter as the reference's BCI protocol does (`bci_filters`).
 
 Deliberate differences are named options, off by default (`protocol_options: [...]`), each
 with its reason in PROTOCOL_OPTIONS.
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import UsageError
+from embedprobe.core.variants import BCI_TASKS, NO_FILTERING
 from embedprobe.datasets.registry import labelling_task_name, reader_for
 from embedprobe.pipeline.filters import FilterStep, describe
 
@@ -35,11 +36,10 @@ PROTOCOL_OPTIONS = {
         "BIOT: each window divided by its own 95th percentile of |x| (BIOT's paper loaders) "
         "instead of the recording's: a window's scale does not depend on the rest of the "
         "night, and no recording-wide pass is needed"),
-    "no_filtering": (
-        "motor imagery: each model's own band (0.1-75 Hz; EEGPT 0.5-70 Hz) instead of the "
-        "4-40 Hz confound filtering of the reference's default BCI variant (its "
-        "`no_filtering` variant, whose trials also start at the cue: trial_offset_seconds 0)"),
 }
+# What became a BCI benchmark's variant: the option's fix names it.
+MOVED_OPTIONS = {"no_filtering": "list `variants: [no_filtering]` (or no_filtering_token_"
+                                 "flattening) on the BCI benchmark in config/benchmarks.yaml"}
 HIGHPASS_HZ = 0.5  # the reference's common protocol (REFERENCE.md, its user guide)
 RECORDING_Q95 = "recording_q95"
 # The reference's REVE and ST-EEGFormer inputs (NeuroAtlas backbones/reve.py, steegformer.py,
@@ -85,6 +85,10 @@ def protocol_options(config: dict) -> tuple[str, ...]:
         raise UsageError(f"protocol: {name!r} is not one of {', '.join(PROTOCOLS)}",
                          fix="set protocol: reference (deviations are protocol_options)")
     options = tuple(config["protocol_options"])
+    moved = [o for o in options if o in MOVED_OPTIONS]
+    if moved:
+        raise UsageError(f"protocol_options: {moved[0]!r} is a BCI variant now, chosen per "
+                         "benchmark", fix=MOVED_OPTIONS[moved[0]])
     unknown = [o for o in options if o not in PROTOCOL_OPTIONS]
     if unknown:
         raise UsageError(f"protocol_options: unknown {', '.join(map(repr, unknown))}",
@@ -107,8 +111,8 @@ def preprocessing(config: dict, dataset: str, spec: ModelSpec) -> Preprocessing:
     options = protocol_options(config)
     entry = lookup(config, "datasets", dataset)
     task = labelling_task_name(entry)
-    if task == "motor_imagery":
-        steps = Preprocessing(bci_filters(config, dataset, spec), whole_recordings=True,
+    if task in BCI_TASKS:
+        steps = Preprocessing(bci_filters(config, dataset, spec, task), whole_recordings=True,
                               average_reference=bci_average_reference(config, dataset),
                               resampling=WHOLE_MNE)
     else:
@@ -116,7 +120,7 @@ def preprocessing(config: dict, dataset: str, spec: ModelSpec) -> Preprocessing:
                                FilterStep("notch", (line_freq(config, dataset),))))
     if "continuous_resampling" in options:
         steps = replace(steps, resampling=CONTINUOUS)
-    if spec.scaling == "percentile95" and task == "motor_imagery":
+    if spec.scaling == "percentile95" and task in BCI_TASKS:
         # the reference's BIOT wrapper: a BCI trial divided by its own 95th percentile
         return replace(steps, centre_windows=True, scaling=spec.scaling)
     if spec.scaling == "percentile95" and "window_percentile" not in options:
@@ -126,15 +130,23 @@ def preprocessing(config: dict, dataset: str, spec: ModelSpec) -> Preprocessing:
     return replace(steps, scaling=spec.scaling)
 
 
-def bci_filters(config: dict, dataset: str, spec: ModelSpec) -> tuple[FilterStep, ...]:
-    """Motor imagery's filters over whole runs at the recorded rate, as the reference's
-    default BCI variant (confound filtering) prepares a trial for the model's family: MNE's
-    FIR notch at the family's notch frequency and its harmonics below Nyquist, then MNE's FIR
-    band-pass at 4-40 Hz (`no_filtering`: the family's own band). The reference's common
-    average reference is not a filter of the model's inputs: `bci_average_reference`."""
+def bci_filters(config: dict, dataset: str, spec: ModelSpec,
+                task: str = "motor_imagery") -> tuple[FilterStep, ...]:
+    """A BCI task's filters over whole runs at the recorded rate, as the reference prepares a
+    trial for the model's family: MNE's FIR notch at the family's notch frequency and its
+    harmonics below Nyquist, then MNE's FIR band-pass at the task's confound band
+    (CONFOUND_BANDS; the model's `bci_filtering: none`, the no_filtering variants: the
+    family's own band). The reference's common average reference is not a filter of the
+    model's inputs: `bci_average_reference`."""
     form = bci_format(spec)
     notch = form.notch_hz if form.notch_hz is not None else line_freq(config, dataset)
-    band = form.band_hz if "no_filtering" in protocol_options(config) else MI_CONFOUND_BAND_HZ
+    if spec.bci_filtering == NO_FILTERING:
+        band = form.band_hz
+    else:
+        low, high = CONFOUND_BANDS[task]
+        band = (form.band_hz[0] if low is None else low, high)
+    if band[1] is None:  # SSVEP: the stimulus harmonics stay in
+        return (FilterStep("mne_notch", (notch,)), FilterStep("mne_highpass", band[:1]))
     return (FilterStep("mne_notch", (notch,)), FilterStep("mne_bandpass", band))
 
 
@@ -142,7 +154,7 @@ def bci_filters(config: dict, dataset: str, spec: ModelSpec) -> tuple[FilterStep
 class BCIFormat:
     """A family's BCI input in the reference (its dataio/bci_formats.py `Format`)."""
 
-    band_hz: tuple[float, float]  # the model's own band: the `no_filtering` variant's
+    band_hz: tuple[float, float]  # the model's own band: the no_filtering variants
     rate: float  # the rate the trials are resampled to
     notch_hz: float | None  # None: the dataset's powerline frequency (`line_freq`)
 
@@ -159,10 +171,14 @@ BCI_FAMILY_FORMAT = {"eegpt": "bendr", "steegformer": "steegformer", "sleepfm": 
                      # the format at each model's own rate (BENDR and LUNA 256 Hz, Signal-JEPA
                      # 128 Hz)
                      "bendr": "bendr", "luna": "bendr", "signal_jepa": "steegformer"}
-# Confound filtering of motor imagery, the default variant (moabb_loader.py MI_MOTOR_BAND and
-# CONFOUND_FILTERING["mi"]): 4-40 Hz in place of the format's band; its trial starts 1 s after
-# the cue (the dataset's trial_offset_seconds, not a filter).
+# Confound filtering by BCI task, the default variant (moabb_loader.py CONFOUND_FILTERING; its
+# guide, "BCI variants"): (low, high) in place of the format's band; None low: the format's
+# own high-pass, None high: no low-pass. Motor imagery 4-40 Hz, its trial from 1 s after the
+# cue (the dataset's trial_offset_seconds, not a filter); ERP 0.5-40 Hz; SSVEP a high-pass
+# alone, so the stimulus harmonics stay in; cognitive 4-40 Hz.
 MI_CONFOUND_BAND_HZ = (4.0, 40.0)
+CONFOUND_BANDS = {"motor_imagery": MI_CONFOUND_BAND_HZ, "bci_erp": (0.5, 40.0),
+                  "bci_ssvep": (None, None), "bci_cognitive": (4.0, 40.0)}
 
 
 def bci_format(spec: ModelSpec) -> BCIFormat:
@@ -171,7 +187,7 @@ def bci_format(spec: ModelSpec) -> BCIFormat:
     if float(spec.sfreq) != form.rate:
         raise UsageError(
             f"model family '{spec.family}' runs at {spec.sfreq:g} Hz, but the reference "
-            f"prepares its motor-imagery trials at {form.rate:g} Hz",
+            f"prepares its BCI trials at {form.rate:g} Hz",
             fix="name the family's BCI format in BCI_FAMILY_FORMAT "
                 "(workflow/embedprobe/pipeline/protocol.py)")
     return form

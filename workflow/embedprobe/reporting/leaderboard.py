@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from embedprobe.core.variants import split_variant
 from embedprobe.reporting.aggregate import pair_status, read_results, score_text
 from embedprobe.reporting.chance import CHANCE_MEANING, headline_normalised
 
@@ -51,12 +52,39 @@ def leaderboard_rows(tables: dict[tuple[str, str], pd.DataFrame], headlines: dic
 
 
 def read_tables(table_paths) -> dict[tuple[str, str], pd.DataFrame]:
-    """(benchmark, dataset) -> its results.tsv (at results/<benchmark>/<dataset>/results.tsv)."""
+    """(benchmark, dataset) -> its results.tsv (at results/<benchmark>/<dataset>/results.tsv).
+    A benchmark run in variants (core/variants.py: models `<variant>/<model>`) gives one table
+    per variant, keyed `<benchmark>[<variant>]`, its rows named by the model alone: one column
+    per benchmark and variant, each ranked as a benchmark of its own."""
     tables = {}
     for path in table_paths:
         path = Path(path)
-        tables[(path.parent.parent.name, path.parent.name)] = read_results(path)
+        benchmark, dataset = path.parent.parent.name, path.parent.name
+        for variant, table in split_variants(read_results(path)).items():
+            tables[(variant_column(benchmark, variant), dataset)] = table
     return tables
+
+
+def split_variants(table: pd.DataFrame) -> dict[str | None, pd.DataFrame]:
+    """A results table's rows by variant (None: models run as they are), each named by its
+    model alone, in the variants' order of appearance."""
+    parts = [split_variant(str(m)) for m in table["model"]]
+    variants = list(dict.fromkeys(v for v, _ in parts))
+    out = {}
+    for variant in variants:
+        rows = [k for k, (v, _) in enumerate(parts) if v == variant]
+        out[variant] = table.iloc[rows].assign(model=[parts[k][1] for k in rows])
+    return out
+
+
+def variant_column(benchmark: str, variant: str | None) -> str:
+    """`bci_erp[token_flattening]`: a benchmark's name in the leaderboard for one variant."""
+    return benchmark if variant is None else f"{benchmark}[{variant}]"
+
+
+def column_benchmark(column: str) -> str:
+    """The benchmark a leaderboard key (variant_column) belongs to."""
+    return column.split("[", 1)[0]
 
 
 def rank_frame(tables: dict[tuple[str, str], pd.DataFrame], tasks: dict) -> pd.DataFrame:

@@ -80,10 +80,13 @@ def fold_rows(benchmark: str, bench: dict, task, roots: dict,
     """(one row per fold of every pair in the benchmark's results.tsv tables, notes): the
     fold's status (ok; failed with its failure record's message; missing) and metrics."""
     tables, notes = _tables(benchmark, bench, roots)
-    headline, expected = task.metrics[0], bench["folds"]
+    headline = task.metrics[0]
     rows = []
     for dataset, table in tables.items():
-        for model in table["model"].astype(str):
+        # the table's `done/expected` folds: `folds: loso` has a count per dataset
+        for model, folds in zip(table["model"].astype(str), table["folds"].astype(str),
+                                strict=True):
+            expected = int(folds.split("/")[1])
             for fold in range(expected):
                 rows.append(_fold_row(benchmark, dataset, model, fold, expected, task,
                                       headline, roots))

@@ -29,7 +29,8 @@ def print_fresh_summaries(config: dict, roots: dict) -> None:
             print(f"\n{path}:\n{path.read_text()}")
     if config["limit_batches"]:  # a capped run writes stores, no summaries
         stores = output_path("embeddings", roots, dataset="*", model="*")
-        fresh = [p for p in sorted(stores.parent.parent.glob(f"*/{stores.name}"))
+        # a variant's store is a folder deeper (<dataset>/<variant>/<model>.h5)
+        fresh = [p for p in sorted(stores.parent.parent.rglob(f"*{stores.suffix}"))
                  if p.stat().st_mtime >= RUN_STARTED]
         print(f"note: capped run (limit_batches={config['limit_batches']}): "
               f"{len(fresh)} store(s) written: " + ", ".join(str(p) for p in fresh),

@@ -9,7 +9,7 @@ import os
 
 from embedprobe.core.config import resolve_roots
 from embedprobe.core.paths import output_path
-from embedprobe.core.selection import fold_selection, in_job_config
+from embedprobe.core.selection import fold_selection, in_job_config, with_fold_count
 from embedprobe.smk.plan import not_run_pairs, target_groups
 
 
@@ -24,6 +24,8 @@ def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> s
               and not k.startswith("memory_") and in_job_config(k, v)}
     for kind, name in (("benchmarks", benchmark), ("datasets", dataset), ("models", model)):
         sliced[kind] = {name: config[kind][name]} if name else {}
+    if benchmark and dataset:  # `folds: loso` as the dataset's count (core/selection.py)
+        sliced["benchmarks"][benchmark] = with_fold_count(config, benchmark, dataset)
     sliced.update(resolve_roots(config))
     return json.dumps(sliced, sort_keys=True)
 
@@ -95,7 +97,7 @@ def not_run_file(config: dict, benchmark: str, dataset: str) -> str:
     a small JSON file (a short param: a change of the list reruns aggregate); with a fold
     selection, its folds too (a pair that ran them all is `partial`, not failed)."""
     listed = {"dataset": dataset, "pairs": not_run_pairs(config, benchmark, dataset)}
-    folds = fold_selection(config, benchmark)
+    folds = fold_selection(config, benchmark, dataset)
     if folds is not None:
         listed["folds"] = folds
     return job_config_file(config, json.dumps(listed, sort_keys=True))

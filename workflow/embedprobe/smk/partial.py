@@ -18,7 +18,7 @@ import pandas as pd
 
 from embedprobe.core.errors import read_failure_record
 from embedprobe.core.paths import failure_record, output_path
-from embedprobe.core.selection import benchmark_folds, selected
+from embedprobe.core.selection import benchmark_folds, fold_count, selected
 from embedprobe.smk.plan import not_run_pairs, present_datasets, runnable_models
 
 STEPS = ("check", "preflight", "embed", "probe")
@@ -63,9 +63,10 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
 
     lines = []
     for benchmark, bench in config["benchmarks"].items():
-        folds, written = bench["folds"], {}
-        chosen = benchmark_folds(config, benchmark)
+        written = {}
         for dataset in present_datasets(config, benchmark):
+            folds = fold_count(config, benchmark, dataset)
+            chosen = benchmark_folds(config, benchmark, dataset)
             not_run, fold_paths, touched = {}, [], False
             for model in runnable_models(config, benchmark, dataset):
                 records = failure_records(roots, benchmark, dataset, model, chosen)

@@ -17,7 +17,7 @@ from pathlib import Path
 from embedprobe.core.config import check_names, lookup, resolve_roots
 from embedprobe.core.errors import EmbedprobeError
 from embedprobe.core.paths import pattern
-from embedprobe.core.selection import benchmark_folds, has_work, selected
+from embedprobe.core.selection import benchmark_folds, fold_count, has_work, selected
 
 
 def exit_on_error(func, *args, **kwargs):
@@ -188,7 +188,7 @@ def pair_figure_names(config: dict) -> set[str]:
 def fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, model: str):
     """The predictions of the pair's folds the run plans (folds: every fold, or the selected)."""
     return [pattern("fold_predictions", roots, benchmark=benchmark, dataset=dataset, model=model,
-                    fold=k) for k in exit_on_error(benchmark_folds, config, benchmark)]
+                    fold=k) for k in exit_on_error(benchmark_folds, config, benchmark, dataset)]
 
 
 def source_fold_predictions(config: dict, roots: dict, benchmark: str, dataset: str, model: str,
@@ -208,7 +208,7 @@ def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
     from embedprobe.pipeline.channel_maps import channel_plan
 
     models = selected(config, benchmark, "models")
-    skipped = known_skips(config, benchmark)
+    skipped = known_skips(config, benchmark) | variant_skips(config, benchmark)
     runnable = []
     for m in models:
         plan = exit_on_error(channel_plan, config, dataset, config["models"][m]["family"])
@@ -243,7 +243,10 @@ def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
 
     roots = resolve_roots(config)
     skips = {}
+    without_tokens = variant_skips(config, benchmark)
     for model in selected(config, benchmark, "models"):
+        if model in without_tokens:
+            continue
         spec = exit_on_error(model_spec, config, model)
         missing = missing_weights(spec, roots)
         if missing:
@@ -255,6 +258,29 @@ def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
             # a fix that is a command stays one as printed: the rest is a shell comment
             then = "   # then run again" if fix.startswith("embedprobe ") else ", then run again"
             skips[model] = {"status": "skipped", "reason": reason, "fix": fix + then}
+    return skips
+
+
+def variant_skips(config: dict, benchmark: str) -> dict[str, dict]:
+    """A benchmark's token-flattening variant ids (core/variants.py) whose model has no
+    per-patch tokens to flatten (BIOT pools inside its encoder, BENDR keeps one token): they
+    get no jobs, and the results list them as skipped with the reason."""
+    from embedprobe.core.errors import UsageError
+    from embedprobe.core.variants import split_variant
+    from embedprobe.models.registry import check_pooling
+
+    skips = {}
+    for model in selected(config, benchmark, "models"):
+        variant, base = split_variant(model)
+        if variant is None:
+            continue
+        try:
+            check_pooling(model, config["models"][model])
+        except UsageError as exc:
+            skips[model] = {"status": "skipped",
+                            "reason": f"variant {variant} flattens tokens: {exc.message}",
+                            "fix": f"read its results under the pooled variants (default, "
+                                   f"no_filtering); {base} has no tokens to flatten"}
     return skips
 
 
@@ -288,7 +314,8 @@ def not_run_pairs(config: dict, benchmark: str, dataset: str) -> dict[str, dict]
     """Model -> {status, reason, fix} for the pairs of this dataset skipped before running:
     those whose weights are absent (known_skips) and, when the dataset's data is missing,
     every other model that would run. What aggregate lists as skipped rows."""
-    skips = known_skips(config, benchmark) | channel_map_skips(config, benchmark, dataset)
+    skips = (known_skips(config, benchmark) | variant_skips(config, benchmark)
+             | channel_map_skips(config, benchmark, dataset))
     missing = data_skip(config, dataset)
     if missing:
         return {m: missing for m in runnable_models(config, benchmark, dataset)} | skips
@@ -323,7 +350,7 @@ def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
         print(f"warning: {dataset} will be skipped: {missing['reason']}; the other datasets "
               f"run{listed and listed + ' its pairs as skipped'}\nfix: {missing['fix']}",
               file=sys.stderr)
-    folds = config["benchmarks"][benchmark]["folds"]
+    folds = exit_on_error(fold_count, config, benchmark, dataset)
     for model, skip in known_skips(config, benchmark).items():
         if (dataset, model) in _WARNED:
             continue
@@ -339,12 +366,24 @@ def fold_results(config: dict, roots: dict, benchmark: str, dataset: str) -> lis
     warn_known_skips(config, benchmark, dataset)
     if data_skip(config, dataset):
         return []
-    folds = exit_on_error(benchmark_folds, config, benchmark)
+    folds = exit_on_error(benchmark_folds, config, benchmark, dataset)
+    note_loso(config, benchmark, dataset)
     return [
         pattern("fold_result", roots, benchmark=benchmark, dataset=dataset, model=model, fold=k)
         for model in runnable_models(config, benchmark, dataset)
         for k in folds
     ]
+
+
+def note_loso(config: dict, benchmark: str, dataset: str) -> None:
+    """The plan's line for a `folds: loso` benchmark's dataset, once: how many folds it is."""
+    from embedprobe.core.selection import LOSO
+
+    if config["benchmarks"][benchmark]["folds"] == LOSO and (benchmark, dataset) not in _WARNED:
+        _WARNED.add((benchmark, dataset))
+        count = exit_on_error(fold_count, config, benchmark, dataset)
+        print(f"plan: {benchmark}: {dataset} LOSO ({count}): one fold per subject",
+              file=sys.stderr)
 
 
 def benchmark_fold_results(config: dict, roots: dict, benchmark: str) -> list[str]:

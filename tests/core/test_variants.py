@@ -1,0 +1,146 @@
+"""The BCI variants (core/variants.py) and `folds: loso` (core/selection.py): what a benchmark's
+`variants:` list and its fold count become before anything runs."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from embedprobe.core.config import check_names, load_config
+from embedprobe.core.errors import UsageError
+from embedprobe.core.selection import benchmark_folds, fold_count, selected
+from embedprobe.core.variants import (
+    VARIANTS,
+    for_task,
+    materialize,
+    split_variant,
+    variant_model,
+)
+from embedprobe.models.registry import model_spec
+
+
+@pytest.fixture
+def config():
+    return load_config()
+
+
+def bench_config(config, **bench):
+    """The config with one more motor-imagery benchmark, its variants made (as check_names)."""
+    changed = copy.deepcopy(config)
+    changed["benchmarks"]["mi_variants"] = {
+        "task": "motor_imagery", "datasets": ["bnci2014_001_demo"], "folds": 4,
+        "fold_seed": 42, "models": ["cbramod_random", "biot_random"]} | bench
+    return materialize(changed)
+
+
+def test_each_model_runs_once_per_variant_under_its_own_id(config):
+    changed = bench_config(config, variants=list(VARIANTS))
+    models = changed["benchmarks"]["mi_variants"]["models"]
+    assert models == [f"{v}/{m}" for v in VARIANTS for m in ("cbramod_random", "biot_random")]
+    base = changed["models"]["cbramod_random"]
+    for variant, spec in VARIANTS.items():
+        entry = changed["models"][variant_model(variant, "cbramod_random")]
+        assert entry["bci_filtering"] == spec.filtering
+        assert entry.get("pooling", "mean") == ("tokens" if spec.flatten_tokens else "mean")
+        # nothing else of the model changes: same weights, rate, window
+        assert {k: v for k, v in entry.items() if k not in ("bci_filtering", "pooling")} == \
+            {k: v for k, v in base.items() if k != "pooling"}
+    assert split_variant("no_filtering_token_flattening/cbramod_random") == (
+        "no_filtering_token_flattening", "cbramod_random")
+    assert split_variant("cbramod_random") == (None, "cbramod_random")
+
+
+def test_making_the_variants_twice_changes_nothing(config):
+    once = bench_config(config, variants=["default", "per_patch"])
+    twice = materialize(copy.deepcopy(once))
+    assert json.dumps(once, sort_keys=True) == json.dumps(twice, sort_keys=True)
+    # the reference's alias is read as its variant
+    assert once["benchmarks"]["mi_variants"]["variants"] == [
+        "default", "no_filtering_token_flattening"]
+
+
+def test_each_variant_id_embeds_with_its_own_preprocessing_and_pooling(config):
+    from embedprobe.pipeline.protocol import preprocessing
+
+    changed = bench_config(config, variants=list(VARIANTS))
+    keys = {}
+    for variant in VARIANTS:
+        spec = model_spec(changed, variant_model(variant, "cbramod_random"), "bnci2014_001_demo")
+        keys[variant] = (json.dumps(preprocessing(changed, "bnci2014_001_demo", spec).key()),
+                         spec.pooling)
+    assert len(set(keys.values())) == 4
+    assert keys["default"][0] == keys["token_flattening"][0]  # same filters, other pooling
+    plain = model_spec(changed, "cbramod_random", "bnci2014_001_demo")
+    assert json.dumps(preprocessing(changed, "bnci2014_001_demo", plain).key()) == \
+        keys["default"][0]
+
+
+def test_variants_on_a_task_that_has_none_or_a_token_entry_are_refused(config):
+    changed = copy.deepcopy(config)
+    changed["benchmarks"]["demo"]["variants"] = ["default"]
+    with pytest.raises(UsageError, match="variants.*BCI tasks") as error:
+        materialize(changed)
+    assert "remove variants" in error.value.fix
+    with pytest.raises(UsageError, match="token store") as error:
+        bench_config(config, variants=["default"], models=["cbramod_random_tokens"])
+    assert "pooled entry" in error.value.fix
+    bad = copy.deepcopy(config)
+    bad["benchmarks"]["bci_motor_imagery"]["variants"] = ["default", "tokens"]
+    with pytest.raises(UsageError) as error:
+        check_names(bad)
+    assert "token_flattening" in error.value.fix
+
+
+def test_only_models_selects_a_models_variants_with_it(config):
+    changed = bench_config(config, variants=["default", "no_filtering"])
+    changed["only_models"] = ["cbramod_random"]
+    assert selected(changed, "mi_variants", "models") == [
+        "default/cbramod_random", "no_filtering/cbramod_random"]
+
+
+def test_the_bci_group_names_every_bci_task_in_a_models_by_task_settings(config):
+    assert for_task({"bci": "millivolts"}, "bci_erp") == "millivolts"
+    assert for_task({"bci": "millivolts", "bci_ssvep": "none"}, "bci_ssvep") == "none"
+    assert for_task({"bci": "millivolts"}, "sleep_staging") is None
+    for task_dataset in ("bnci2014_001_demo", "physionet_mi_demo"):
+        assert model_spec(config, "eegpt_random", task_dataset).scaling == "millivolts"
+        assert model_spec(config, "labram_random", task_dataset).readout == "cls_mean"
+    assert model_spec(config, "labram_random", "sleep_edf_demo").readout != "cls_mean"
+
+
+# --------------------------------------------------------------------------- folds: loso
+
+
+def test_loso_counts_the_subjects_of_each_dataset(config):
+    changed = bench_config(config, folds="loso", datasets=["bnci2014_001_demo",
+                                                           "physionet_mi_demo"])
+    assert fold_count(changed, "mi_variants", "bnci2014_001_demo") == 4  # its generator's
+    assert fold_count(changed, "mi_variants", "physionet_mi_demo") == 5
+    assert fold_count(changed, "mi_variants") == "loso"
+    assert benchmark_folds(changed, "mi_variants", "physionet_mi_demo") == [0, 1, 2, 3, 4]
+    assert fold_count(config, "bci_motor_imagery", "physionet_mi") == 109  # its `subjects`
+    changed["folds"] = [4]
+    with pytest.raises(UsageError, match="outside"):
+        benchmark_folds(changed, "mi_variants", "bnci2014_001_demo")
+    assert benchmark_folds(changed, "mi_variants", "physionet_mi_demo") == [4]
+
+
+def test_loso_on_a_dataset_that_does_not_count_its_subjects_is_refused(config):
+    changed = bench_config(config, folds="loso")
+    del changed["datasets"]["bnci2014_001_demo"]["generator"]["subjects"]
+    with pytest.raises(UsageError, match="does not say how many subjects") as error:
+        fold_count(changed, "mi_variants", "bnci2014_001_demo")
+    assert "subjects: N" in error.value.fix
+
+
+def test_a_jobs_config_slice_holds_the_datasets_fold_count(config):
+    from embedprobe.smk.job_configs import job_config_json
+
+    changed = bench_config(config, folds="loso", variants=["default"])
+    sliced = json.loads(job_config_json(changed, "mi_variants", "bnci2014_001_demo",
+                                        "default/cbramod_random"))
+    assert sliced["benchmarks"]["mi_variants"]["folds"] == 4
+    assert list(sliced["models"]) == ["default/cbramod_random"]
+    assert changed["benchmarks"]["mi_variants"]["folds"] == "loso"  # the config is unchanged
