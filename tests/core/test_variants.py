@@ -13,6 +13,7 @@ from embedprobe.core.errors import UsageError
 from embedprobe.core.selection import benchmark_folds, fold_count, selected
 from embedprobe.core.variants import (
     VARIANTS,
+    embedding_id,
     for_task,
     materialize,
     split_variant,
@@ -75,6 +76,22 @@ def test_each_variant_id_embeds_with_its_own_preprocessing_and_pooling(config):
     plain = model_spec(changed, "cbramod_random", "bnci2014_001_demo")
     assert json.dumps(preprocessing(changed, "bnci2014_001_demo", plain).key()) == \
         keys["default"][0]
+
+
+def test_a_variant_reads_the_store_of_the_listed_model_it_equals(config):
+    """One store per (dataset, model, preprocessing, pooling): the default variant of a model
+    is that model; token_flattening of cbramod_random is cbramod_random_tokens (config/
+    models.yaml lists it); a variant no listed model equals gets a store of its own."""
+    changed = bench_config(config, variants=list(VARIANTS))
+    models = changed["models"]
+    assert embedding_id(models, "default/cbramod_random") == "cbramod_random"
+    assert embedding_id(models, "token_flattening/cbramod_random") == "cbramod_random_tokens"
+    assert embedding_id(models, "no_filtering/cbramod_random") == "no_filtering/cbramod_random"
+    assert embedding_id(models, "cbramod_random") == "cbramod_random"
+    # another seed is another model: its own store
+    models["cbramod_random_tokens"]["seed"] = 1
+    assert embedding_id(models, "token_flattening/cbramod_random") == \
+        "token_flattening/cbramod_random"
 
 
 def test_variants_on_a_task_that_has_none_or_a_token_entry_are_refused(config):

@@ -1,6 +1,8 @@
-"""Seizure detection and motor imagery end to end: the real snakemake on the look-alike datasets.
+"""Seizure detection and the four BCI benchmarks end to end: the real snakemake on the
+look-alike datasets.
 
-The demos are the config's own (`epilepsy_demo`, `bci_motor_imagery_demo`): every step runs
+The demos are the config's own (`epilepsy_demo`; `bci_demo`: motor imagery, ERP, SSVEP and
+cognitive state, each in its four variants, leave one subject out): every step runs
 (generation, index, check, preflight, embed, probe, aggregate, figures, summary, leaderboard).
 """
 
@@ -18,8 +20,19 @@ from helpers.project import PROJECT, snakemake
 pytestmark = pytest.mark.workflow
 
 EPILEPSY_DATASETS = ("chbmit_demo", "siena_demo")
-MI_BENCHMARKS = {"bci_mi_physionet_demo": ("physionet_mi_demo", 5, 4),
-                 "bci_mi_bnci2014_001_demo": ("bnci2014_001_demo", 4, 4)}
+# benchmark -> its datasets: (subjects, classes, the default variant's balanced accuracy
+# above which the look-alike's class signature counts as found)
+BCI_BENCHMARKS = {
+    "bci_mi_demo": {"bnci2014_001_demo": (4, 4, 0.32), "physionet_mi_demo": (5, 4, 0.27)},
+    "bci_erp_demo": {"bnci2014_008_demo": (4, 2, 0.6)},
+    "bci_ssvep_demo": {"nakanishi2015_demo": (4, 12, 0.3)},
+    "bci_cognitive_demo": {"eegmat_demo": (4, 2, 0.6)},
+}
+VARIANTS = ("default", "token_flattening", "no_filtering", "no_filtering_token_flattening")
+# CBraMod's 1 s patch tokens of 200 features: a unit's tokens, by dataset
+TOKENS = {"bnci2014_001_demo": 3, "physionet_mi_demo": 3, "bnci2014_008_demo": 1,
+          "nakanishi2015_demo": 4, "eegmat_demo": 4}
+MODEL = "cbramod_random"
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +44,9 @@ def epilepsy_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def mi_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("motor_imagery")
-    run = snakemake(workdir, "--cores", "2", "bci_motor_imagery_demo")
+def bci_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("bci")
+    run = snakemake(workdir, "--cores", "2", "bci_demo")
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir, run
 
@@ -103,34 +116,112 @@ def test_a_benchmark_added_in_yaml_only_is_a_target(epilepsy_run, tmp_path):
     assert (workdir / "results/leaderboard/my_seizures.md").is_file()
 
 
-def test_motor_imagery_demo_is_above_chance_per_held_out_subject(mi_run):
-    workdir, _ = mi_run
-    for benchmark, (dataset, subjects, classes) in MI_BENCHMARKS.items():
-        row = results(workdir, benchmark, dataset)
-        assert row["status"] == "ok" and row["folds"] == f"{subjects}/{subjects}"
-        assert row["n_classes"] == classes
-        # The look-alikes carry an ERD signature; chance is 1/4.
-        assert row["balanced_accuracy_mean"] > 1 / classes + 0.07, row.to_dict()
-        folds = [json.loads((workdir / f"results/{benchmark}/{dataset}/biot_random/"
-                             f"fold{k}.json").read_text()) for k in range(subjects)]
-        # Leave one subject out: each fold tests one subject, every subject once.
-        tested = [f["test_subjects"] for f in folds]
-        assert all(len(t) == 1 for t in tested) and len({t[0] for t in tested}) == subjects
-        scores = np.array([f["metrics"]["balanced_accuracy"] for f in folds])
-        assert row["balanced_accuracy_sd"] == pytest.approx(scores.std(ddof=0), abs=1e-4)
-    board = (workdir / "results/leaderboard/bci_motor_imagery_demo.md").read_text()
-    line = next(x for x in board.splitlines() if x.startswith("| biot_random |"))
-    assert line.count("+-") == 2, board
+@pytest.mark.parametrize("benchmark", BCI_BENCHMARKS)
+def test_each_bci_paradigm_is_above_chance_per_held_out_subject_in_every_variant(bci_run,
+                                                                                 benchmark):
+    workdir, _ = bci_run
+    for dataset, (subjects, classes, found) in BCI_BENCHMARKS[benchmark].items():
+        table = pd.read_csv(workdir / f"results/{benchmark}/{dataset}/results.tsv", sep="\t")
+        assert sorted(table["model"]) == sorted(f"{v}/{MODEL}" for v in VARIANTS)
+        assert (table["status"] == "ok").all() and (table["folds"] == f"{subjects}/{subjects}"
+                                                    ).all(), table
+        assert (table["n_classes"] == classes).all()
+        assert (table["chance"] == pytest.approx(1 / classes, abs=1e-3)).all()
+        default = table.set_index("model").loc[f"default/{MODEL}"]
+        assert default["balanced_accuracy_mean"] > found, default.to_dict()
+        for variant in VARIANTS:  # results under <dataset>/<variant>/
+            folds = [json.loads((workdir / f"results/{benchmark}/{dataset}/{variant}/{MODEL}/"
+                                 f"fold{k}.json").read_text()) for k in range(subjects)]
+            # Leave one subject out: each fold tests one subject, every subject once.
+            tested = [f["test_subjects"] for f in folds]
+            assert all(len(t) == 1 for t in tested) and len({t[0] for t in tested}) == subjects
+            scores = np.array([f["metrics"]["balanced_accuracy"] for f in folds])
+            row = table.set_index("model").loc[f"{variant}/{MODEL}"]
+            assert row["balanced_accuracy_mean"] == pytest.approx(scores.mean(), abs=1e-4)
+            assert row["balanced_accuracy_sd"] == pytest.approx(scores.std(ddof=0), abs=1e-4)
 
 
-def test_motor_imagery_trials_start_half_a_second_after_each_cue(mi_run):
-    workdir, _ = mi_run
+def test_the_plan_names_each_datasets_loso_fold_count(bci_run):
+    _, run = bci_run
+    for benchmark, datasets in BCI_BENCHMARKS.items():
+        for dataset, (subjects, _, _) in datasets.items():
+            assert f"plan: {benchmark}: {dataset} LOSO ({subjects})" in run.stderr
+
+
+def test_variants_that_share_preprocessing_and_pooling_share_a_store(bci_run):
+    """One store per (dataset, model, preprocessing, pooling): the default variant reads the
+    plain model's, token_flattening config/models.yaml's cbramod_random_tokens (the same
+    entry, tokens kept), the two no_filtering variants stores of their own; token stores
+    hold (units, tokens, 200) and the probes read them flattened."""
+    from embedprobe.pipeline.store import open_embeddings
+
+    workdir, _ = bci_run
+    cache = workdir / "cache/embeddings"
+    for dataset, tokens in TOKENS.items():
+        stores = {"default": cache / f"{dataset}/{MODEL}.h5",
+                  "token_flattening": cache / f"{dataset}/{MODEL}_tokens.h5",
+                  "no_filtering": cache / f"{dataset}/no_filtering/{MODEL}.h5",
+                  "no_filtering_token_flattening":
+                      cache / f"{dataset}/no_filtering_token_flattening/{MODEL}.h5"}
+        assert sorted(p.relative_to(cache).as_posix() for p in cache.glob(f"{dataset}/**/*.h5")
+                      ) == sorted(p.relative_to(cache).as_posix() for p in stores.values())
+        keys = {}
+        for variant, path in stores.items():
+            with open_embeddings(path) as store:
+                flat = "token" in variant
+                n = len(store.windows)
+                assert store.embeddings.shape == ((n, tokens, 200) if flat else (n, 200))
+                assert store.load().shape == (n, tokens * 200 if flat else 200)
+                key = json.loads(store.identity.preprocessing)
+                keys[variant] = key["preprocessing"]["filters"]
+        assert keys["default"] == keys["token_flattening"] != keys["no_filtering"]
+        assert keys["no_filtering"] == keys["no_filtering_token_flattening"]
+
+
+@pytest.mark.parametrize("benchmark", BCI_BENCHMARKS)
+def test_on_shuffled_labels_each_paradigms_probe_is_near_chance(bci_run, benchmark):
+    """The default variant's embeddings with the units' labels shuffled: the LOSO probe, as
+    the workflow fits it, finds nothing."""
+    from embedprobe.pipeline.store import open_embeddings
+    from embedprobe.probing.folds import distinct, fold_split, loso_plan
+    from embedprobe.probing.logistic import fit_logistic_probe
+
+    workdir, _ = bci_run
+    for dataset, (_, classes, _) in BCI_BENCHMARKS[benchmark].items():
+        with open_embeddings(workdir / f"cache/embeddings/{dataset}/{MODEL}.h5") as store:
+            X = np.asarray(store.load(), dtype=np.float32)
+            windows = store.windows
+        y = np.random.default_rng(0).permutation(windows["label"].to_numpy())
+        plan = loso_plan(distinct(windows["subject"]), 42)
+        scores = []
+        for fold in range(len(distinct(windows["subject"]))):
+            parts = fold_split(plan, windows, fold)
+            result = fit_logistic_probe(*(a[parts[p]] for p in ("train", "val", "test")
+                                          for a in (X, y)))
+            scores.append(result.test_metrics["balanced_accuracy"])
+        assert abs(np.mean(scores) - 1 / classes) < 0.08, (dataset, scores)
+
+
+def test_the_bci_leaderboard_has_a_column_per_benchmark_and_variant(bci_run):
+    workdir, _ = bci_run
+    board = (workdir / "results/leaderboard/bci_demo.md").read_text()
+    header = next(x for x in board.splitlines() if x.startswith("| model |"))
+    for benchmark, datasets in BCI_BENCHMARKS.items():
+        for dataset in datasets:
+            for variant in VARIANTS:
+                assert f"| {benchmark}[{variant}]/{dataset} (balanced_accuracy) |" in header
+    line = next(x for x in board.splitlines() if x.startswith(f"| {MODEL} |"))
+    assert line.count("+-") == 5 * len(VARIANTS), board
+
+
+def test_motor_imagery_trials_start_half_a_second_after_each_cue(bci_run):
+    workdir, _ = bci_run
     index = pd.read_csv(workdir / "results/index/bnci2014_001_demo.tsv", sep="\t")
     assert (index["sfreq"] == 250).all() and len(index) == 4 * 48
     assert sorted(index["label"].value_counts().tolist()) == [48, 48, 48, 48]
 
 
-def test_token_stores_run_end_to_end_beside_the_pooled_demo(mi_run, tmp_path):
+def test_token_stores_run_end_to_end_beside_the_pooled_demo(bci_run, tmp_path):
     """Two token models (`pooling: tokens`) on the motor-imagery look-alike the demo indexed:
     the stores hold (trials, tokens, width), preflight sizes the probes at the flattened width
     (EEGPT's 24,576: the probe's diagonal form), every probe's peak is inside its request, and
@@ -138,7 +229,7 @@ def test_token_stores_run_end_to_end_beside_the_pooled_demo(mi_run, tmp_path):
     from embedprobe.memory.report import read_runs
     from embedprobe.pipeline.store import open_embeddings
 
-    workdir, _ = mi_run
+    workdir, _ = bci_run
     models = {"cbramod_random_tokens": (3, 200), "eegpt_random_tokens": (12, 2048)}
     extra = tmp_path / "tokens.yaml"
     extra.write_text(yaml.safe_dump({"benchmarks": {"my_tokens": {
@@ -163,34 +254,11 @@ def test_token_stores_run_end_to_end_beside_the_pooled_demo(mi_run, tmp_path):
     assert len(probes) == 8 and (probes["peak_mb"] <= probes["request_mb"]).all(), probes
 
 
-def test_motor_imagery_probe_on_shuffled_labels_is_near_chance(mi_run):
-    """The same embeddings with the trial labels shuffled: the LOSO probe finds nothing."""
-    from embedprobe.probing.logistic import fit_logistic_probe
-
-    workdir, _ = mi_run
-    from embedprobe.pipeline.store import open_embeddings
-
-    with open_embeddings(workdir / "cache/embeddings/physionet_mi_demo/biot_random.h5") as store:
-        X = np.asarray(store.embeddings[:], dtype=np.float32)
-        windows = store.windows
-    y = np.random.default_rng(0).permutation(windows["label"].to_numpy())
-    subjects = sorted(windows["subject"].unique())
-    scores = []
-    for k, test in enumerate(subjects):
-        val = subjects[(k + 1) % len(subjects)]
-        parts = {name: (windows["subject"] == s).to_numpy() for name, s in
-                 (("test", test), ("val", val))}
-        train = ~(parts["test"] | parts["val"])
-        result = fit_logistic_probe(X[train], y[train], X[parts["val"]], y[parts["val"]],
-                                    X[parts["test"]], y[parts["test"]])
-        scores.append(result.test_metrics["balanced_accuracy"])
-    assert abs(np.mean(scores) - 0.25) < 0.08, scores
-
-
-@pytest.mark.parametrize("run_name, benchmark, probe_job", [
-    ("epilepsy_run", "epilepsy_demo", "probe_seizure"),
-    ("mi_run", "bci_mi_physionet_demo", "probe_bci")])
-def test_memory_panel_and_refit_read_the_task_probes(run_name, benchmark, probe_job, request):
+@pytest.mark.parametrize("run_name, benchmark, probe_job, model", [
+    ("epilepsy_run", "epilepsy_demo", "probe_seizure", "biot_random"),
+    ("bci_run", "bci_mi_demo", "probe_bci", f"default/{MODEL}")])
+def test_memory_panel_and_refit_read_the_task_probes(run_name, benchmark, probe_job, model,
+                                                     request):
     """The newer tasks' probe jobs are in their benchmark's memory panel, and a refit from the
     runs table finds every run's inputs in the split preflight files (the pair's JSON for
     embed, the benchmark's for its folds)."""
@@ -204,7 +272,8 @@ def test_memory_panel_and_refit_read_the_task_probes(run_name, benchmark, probe_
     assert (panel / "memory.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = (panel / "summary.md").read_text()
     for dataset in bench["datasets"]:
-        assert f"| probe | {dataset} | biot_random | {bench['folds']} |" in table, table
+        folds = BCI_BENCHMARKS.get(benchmark, {}).get(dataset, (bench["folds"],))[0]
+        assert f"| probe | {dataset} | {model} | {folds} |" in table, table
     runs = read_runs(workdir / "results/memory/runs.tsv")
     joined = join_runs(runs, workdir / "results/preflight")
     assert joined.skipped == {}

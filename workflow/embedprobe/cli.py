@@ -268,7 +268,8 @@ def cmd_memory(args, config, roots):
     bench = lookup(config, "benchmarks", args.benchmark) if args.benchmark else None
     text = memory_report(args.results_root or roots["results_root"], args.benchmark, bench,
                          Path(args.figure) if args.figure else None,
-                         Path(args.markdown) if args.markdown else None)
+                         Path(args.markdown) if args.markdown else None,
+                         models=config.get("models"))
     print(text, end="")
 
 

@@ -49,7 +49,9 @@ rule preflight:
 # One benchmark's probe folds on the pair: adding a benchmark refits no other one's probes.
 rule preflight_probe:
     input:
-        check=out("check"),
+        check=lambda w: out(
+            "check", dataset=w.dataset, model=embedding_id(config["models"], w.model)
+        ),
         index=out("index"),
     output:
         out("preflight_probe"),

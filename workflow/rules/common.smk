@@ -4,6 +4,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 CONDA_ENV = "../../envs/embedprobe.yaml"
 
 from embedprobe.core.paths import job_pattern, pattern
+from embedprobe.core.variants import embedding_id
 from embedprobe.smk.hooks import print_fresh_summaries, write_partial_results
 from embedprobe.smk.job_configs import (
     generator_job_config,

@@ -1,6 +1,11 @@
 rule probe:
     input:
-        embeddings=out("embeddings"),
+        # a variant's store is that of the model it embeds as (core/variants.py)
+        embeddings=lambda w: out(
+            "embeddings",
+            dataset=w.dataset,
+            model=embedding_id(config["models"], w.model),
+        ),
         estimate=out("preflight_probe"),
         # a benchmark that reads another's folds (sleep_hypnogram: the staging predictions)
         source=lambda w: source_fold_predictions(

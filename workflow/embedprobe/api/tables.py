@@ -26,6 +26,7 @@ from embedprobe.core.config import check_names, closest, load_config, lookup, re
 from embedprobe.core.errors import UsageError
 from embedprobe.core.overrides import apply_overrides
 from embedprobe.core.paths import output_path
+from embedprobe.core.variants import embedding_id
 
 
 def settings(configfile=(), config=()) -> tuple[dict, dict]:
@@ -82,7 +83,8 @@ def check_records(config: dict, roots: dict, benchmark: str, dataset: str | None
     rows = []
     for d in [dataset] if dataset else bench["datasets"]:
         for m in [model] if model else bench["models"]:
-            path = output_path("check", roots, dataset=d, model=m)
+            path = output_path("check", roots, dataset=d,
+                               model=embedding_id(config["models"], m))
             if path.is_file():
                 rows.append(read_result(path).as_dict())
     return rows

@@ -12,10 +12,11 @@ two filterings crossed with the two ways a trial's patch tokens become one vecto
 
 A benchmark's `variants:` list turns each model `m` into one model id per variant,
 `<variant>/<m>`: an entry of its own in config["models"] (m's entry with `bci_filtering` and
-`pooling` set), so check, preflight and embed run per (dataset, model, preprocessing,
-pooling), each has its own store, and every variant's results land under
-`<benchmark>/<dataset>/<variant>/<m>/`. A benchmark without `variants:` runs its models as
-they are. Only the standard library here: the Snakefile's parse imports it.
+`pooling` set). Its store is the one of the (dataset, model, preprocessing, pooling) it runs:
+the default variant of `m` reads `m`'s own store, a variant no listed model matches gets its
+own (embedding_id), and check, preflight and embed run once per store. Every variant's results
+land under `<benchmark>/<dataset>/<variant>/<m>/`. A benchmark without `variants:` runs its
+models as they are. Only the standard library here: the Snakefile's parse imports it.
 """
 
 from __future__ import annotations
@@ -124,6 +125,23 @@ def materialize(config: dict) -> dict:
                 if split_variant(m)[0] is None]
         bench["models"] = ids
     return config
+
+
+def embedding_id(models: dict, model: str) -> str:
+    """The model id whose store `model` reads: one store per (dataset, model, preprocessing,
+    pooling). A variant id reads the store of the first model listed with the same entry
+    (the default variant of `m` reads `m`'s; token_flattening of `cbramod_random` reads
+    `cbramod_random_tokens`'s), else its own; any other id its own."""
+    if split_variant(model)[0] is None:
+        return model
+    entry = _as_run(models[model])
+    return next((other for other, listed in models.items()
+                 if split_variant(other)[0] is None and _as_run(listed) == entry), model)
+
+
+def _as_run(entry: dict) -> dict:
+    """An entry with the defaults of what variants set (pooling, bci_filtering) filled."""
+    return {"pooling": "mean", "bci_filtering": CONFOUND} | entry
 
 
 def for_task(by_task: dict, task: str | None):

@@ -64,9 +64,16 @@ def read_runs(path: Path) -> pd.DataFrame:
     return table
 
 
-def benchmark_rows(table: pd.DataFrame, benchmark: str, bench: dict) -> pd.DataFrame:
-    """The rows of one benchmark: the embed jobs of its (dataset, model) pairs and its probes."""
-    pairs = table["dataset"].isin(bench["datasets"]) & table["model"].isin(bench["models"])
+def benchmark_rows(table: pd.DataFrame, benchmark: str, bench: dict,
+                   models: dict | None = None) -> pd.DataFrame:
+    """The rows of one benchmark: the embed jobs of its (dataset, model) pairs and its probes;
+    `models` (the config's entries) names the store each variant id reads, whose embed job
+    it is (core/variants.embedding_id)."""
+    from embedprobe.core.variants import embedding_id
+
+    stores = {embedding_id(models, m) for m in bench["models"]} if models else set()
+    pairs = table["dataset"].isin(bench["datasets"]) & table["model"].isin(
+        stores | set(bench["models"]))
     embed = table["rule"].eq("embed")
     probe = table["rule"].eq("probe") & table["job"].str.startswith(f"probe/{benchmark}/")
     return table[pairs & (embed | probe)]
@@ -328,7 +335,7 @@ def _bars(ax, table: pd.DataFrame) -> None:
 
 def memory_report(results_root: str | Path, benchmark: str | None = None,
                   bench: dict | None = None, figure: Path | None = None,
-                  summary: Path | None = None) -> str:
+                  summary: Path | None = None, models: dict | None = None) -> str:
     """The text table (returned); the figure and the markdown written where named.
 
     With outputs to write (the workflow's memory_panel rule), a missing runs table or no rows
@@ -340,7 +347,7 @@ def memory_report(results_root: str | Path, benchmark: str | None = None,
     try:
         table = read_runs(path)
         if benchmark is not None:
-            table = benchmark_rows(table, benchmark, bench)
+            table = benchmark_rows(table, benchmark, bench, models)
         if table.empty:
             where = f" of benchmark '{benchmark}'" if benchmark else ""
             raise UsageError(f"the runs table {path} has no rows{where}",

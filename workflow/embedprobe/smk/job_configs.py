@@ -10,6 +10,7 @@ import os
 from embedprobe.core.config import resolve_roots
 from embedprobe.core.paths import output_path
 from embedprobe.core.selection import fold_selection, in_job_config, with_fold_count
+from embedprobe.core.variants import embedding_id
 from embedprobe.smk.plan import not_run_pairs, target_groups
 
 
@@ -26,6 +27,12 @@ def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> s
         sliced[kind] = {name: config[kind][name]} if name else {}
     if benchmark and dataset:  # `folds: loso` as the dataset's count (core/selection.py)
         sliced["benchmarks"][benchmark] = with_fold_count(config, benchmark, dataset)
+    if benchmark and not model and config["benchmarks"][benchmark].get("variants"):
+        # its variant ids and the stores they read (core/variants.embedding_id): whose embed
+        # jobs the benchmark's memory panel shows
+        listed = config["benchmarks"][benchmark]["models"]
+        names = set(listed) | {embedding_id(config["models"], m) for m in listed}
+        sliced["models"] = {m: e for m, e in config["models"].items() if m in names}
     sliced.update(resolve_roots(config))
     return json.dumps(sliced, sort_keys=True)
 

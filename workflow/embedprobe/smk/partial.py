@@ -19,21 +19,24 @@ import pandas as pd
 from embedprobe.core.errors import read_failure_record
 from embedprobe.core.paths import failure_record, output_path
 from embedprobe.core.selection import benchmark_folds, fold_count, selected
+from embedprobe.core.variants import embedding_id
 from embedprobe.smk.plan import not_run_pairs, present_datasets, runnable_models
 
 STEPS = ("check", "preflight", "embed", "probe")
 
 
 def failure_records(roots: dict, benchmark: str, dataset: str, model: str,
-                    folds) -> list[tuple[str, Path]]:
+                    folds, store: str | None = None) -> list[tuple[str, Path]]:
     """(step, record path) of every failure record the pair's jobs left, in step order;
-    `folds`: the fold count, or the fold numbers the run planned."""
+    `folds`: the fold count, or the fold numbers the run planned; `store`: the model whose
+    check, preflight and embed the pair's store comes from (a variant's: embedding_id)."""
     pair = {"dataset": dataset, "model": model}
-    outputs = [("check", output_path("check", roots, **pair)),
-               ("preflight", output_path("preflight", roots, **pair)),
+    stored = {"dataset": dataset, "model": store or model}
+    outputs = [("check", output_path("check", roots, **stored)),
+               ("preflight", output_path("preflight", roots, **stored)),
                ("probe preflight", output_path("preflight_probe", roots, benchmark=benchmark,
                                                **pair)),
-               ("embed", output_path("embeddings", roots, **pair))]
+               ("embed", output_path("embeddings", roots, **stored))]
     outputs += [(f"probe fold {k}", output_path("fold_result", roots, benchmark=benchmark,
                                                 fold=k, **pair))
                  for k in (range(folds) if isinstance(folds, int) else folds)]
@@ -69,7 +72,8 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
             chosen = benchmark_folds(config, benchmark, dataset)
             not_run, fold_paths, touched = {}, [], False
             for model in runnable_models(config, benchmark, dataset):
-                records = failure_records(roots, benchmark, dataset, model, chosen)
+                records = failure_records(roots, benchmark, dataset, model, chosen,
+                                          embedding_id(config["models"], model))
                 touched |= any(p.stat().st_mtime >= since for _, p in records)
                 done = [output_path("fold_result", roots, benchmark=benchmark, dataset=dataset,
                                     model=model, fold=k) for k in chosen]

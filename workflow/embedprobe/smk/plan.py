@@ -18,6 +18,7 @@ from embedprobe.core.config import check_names, lookup, resolve_roots
 from embedprobe.core.errors import EmbedprobeError
 from embedprobe.core.paths import pattern
 from embedprobe.core.selection import benchmark_folds, fold_count, has_work, selected
+from embedprobe.core.variants import embedding_id
 
 
 def exit_on_error(func, *args, **kwargs):
@@ -130,7 +131,7 @@ def capped_stores(config: dict, roots: dict, *benchmarks: str) -> list[str]:
         for dataset in selected(config, benchmark, "datasets"):
             warn_known_skips(config, benchmark, dataset)
     return list(dict.fromkeys(
-        pattern("embeddings", roots, dataset=d, model=m)
+        pattern("embeddings", roots, dataset=d, model=embedding_id(config["models"], m))
         for benchmark in benchmarks if has_work(config, benchmark)
         for d in present_datasets(config, benchmark)
         for m in runnable_models(config, benchmark, d)))
