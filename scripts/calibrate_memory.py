@@ -289,7 +289,8 @@ PLANS = {
 # imports are each job's baseline (JOB_STEP) in embedprobe.memory.baselines, shared with
 # preflight.
 STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
-              "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies"}
+              "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies",
+              "activation_factor"}
 
 
 def _unfitted(job: str, name: str) -> str:

@@ -14,6 +14,8 @@ from embedprobe.datasets import registry
 from embedprobe.datasets.bi2013a import lookalike
 from embedprobe.datasets.bi2013a import reader as bi
 
+from helpers.lookalike import written_thrice
+
 SETTINGS = {"subjects": 2, "sessions": 2, "training_repetitions": 6, "online_repetitions": 2,
             "seed": 1}
 
@@ -96,10 +98,7 @@ def test_header_and_signals_are_what_was_written(demo):
 
 
 def test_same_settings_write_the_same_bytes(tmp_path):
-    small = SETTINGS | {"subjects": 1, "sessions": 1}
-    a = lookalike.write_lookalike(tmp_path / "a", small)
-    b = lookalike.write_lookalike(tmp_path / "b", small)
-    c = lookalike.write_lookalike(tmp_path / "c", small | {"seed": 2})
+    a, b, c = written_thrice(lookalike, tmp_path, SETTINGS | {"subjects": 1, "sessions": 1}, 2)
     assert [f.read_bytes() for f in a] == [f.read_bytes() for f in b]
     assert a[1].read_bytes() != c[1].read_bytes()
 

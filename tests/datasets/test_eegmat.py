@@ -17,6 +17,9 @@ from embedprobe.datasets import registry
 from embedprobe.datasets.eegmat import lookalike
 from embedprobe.datasets.eegmat import reader as em
 
+from helpers.lookalike import demo_fixture, written_thrice
+from helpers.loso import loso_scores
+
 SETTINGS = {"subjects": 2, "seconds": [24, 16], "seed": 3}
 # The 21 labels of PhysioNet's files, written out from the dataset (not from the reader).
 LABELS = ["EEG Fp1", "EEG Fp2", "EEG F3", "EEG F4", "EEG F7", "EEG F8", "EEG T3", "EEG T4",
@@ -25,12 +28,7 @@ LABELS = ["EEG Fp1", "EEG Fp2", "EEG F3", "EEG F4", "EEG F7", "EEG F8", "EEG T3"
 UV = 1e-6
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("eegmat")
-    files = lookalike.write_lookalike(root, SETTINGS)
-    return root, files, lookalike.plan(SETTINGS)
+demo = demo_fixture(lookalike, SETTINGS, "eegmat")
 
 
 def test_layout_as_physionet_has_it_read_through_mne(demo):
@@ -85,10 +83,7 @@ def test_signals_in_volts_are_what_was_written(demo):
 
 
 def test_same_settings_write_the_same_bytes(tmp_path):
-    small = {"subjects": 1, "seconds": 8, "seed": 1}
-    a = lookalike.write_lookalike(tmp_path / "a", small)
-    b = lookalike.write_lookalike(tmp_path / "b", small)
-    c = lookalike.write_lookalike(tmp_path / "c", small | {"seed": 2})
+    a, b, c = written_thrice(lookalike, tmp_path, {"subjects": 1, "seconds": 8, "seed": 1}, 2)
     assert [f.read_bytes() for f in a] == [f.read_bytes() for f in b]
     assert a[0].read_bytes() != c[0].read_bytes()
 
@@ -98,7 +93,6 @@ def test_arithmetic_raises_frontal_theta_and_lowers_posterior_alpha(tmp_path):
     theta's share of 1-30 Hz power at Fz rises, alpha's at O1/O2/Pz falls; and log band
     powers + logistic regression find it in a subject they were not fitted on."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import balanced_accuracy_score
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
@@ -128,13 +122,8 @@ def test_arithmetic_raises_frontal_theta_and_lowers_posterior_alpha(tmp_path):
         # log shares: +0.42..0.63 and -0.21..-0.38 measured (the least in group "B")
         assert theta[y[mine]].mean() > theta[~y[mine]].mean() + 0.25
         assert alpha[y[mine]].mean() < alpha[~y[mine]].mean() - 0.12
-    x = x.reshape(len(x), -1)
-    scores = []
-    for subject in np.unique(g):
-        held = g == subject
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=1000))
-        model.fit(x[~held], y[~held])
-        scores.append(balanced_accuracy_score(y[held], model.predict(x[held])))
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=1000))
+    scores = loso_scores(model, x.reshape(len(x), -1), y, g)
     # chance 0.5; 0.75-0.9 measured, mean 0.84 (biot_random, 120 s files: 0.76-0.81)
     assert min(scores) > 0.65 and np.mean(scores) > 0.75
 

@@ -12,18 +12,15 @@ from embedprobe.datasets import registry
 from embedprobe.datasets.nakanishi2015 import lookalike
 from embedprobe.datasets.nakanishi2015 import reader as nakanishi
 
+from helpers.lookalike import demo_fixture
+
 SETTINGS = {"subjects": 2, "blocks": 3, "seed": 4}
 # The README's target order (eeg(1,:,:,:) is 9.25 Hz, eeg(5,:,:,:) 11.75 Hz) and MOABB's names.
 FREQUENCIES = [9.25, 11.25, 13.25, 9.75, 11.75, 13.75, 10.25, 12.25, 14.25, 10.75, 12.75, 14.75]
 UV = 1e-6
 STRIDE = 50 + 1114 + 50  # MOABB's zeros, the epoch, its zeros
 
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("nakanishi2015")
-    files = lookalike.write_lookalike(root, SETTINGS)
-    return root, files, lookalike.plan(SETTINGS)
+demo = demo_fixture(lookalike, SETTINGS, "nakanishi2015")
 
 
 def test_layout_the_way_moabb_reads_it(demo):

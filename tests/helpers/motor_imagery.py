@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.signal
 
+from helpers.loso import loso_scores
+
 
 def band_power_accuracy(reader, recordings, classes) -> float:
     """Leave-one-subject-out balanced accuracy of log band powers (0.5-4.5 s after each cue,
     each channel first divided by its 95th percentile, as BIOT scales) + logistic regression."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import balanced_accuracy_score
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
@@ -30,11 +31,6 @@ def band_power_accuracy(reader, recordings, classes) -> float:
             features.append(np.log(np.stack(bands, 1)).ravel())
             labels.append(classes.index(event.description))
             groups.append(rec.subject)
-    x, y, g = np.array(features), np.array(labels), np.array(groups)
-    scores = []
-    for subject in np.unique(g):
-        held = g == subject
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=1000))
-        model.fit(x[~held], y[~held])
-        scores.append(balanced_accuracy_score(y[held], model.predict(x[held])))
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=1000))
+    scores = loso_scores(model, np.array(features), np.array(labels), np.array(groups))
     return float(np.mean(scores))

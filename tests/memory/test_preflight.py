@@ -162,3 +162,29 @@ def test_a_token_width_that_cannot_fit_is_refused_naming_the_pooled_width(pair, 
     write_result(dataclasses.replace(check, feature_dim=2048, tokens=0), pooled)
     assert preflight({**config, "memory_limit_mb": 3000}, pooled, index, out,
                      "--benchmark", "sleep_stage").returncode == 0
+
+
+def test_a_flattened_variant_that_cannot_fit_is_offered_its_pooled_variant():
+    """A BCI benchmark's token_flattening variant (core/variants.py) whose probe cannot fit:
+    the fix names the variant with the same filtering whose tokens are averaged, and its
+    request at the pooled width."""
+    from types import SimpleNamespace
+
+    from embedprobe.memory.preflight import offer_pooled
+
+    asked = []
+
+    def fold_estimate(dim):
+        asked.append(dim)
+        return SimpleNamespace(verdict="ok", request_mb=321), 10
+
+    for variant, pooled in (("token_flattening", "default"),
+                            ("no_filtering_token_flattening", "no_filtering")):
+        estimate = SimpleNamespace(verdict="too_big", fix="raise memory_limit_mb")
+        check = SimpleNamespace(tokens=12, feature_dim=12 * 2048)
+        offer_pooled(estimate, check, f"{variant}/eegpt_random", fold_estimate)
+        assert estimate.fix == (
+            f"raise memory_limit_mb; or probe eegpt_random pooled: variant {pooled} in the "
+            "benchmark's `variants:` gives 2048 features instead of 12 tokens x 2048 and needs "
+            "321 MB, which fits")
+    assert asked == [2048, 2048]

@@ -171,6 +171,7 @@ def cmd_check(args, config, roots):
     import time
 
     from embedprobe.core.model_aliases import expand_models
+    from embedprobe.core.variants import embedding_id
     from embedprobe.pipeline.check import (
         check_pair,
         closing_notes,
@@ -187,6 +188,8 @@ def cmd_check(args, config, roots):
         datasets = [args.dataset] if args.dataset else bench["datasets"]
         models = (expand_models(args.model.split(","), config["models"], "--model")
                   if args.model else bench["models"])
+        # one check per store: a variant's is its store's (core/variants.embedding_id)
+        models = list(dict.fromkeys(embedding_id(config["models"], m) for m in models))
     else:
         datasets = [args.dataset]
         models = expand_models(args.model.split(","), config["models"], "--model")

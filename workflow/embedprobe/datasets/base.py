@@ -27,12 +27,16 @@ A look-alike generator for tests and demos (registry.FORMATS) exposes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
+
+from embedprobe.core.errors import DataError
+
+K = TypeVar("K", bound=Hashable)
 
 
 class RecordingLike(Protocol):
@@ -101,6 +105,21 @@ class DatasetReader(Protocol):
                      span: tuple[int, int] | None = None) -> Signals: ...
 
     def read_events(self, rec: RecordingLike) -> list[Event]: ...
+
+
+def one_each(paths: Iterable[Path], key: Callable[[Path], K | None]) -> dict[K, Path]:
+    """find_recordings' files (or folders) by key(path), skipping those whose key is None (not
+    the dataset's); two with one key (a copy in another folder) are a DataError naming both."""
+    found: dict[K, Path] = {}
+    for path in paths:
+        k = key(path)
+        if k is None:
+            continue
+        if k in found:
+            raise DataError(f"{path.name} is there twice: {found[k]} and {path}",
+                            fix="keep one copy under the data root")
+        found[k] = path
+    return found
 
 
 def span_within(span: tuple[int, int] | None, n_samples: int) -> tuple[int, int]:

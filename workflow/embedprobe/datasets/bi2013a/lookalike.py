@@ -31,8 +31,9 @@ import numpy as np
 
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.bi2013a import reader as bi2013a
-from embedprobe.datasets.synth.erp import Flash, flash_order, synthesize_erp_run, write_mat
+from embedprobe.datasets.synth.erp import Flash, flash_order, synthesize_erp_run
 from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
+from embedprobe.datasets.synth.mat import write_mat
 
 SFREQ = 512
 ITEMS = 12

@@ -45,7 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError, UsageError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, span_within
+from embedprobe.datasets.mat import channel_columns, file_key, loadmat
 
 FORMAT = "bi2013a"
 READER_SETTINGS = ("run_types",)  # dataset entry keys passed to find_recordings
@@ -140,13 +141,8 @@ def find_recordings(root: Path, run_types: Sequence[str] = ("nonadaptive_trainin
         raise DataError(f"Brain Invaders 2013a folder {root} does not exist",
                         fix="unzip subject01_session01.zip ... subject24.zip there (Zenodo "
                             "record 2669187), or let the demo_data rule write a look-alike")
-    subjects: dict[str, Path] = {}
-    for folder in sorted(p for p in root.rglob("subject_*") if p.is_dir()):
-        if _SUBJECT.match(folder.name):
-            if folder.name in subjects:
-                raise DataError(f"{folder.name} is there twice: {subjects[folder.name]} and "
-                                f"{folder}", fix="keep one copy under the data root")
-            subjects[folder.name] = folder
+    subjects = one_each(sorted(p for p in root.rglob("subject_*") if p.is_dir()),
+                        lambda f: f.name if _SUBJECT.match(f.name) else None)
     recordings = []
     for subject, folder in sorted(subjects.items()):
         names = read_meta(folder)
@@ -193,25 +189,14 @@ def _parse(content: dict, path: Path) -> np.ndarray:
 
 @functools.lru_cache(maxsize=2)
 def _load(path: str, size: int, mtime_ns: int) -> np.ndarray:
-    import scipy.io
-
-    try:
-        content = scipy.io.loadmat(path)
-    except Exception as exc:  # scipy raises several types for a damaged or foreign file
-        raise DataError(f"{path}: not a readable .mat file ({type(exc).__name__}: {exc})",
-                        fix=_FIX_DOWNLOAD) from exc
-    return _parse(content, Path(path))
+    return _parse(loadmat(path, _FIX_DOWNLOAD), Path(path))
 
 
 def read_data(rec: Recording) -> np.ndarray:
     """The run's `data`, samples x 17."""
     if not rec.present:
         raise DataError(rec.problem, fix=_FIX_DOWNLOAD)
-    try:
-        stat = rec.mat.stat()
-    except OSError as exc:
-        raise DataError(f"{rec.mat}: cannot read it ({exc})", fix=_FIX_DOWNLOAD) from exc
-    return _load(str(rec.mat), stat.st_size, stat.st_mtime_ns)
+    return _load(*file_key(rec.mat, _FIX_DOWNLOAD))
 
 
 # The reader interface (datasets/base.py) --------------------------------------------------
@@ -223,14 +208,9 @@ def read_header(rec: Recording) -> RecordingHeader:
 
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
     """The named EEG channels as float32 volts (the files' values, as MOABB takes them)."""
-    missing = [c for c in channels if c not in CHANNELS]
-    if missing:
-        raise DataError(f"{rec.mat}: no channel {', '.join(missing)}; it has "
-                        f"{', '.join(CHANNELS)}",
-                        fix="choose channels this file has (config/channel_maps/)")
+    columns = channel_columns(rec.mat, CHANNELS, channels)
     data = read_data(rec)
     first, stop = span_within(span, len(data))
-    columns = [CHANNELS.index(c) for c in channels]
     return Signals(SFREQ, list(channels), data[first:stop, columns].T.astype(np.float32))
 
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
+from embedprobe.datasets.mat import channel_columns, file_key, loadmat
 
 FORMAT = "bnci2014_001"
 READER_SETTINGS = ("sessions",)  # dataset entry keys passed to find_recordings
@@ -149,13 +150,7 @@ def _parse_run(struct, path: Path, run: int) -> Run:
 def _load(path: str, size: int, mtime_ns: int) -> tuple[Run, ...]:
     """Every run of one file (kept for the next call: a run's header, events and signals are
     read one after another)."""
-    import scipy.io
-
-    try:
-        content = scipy.io.loadmat(path, simplify_cells=True)
-    except Exception as exc:  # scipy raises several types for a damaged or foreign file
-        raise DataError(f"{path}: not a readable .mat file ({type(exc).__name__}: {exc})",
-                        fix=_FIX_DOWNLOAD) from exc
+    content = loadmat(path, _FIX_DOWNLOAD, simplify_cells=True)
     if "data" not in content:
         raise DataError(f"{path}: no variable `data` (the cell of runs of a BNCI 2014-001 "
                         "session file)", fix=_FIX_DOWNLOAD)
@@ -181,12 +176,7 @@ def _check_session(runs: Sequence[Run], path: Path) -> None:
 
 
 def read_runs(path: Path) -> tuple[Run, ...]:
-    path = Path(path)
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read it ({exc})", fix=_FIX_DOWNLOAD) from exc
-    return _load(str(path), stat.st_size, stat.st_mtime_ns)
+    return _load(*file_key(path, _FIX_DOWNLOAD))
 
 
 @functools.lru_cache(maxsize=64)
@@ -248,13 +238,8 @@ def read_header(rec: Recording) -> RecordingHeader:
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
     """The named channels (of CHANNELS) as float32 volts (a span cut from the run: a
     run is a few minutes)."""
-    missing = [c for c in channels if c not in CHANNELS]
-    if missing:
-        raise DataError(f"{rec.mat}: no channel {', '.join(missing)}; it has "
-                        f"{', '.join(CHANNELS)}",
-                        fix="choose channels this file has (config/channel_maps/)")
+    columns = channel_columns(rec.mat, CHANNELS, channels)
     run = _run(rec)
-    columns = [CHANNELS.index(c) for c in channels]
     first, stop = span_within(span, len(run.X))
     data = (run.X[first:stop, columns].T * 1e-6).astype(np.float32)
     return Signals(run.fs, list(channels), data)

@@ -30,8 +30,9 @@ import scipy.signal
 
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.bnci2014_008 import reader as bnci2014_008
-from embedprobe.datasets.synth.erp import Flash, flash_order, synthesize_erp_run, write_mat
-from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
+from embedprobe.datasets.synth.erp import Flash, flash_order, synthesize_erp_run
+from embedprobe.datasets.synth.files import with_defaults, write_flat
+from embedprobe.datasets.synth.mat import write_mat
 
 SFREQ = 256
 FLASH_SAMPLES = 32  # 125 ms on
@@ -146,10 +147,6 @@ def write_subject(plan: SubjectPlan, path: Path, seed: int) -> Path:
 
 def write_lookalike(root: Path, settings: dict) -> list[Path]:
     """Write the look-alike under root; returns the files written, MANIFEST.tsv last."""
-    root = Path(root)
-    plans = plan(settings)
     seed = int(_settings(settings)["seed"])
-    start_rewrite(root, (p.name for p in plans), "A*.mat", ".mat", key=lambda f: f.name)
-    root.mkdir(parents=True, exist_ok=True)
-    files = [write_subject(p, root / p.name, seed) for p in plans]
-    return [*files, write_manifest(root, files)]
+    return write_flat(root, plan(settings), "A*.mat", ".mat",
+                      lambda p, path: write_subject(p, path, seed))

@@ -38,7 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, span_within
+from embedprobe.datasets.mat import SubjectMat, channel_columns, file_key, loadmat
 
 FORMAT = "bnci2014_008"
 CHANNELS = ("Fz", "Cz", "Pz", "Oz", "P3", "P4", "PO7", "PO8")
@@ -52,31 +53,7 @@ _FIX_DOWNLOAD = ("download the file again (BNCI Horizon 2020, data set 008-2014:
                  "http://bnci-horizon-2020.eu/database/data-sets/008-2014/)")
 
 
-@dataclass(frozen=True)
-class Recording:
-    recording: str  # "A01"
-    mat: Path
-
-    # The reader interface's names (datasets/base.py)
-    @property
-    def subject(self) -> str:
-        return self.recording
-
-    @property
-    def session(self) -> str:
-        return "0"
-
-    @property
-    def signal_path(self) -> Path:
-        return self.mat
-
-    @property
-    def files(self) -> tuple[Path, ...]:
-        return (self.mat,)
-
-    @property
-    def problem(self) -> str:
-        return ""
+Recording = SubjectMat  # "A01": A01.mat
 
 
 @dataclass(frozen=True)
@@ -137,23 +114,11 @@ def _parse(content: dict, path: Path) -> Run:
 
 @functools.lru_cache(maxsize=2)
 def _load(path: str, size: int, mtime_ns: int) -> Run:
-    import scipy.io
-
-    try:
-        content = scipy.io.loadmat(path, simplify_cells=True)
-    except Exception as exc:  # scipy raises several types for a damaged or foreign file
-        raise DataError(f"{path}: not a readable .mat file ({type(exc).__name__}: {exc})",
-                        fix=_FIX_DOWNLOAD) from exc
-    return _parse(content, Path(path))
+    return _parse(loadmat(path, _FIX_DOWNLOAD, simplify_cells=True), Path(path))
 
 
 def read_run(path: Path) -> Run:
-    path = Path(path)
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read it ({exc})", fix=_FIX_DOWNLOAD) from exc
-    return _load(str(path), stat.st_size, stat.st_mtime_ns)
+    return _load(*file_key(path, _FIX_DOWNLOAD))
 
 
 def find_recordings(root: Path) -> list[Recording]:
@@ -163,14 +128,8 @@ def find_recordings(root: Path) -> list[Recording]:
         raise DataError(f"BNCI 2014-008 folder {root} does not exist",
                         fix="put A01.mat ... A08.mat there (BNCI Horizon 2020, data set "
                             "008-2014), or let the demo_data rule write a look-alike")
-    found: dict[str, Path] = {}
-    for path in sorted(root.rglob("A0*.mat")):
-        if not _NAME.match(path.name):
-            continue
-        if path.stem in found:
-            raise DataError(f"{path.name} is there twice: {found[path.stem]} and {path}",
-                            fix="keep one copy under the data root")
-        found[path.stem] = path
+    found = one_each(sorted(root.rglob("A0*.mat")),
+                     lambda p: p.stem if _NAME.match(p.name) else None)
     return [Recording(name, found[name]) for name in sorted(found)]
 
 
@@ -185,12 +144,7 @@ def read_header(rec: Recording) -> RecordingHeader:
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
     """The named channels as float32 volts (X is in microvolts)."""
     run = read_run(rec.mat)
-    missing = [c for c in channels if c not in run.channels]
-    if missing:
-        raise DataError(f"{rec.mat}: no channel {', '.join(missing)}; it has "
-                        f"{', '.join(run.channels)}",
-                        fix="choose channels this file has (config/channel_maps/)")
-    columns = [run.channels.index(c) for c in channels]
+    columns = channel_columns(rec.mat, run.channels, channels)
     first, stop = span_within(span, len(run.X))
     data = (run.X[first:stop, columns].T * 1e-6).astype(np.float32)
     return Signals(SFREQ, list(channels), data)

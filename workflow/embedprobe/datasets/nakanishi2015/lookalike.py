@@ -20,17 +20,16 @@ header: it is replaced by a fixed text, so the same settings write the same byte
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.io
 import scipy.signal
 
 from embedprobe.core.errors import UsageError
 from embedprobe.datasets.nakanishi2015 import reader as nakanishi
-from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
+from embedprobe.datasets.synth.files import with_defaults, write_flat
+from embedprobe.datasets.synth.mat import write_mat
 from embedprobe.datasets.synth.motor_imagery import subject_profile, synthesize_run
 from embedprobe.datasets.synth.ssvep import ssvep_profile, ssvep_response
 
@@ -39,7 +38,6 @@ CUE_S = 1.0  # the red square that shows the target, before the flicker
 REST_S = (0.4, 0.7)  # after the flicker, before the next cue
 LEAD_IN_S = 2.0
 BAND_HZ = (6.0, 80.0)  # the authors' zero-phase band-pass
-HEADER_BYTES = 128  # MAT 5: 116 text, 8 subsystem offset, 2 version, 2 endian
 MAT_HEADER = b"MATLAB 5.0 MAT-file, written by embedprobe's Nakanishi 2015 look-alike"
 DEFAULTS = {"subjects": 10, "blocks": 15, "seed": 0}
 
@@ -123,20 +121,12 @@ def synthesize(subject: SubjectPlan, seed: int) -> np.ndarray:
 
 
 def write_subject(subject: SubjectPlan, path: Path, seed: int) -> Path:
-    buffer = io.BytesIO()
-    scipy.io.savemat(buffer, {nakanishi.VARIABLE: synthesize(subject, seed)},
-                     do_compression=False)
-    content = buffer.getvalue()
-    path.write_bytes(MAT_HEADER.ljust(116) + content[116:])  # scipy's text holds the time
-    return path
+    return write_mat(path, {nakanishi.VARIABLE: synthesize(subject, seed)}, MAT_HEADER,
+                     compress=False)
 
 
 def write_lookalike(root: Path, settings: dict) -> list[Path]:
     """Write the look-alike under root; returns the files written, MANIFEST.tsv last."""
-    root = Path(root)
-    plans = plan(settings)
     seed = int(_settings(settings)["seed"])
-    start_rewrite(root, (p.name for p in plans), "s*.mat", ".mat", key=lambda f: f.name)
-    root.mkdir(parents=True, exist_ok=True)
-    files = [write_subject(p, root / p.name, seed) for p in plans]
-    return [*files, write_manifest(root, files)]
+    return write_flat(root, plan(settings), "s*.mat", ".mat",
+                      lambda p, path: write_subject(p, path, seed))

@@ -50,7 +50,8 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, span_within
+from embedprobe.datasets.mat import SubjectMat, channel_columns, file_key, loadmat, whosmat
 
 FORMAT = "nakanishi2015"
 READER_SETTINGS = ()
@@ -76,31 +77,8 @@ _FIX_DOWNLOAD = ("download the file again (github.com/mnakanishi/12JFPM_SSVEP, d
 
 
 @dataclass(frozen=True)
-class Recording:
-    recording: str  # "s01"
-    mat: Path
+class Recording(SubjectMat):  # "s01": s1.mat
     number: int  # the file's subject number (s1.mat -> 1)
-
-    # The reader interface's names (datasets/base.py)
-    @property
-    def subject(self) -> str:
-        return self.recording
-
-    @property
-    def session(self) -> str:
-        return "0"
-
-    @property
-    def signal_path(self) -> Path:
-        return self.mat
-
-    @property
-    def files(self) -> tuple[Path, ...]:
-        return (self.mat,)
-
-    @property
-    def problem(self) -> str:
-        return ""
 
 
 def check_shape(shape: Sequence[int], path: Path) -> int:
@@ -119,14 +97,7 @@ def check_shape(shape: Sequence[int], path: Path) -> int:
 
 def _shape_in_file(path: Path) -> tuple[int, ...]:
     """The `eeg` array's shape from the file's variable headers (scipy.io.whosmat)."""
-    import scipy.io
-
-    try:
-        variables = scipy.io.whosmat(str(path))
-    except Exception as exc:  # scipy raises several types for a damaged or foreign file
-        raise DataError(f"{path}: not a readable .mat file ({type(exc).__name__}: {exc})",
-                        fix=_FIX_DOWNLOAD) from exc
-    shapes = {name: shape for name, shape, _kind in variables}
+    shapes = {name: shape for name, shape, _kind in whosmat(path, _FIX_DOWNLOAD)}
     if VARIABLE not in shapes:
         raise DataError(f"{path}: no variable `{VARIABLE}` (it holds "
                         f"{', '.join(shapes) or 'no variable'}; a Nakanishi 2015 subject file "
@@ -140,12 +111,7 @@ def _blocks(path: str, size: int, mtime_ns: int) -> int:
 
 
 def blocks_of(path: Path) -> int:
-    path = Path(path)
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read it ({exc})", fix=_FIX_DOWNLOAD) from exc
-    return _blocks(str(path), stat.st_size, stat.st_mtime_ns)
+    return _blocks(*file_key(path, _FIX_DOWNLOAD))
 
 
 def continuous(eeg: np.ndarray) -> np.ndarray:
@@ -164,13 +130,7 @@ def continuous(eeg: np.ndarray) -> np.ndarray:
 def _load(path: str, size: int, mtime_ns: int) -> np.ndarray:
     """One subject's continuous signals in volts, float32 (kept for the next call: a
     recording's header, events and signals are read one after another)."""
-    import scipy.io
-
-    try:
-        content = scipy.io.loadmat(path, squeeze_me=False)
-    except Exception as exc:
-        raise DataError(f"{path}: not a readable .mat file ({type(exc).__name__}: {exc})",
-                        fix=_FIX_DOWNLOAD) from exc
+    content = loadmat(path, _FIX_DOWNLOAD, squeeze_me=False)
     if VARIABLE not in content:
         names = [k for k in content if not k.startswith("__")]
         raise DataError(f"{path}: no variable `{VARIABLE}` (it holds "
@@ -184,11 +144,12 @@ def _load(path: str, size: int, mtime_ns: int) -> np.ndarray:
 
 
 def _signals(rec: Recording) -> np.ndarray:
-    try:
-        stat = rec.mat.stat()
-    except OSError as exc:
-        raise DataError(f"{rec.mat}: cannot read it ({exc})", fix=_FIX_DOWNLOAD) from exc
-    return _load(str(rec.mat), stat.st_size, stat.st_mtime_ns)
+    return _load(*file_key(rec.mat, _FIX_DOWNLOAD))
+
+
+def _number(path: Path) -> int | None:
+    match = _NAME.match(path.name)
+    return int(match["subject"]) if match else None
 
 
 def find_recordings(root: Path) -> list[Recording]:
@@ -199,16 +160,7 @@ def find_recordings(root: Path) -> list[Recording]:
         raise DataError(f"Nakanishi 2015 folder {root} does not exist",
                         fix="put s1.mat ... s10.mat there (github.com/mnakanishi/12JFPM_SSVEP, "
                             "folder data/), or let the demo_data rule write a look-alike")
-    files: dict[int, Path] = {}
-    for path in sorted(root.rglob("s*.mat")):
-        match = _NAME.match(path.name)
-        if not match:
-            continue
-        number = int(match["subject"])
-        if number in files:
-            raise DataError(f"{path.name} is there twice: {files[number]} and {path}",
-                            fix="keep one copy under the data root")
-        files[number] = path
+    files = one_each(sorted(root.rglob("s*.mat")), _number)  # s1.mat and s01.mat: twice
     recordings = []
     for number in sorted(files):
         blocks_of(files[number])
@@ -226,14 +178,9 @@ def read_header(rec: Recording) -> RecordingHeader:
 
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
     """The named channels (of CHANNELS) as float32 volts, MOABB's continuous layout."""
-    missing = [c for c in channels if c not in CHANNELS]
-    if missing:
-        raise DataError(f"{rec.mat}: no channel {', '.join(missing)}; it has "
-                        f"{', '.join(CHANNELS)}",
-                        fix="choose channels this file has (config/channel_maps/)")
+    rows = channel_columns(rec.mat, CHANNELS, channels)
     data = _signals(rec)
     first, stop = span_within(span, data.shape[1])
-    rows = [CHANNELS.index(c) for c in channels]
     return Signals(SFREQ, list(channels), np.ascontiguousarray(data[rows, first:stop]))
 
 

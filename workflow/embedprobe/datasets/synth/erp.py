@@ -1,5 +1,5 @@
 """Synthetic P300 (visual oddball) EEG for the ERP look-alikes (BNCI 2014-008, Brain Invaders
-2013a), and the fixed-header MAT writer both use.
+2013a).
 
 Background: the motor-imagery generator's (synth/motor_imagery.py: 1/f noise, posterior alpha,
 sensorimotor mu and beta, volume conduction, per-subject gains) with no cues. On top, every
@@ -24,15 +24,10 @@ motor_imagery.scalp_position, so the topography needs no montage file.
 
 from __future__ import annotations
 
-import io
-import struct
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import scipy.io
 
 from embedprobe.datasets.synth.motor_imagery import scalp_position, subject_profile, synthesize_run
 
@@ -123,25 +118,3 @@ def flash_order(rng: np.random.Generator, n_items: int, targets: Sequence[int]) 
         spots = [k for k, item in enumerate(order) if item in targets]
         if all(b - a > 1 for a, b in zip(spots, spots[1:], strict=False)):
             return order
-
-
-HEADER_BYTES = 128  # MAT 5: 116 text, 8 subsystem offset, 2 version, 2 endian ("IM")
-MI_COMPRESSED = 15  # the data type of a zlib-compressed element
-
-
-def write_mat(path: Path, variables: dict, header_text: bytes, compress: bool) -> Path:
-    """A MAT 5 file as scipy.io.savemat writes it, with a fixed header text (scipy's carries
-    the time of writing), so the same variables give the same bytes. `compress`: one zlib
-    element per file (MATLAB's -v7 default; level 1, as the BNCI 2014-001 look-alike), which
-    holds one variable."""
-    if compress and len(variables) != 1:
-        raise ValueError("write_mat compresses a file of one variable")
-    buffer = io.BytesIO()
-    scipy.io.savemat(buffer, variables, do_compression=False, oned_as="column")
-    content = buffer.getvalue()
-    body = content[HEADER_BYTES:]
-    if compress:
-        packed = zlib.compress(body, 1)
-        body = struct.pack("=II", MI_COMPRESSED, len(packed)) + packed
-    path.write_bytes(header_text.ljust(116)[:116] + content[116:HEADER_BYTES] + body)
-    return path

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from embedprobe.core.errors import UsageError
 
@@ -37,6 +38,18 @@ def write_manifest(root: Path, files: Sequence[Path]) -> Path:
     partial = root / (MANIFEST + ".partial")
     partial.write_text("\n".join(lines) + "\n")
     return partial.replace(root / MANIFEST)
+
+
+def write_flat(root: Path, plans: Sequence[Any], pattern: str, kind: str,
+               write: Callable[[Any, Path], Path]) -> list[Path]:
+    """A look-alike of one file per plan, straight under root (root / plan.name, written by
+    write(plan, path)); other `pattern` files anywhere under root, known by name, are refused
+    first. Returns the files written, MANIFEST.tsv last."""
+    root = Path(root)
+    start_rewrite(root, (p.name for p in plans), pattern, kind, key=lambda f: f.name)
+    root.mkdir(parents=True, exist_ok=True)
+    files = [write(p, root / p.name) for p in plans]
+    return [*files, write_manifest(root, files)]
 
 
 def with_defaults(settings: dict, defaults: dict, what: str) -> dict:
