@@ -289,8 +289,7 @@ PLANS = {
 # imports are each job's baseline (JOB_STEP) in embedprobe.memory.baselines, shared with
 # preflight.
 STRUCTURAL = {"weights_copies", "input_copies", "hdf5_buffer_bytes", "window_row_bytes",
-              "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies",
-              "activation_factor"}
+              "accumulator_copies", "cluster_wrapper_bytes", "fit_data_copies"}
 
 
 def _unfitted(job: str, name: str) -> str:

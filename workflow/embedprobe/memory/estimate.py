@@ -170,8 +170,7 @@ _TYPES = [
         required=(*_EMBED_REQUIRED, "batch_activation_bytes"),
         defaults=_EMBED_DEFAULTS,
         constants=MappingProxyType({"baseline_bytes": 700 * MIB, **_EMBED_HOST_CONSTANTS,
-                                    # check measured this very batch's activations: x 1
-                                    "input_copies": 1.0, "activation_factor": 1.0}),
+                                    "input_copies": 1.0, "activation_factor": 1.2}),
         knobs=("batch_size", "n_workers"), cheaper=_cheaper_embed, fill=_activations_at_batch,
         convex=("recording_copies",)),
     # host memory (the device has its own job type below), the readers being processes

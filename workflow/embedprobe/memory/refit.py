@@ -46,9 +46,7 @@ from embedprobe.memory.records import estimate_path
 # job types scripts/calibrate_memory.py fits, in the order of its --jobs (estimate.JOB_TYPES
 # owns the job types; tests/memory/test_estimates.py checks these against it).
 FITTED = {
-    # (activation_factor is structural: check measured the batch's activations themselves;
-    # fitted, it took up the readers' spread and over-predicted activation-heavy families)
-    "embed_cpu": ("recording_copies", "window_copies"),
+    "embed_cpu": ("recording_copies", "window_copies", "activation_factor"),
     # fit_data_copies stays structural (1): the fast probe keeps one standardised copy; with
     # 3:1:1 folds it would be collinear with embeddings_copies anyway
     "probe_logistic": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
