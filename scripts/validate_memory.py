@@ -93,7 +93,7 @@ from embedprobe.memory.peaks import MeasuredRun, run_measured  # noqa: E402
 MEDIAN_TARGET = 0.05
 UNDER_TARGET = -0.10
 WIDTH_OF = {200: "LaBraM/CBraMod", 256: "BIOT", 2048: "EEGPT", 6000: "LaBraM 30 tokens",
-            24576: "EEGPT 12 tokens"}
+            8192: "EEGPT 4 tokens", 24576: "EEGPT 12 tokens"}
 TOKENS_OF = {6000: 30, 24576: 12}  # the token stores' rows: tokens x width
 
 FAMILY_MODELS = ("eegpt_random", "bendr_random", "signal_jepa_random", "luna_random",
