@@ -161,3 +161,19 @@ def test_a_jobs_config_slice_holds_the_datasets_fold_count(config):
     assert sliced["benchmarks"]["mi_variants"]["folds"] == 4
     assert list(sliced["models"]) == ["default/cbramod_random"]
     assert changed["benchmarks"]["mi_variants"]["folds"] == "loso"  # the config is unchanged
+
+
+def test_a_family_without_tokens_has_its_flattened_variants_skipped_with_the_reason(config):
+    """BIOT pools inside its encoder: its token_flattening id gets no jobs, and the results
+    list it as skipped with the reason (BIOT's default variant runs)."""
+    from embedprobe.smk.plan import not_run_pairs, runnable_models
+
+    changed = bench_config(config, variants=["default", "token_flattening"],
+                           models=["biot_random"])
+    assert runnable_models(changed, "mi_variants", "bnci2014_001_demo") == [
+        "default/biot_random"]
+    skips = not_run_pairs(changed, "mi_variants", "bnci2014_001_demo")
+    assert list(skips) == ["token_flattening/biot_random"]
+    assert skips["token_flattening/biot_random"]["status"] == "skipped"
+    assert "pooling 'tokens' is not offered by BIOT" in skips[
+        "token_flattening/biot_random"]["reason"]

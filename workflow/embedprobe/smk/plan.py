@@ -352,7 +352,7 @@ def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
               f"run{listed and listed + ' its pairs as skipped'}\nfix: {missing['fix']}",
               file=sys.stderr)
     folds = exit_on_error(fold_count, config, benchmark, dataset)
-    for model, skip in known_skips(config, benchmark).items():
+    for model, skip in (known_skips(config, benchmark) | variant_skips(config, benchmark)).items():
         if (dataset, model) in _WARNED:
             continue
         _WARNED.add((dataset, model))
