@@ -177,3 +177,56 @@ def test_a_family_without_tokens_has_its_flattened_variants_skipped_with_the_rea
     assert skips["token_flattening/biot_random"]["status"] == "skipped"
     assert "pooling 'tokens' is not offered by BIOT" in skips[
         "token_flattening/biot_random"]["reason"]
+
+
+def test_an_override_after_loading_shows_in_the_variant_ids(config):
+    """`--config` and `--configfile` apply after load_config made the ids (the embedprobe
+    commands): check_names makes them again from the overridden models and variants, as
+    Snakemake's one pass sees them."""
+    config["benchmarks"]["bci_erp_demo"]["variants"] = ["default"]
+    config["models"]["cbramod_random"]["seed"] = 7
+    check_names(config)
+    assert config["benchmarks"]["bci_erp_demo"]["models"] == ["default/cbramod_random"]
+    assert config["models"]["default/cbramod_random"]["seed"] == 7
+    assert "token_flattening/cbramod_random" in config["models"]  # other benchmarks' ids
+    assert embedding_id(config["models"], "default/cbramod_random") == "cbramod_random"
+    config["benchmarks"]["bci_erp_demo"]["models"] = ["biot_random"]
+    check_names(config)
+    assert config["benchmarks"]["bci_erp_demo"]["models"] == ["default/biot_random"]
+
+
+def test_a_step_run_by_hand_sees_its_datasets_loso_count():
+    """`embedprobe probe|preflight|aggregate --benchmark B --dataset D` without a job config
+    reads `folds: loso` as D's count, as the rules' job slices hold it."""
+    from argparse import Namespace
+
+    from embedprobe import cli
+
+    args = Namespace(job_config=None, configfile=None, config=None, benchmark="bci_mi_demo",
+                     dataset="physionet_mi_demo")
+    config, _ = cli.job_config(args)
+    assert config["benchmarks"]["bci_mi_demo"]["folds"] == 5
+    config, _ = cli.job_config(Namespace(**{**vars(args), "dataset": None}))
+    assert config["benchmarks"]["bci_mi_demo"]["folds"] == "loso"
+
+
+def test_a_fold_selection_outside_a_loso_dataset_names_the_dataset(config):
+    changed = bench_config(config, folds="loso", datasets=["bnci2014_001_demo",
+                                                           "physionet_mi_demo"])
+    changed["folds"] = "4"
+    with pytest.raises(UsageError) as error:
+        benchmark_folds(changed, "mi_variants", "bnci2014_001_demo")
+    assert error.value.message == ("config folds: fold 4 is outside benchmark 'mi_variants' on "
+                                   "dataset 'bnci2014_001_demo' (4 folds: 0-3)")
+
+
+def test_partial_results_pass_over_a_dataset_the_selected_folds_do_not_reach(config, tmp_path):
+    """The onerror hook after a failed `snakemake bci_mi_physionet_demo --config folds=4`:
+    every benchmark is looked at, and bci_mi_demo's 4-subject dataset has no fold 4."""
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.smk.partial import partial_results
+
+    for key in ("data_root", "cache_root", "results_root", "weights_root"):
+        config[key] = str(tmp_path / key)
+    config["folds"] = "4"
+    assert partial_results(config, resolve_roots(config), since=0.0) == []

@@ -162,3 +162,29 @@ def test_the_bci_chance_level_is_under_the_leaderboard(tmp_path):
     text = leaderboard_markdown("bci", read_tables([path]), {"mi": task_for("motor_imagery")})
     assert text.splitlines()[-1] == ("Chance level of the headline (1 / number of classes): "
                                      "mi/d 0.250.")
+
+
+def test_a_benchmark_in_variants_has_a_column_per_variant_and_its_default_ranks_it(tmp_path):
+    """`<variant>/<model>` rows become one benchmark key per variant (`erp[default]`, ...),
+    rows named by the model. The mean rank takes a variant benchmark once, by its default
+    variant: BIOT, whose flattened variant is skipped (no tokens), is still ranked."""
+    paths = [hand_table(tmp_path, "erp", "e1", "balanced_accuracy",
+                        {"default/biot": 0.60, "default/cbramod": 0.70,
+                         "token_flattening/biot": None, "token_flattening/cbramod": 0.75},
+                        chance=0.5),
+             hand_table(tmp_path, "stage", "a1", "kappa", {"biot": 0.8, "cbramod": 0.6})]
+    tables = read_tables(paths)
+    assert sorted(tables) == [("erp[default]", "e1"), ("erp[token_flattening]", "e1"),
+                              ("stage", "a1")]
+    assert sorted(tables[("erp[token_flattening]", "e1")]["model"]) == ["biot", "cbramod"]
+    bci, stage = task_for("bci_erp"), task_for("sleep_staging")
+    tasks = {"erp[default]": bci, "erp[token_flattening]": bci, "stage": stage}
+    ranks = rank_frame(tables, tasks)
+    nan = pytest.approx(np.nan, nan_ok=True)
+    assert ranks["avg rank erp[token_flattening]"].to_dict() == {"biot": nan, "cbramod": 1.0}
+    # (2 + 1) / 2 and (1 + 2) / 2: the default variant and staging, not the flattened one
+    assert ranks["mean rank"].to_dict() == {"biot": 1.5, "cbramod": 1.5}
+    text = leaderboard_markdown("bci", tables, tasks)
+    header = next(line for line in text.splitlines() if line.startswith("| model |"))
+    assert "| erp[default]/e1 (balanced_accuracy) | erp[token_flattening]/e1 " in header
+    assert "Not ranked" not in text

@@ -214,7 +214,7 @@ def test_the_bci_leaderboard_has_a_column_per_benchmark_and_variant(bci_run):
     assert line.count("+-") == 5 * len(VARIANTS), board
 
 
-def test_motor_imagery_trials_start_half_a_second_after_each_cue(bci_run):
+def test_motor_imagery_trials_start_a_second_after_each_cue(bci_run):
     workdir, _ = bci_run
     index = pd.read_csv(workdir / "results/index/bnci2014_001_demo.tsv", sep="\t")
     assert (index["sfreq"] == 250).all() and len(index) == 4 * 48

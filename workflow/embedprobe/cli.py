@@ -21,6 +21,7 @@ from embedprobe.core.errors import (
 )
 from embedprobe.core.overrides import apply_overrides, split_overrides
 from embedprobe.core.paths import output_path
+from embedprobe.core.selection import with_fold_count
 from embedprobe.core.units import MIB
 from embedprobe.memory.allocator import use_one_malloc_arena
 
@@ -36,6 +37,10 @@ def job_config(args) -> tuple[dict, dict]:
         return config, resolve_roots(config)
     config = apply_overrides(load_config(), args.configfile, args.config)
     check_names(config)
+    benchmark, dataset = getattr(args, "benchmark", None), getattr(args, "dataset", None)
+    if benchmark in config["benchmarks"] and dataset in config["datasets"]:
+        # a step run by hand sees `folds: loso` as its dataset's count, as a job's slice does
+        config["benchmarks"][benchmark] = with_fold_count(config, benchmark, dataset)
     return config, resolve_roots(config)
 
 
@@ -171,7 +176,6 @@ def cmd_check(args, config, roots):
     import time
 
     from embedprobe.core.model_aliases import expand_models
-    from embedprobe.core.variants import embedding_id
     from embedprobe.pipeline.check import (
         check_pair,
         closing_notes,
@@ -181,6 +185,7 @@ def cmd_check(args, config, roots):
         to_csv,
         write_result,
     )
+    from embedprobe.smk.plan import benchmark_stores
 
     started = time.monotonic()
     if args.benchmark:
@@ -188,8 +193,7 @@ def cmd_check(args, config, roots):
         datasets = [args.dataset] if args.dataset else bench["datasets"]
         models = (expand_models(args.model.split(","), config["models"], "--model")
                   if args.model else bench["models"])
-        # one check per store: a variant's is its store's (core/variants.embedding_id)
-        models = list(dict.fromkeys(embedding_id(config["models"], m) for m in models))
+        models = benchmark_stores(config, args.benchmark, models)
     else:
         datasets = [args.dataset]
         models = expand_models(args.model.split(","), config["models"], "--model")

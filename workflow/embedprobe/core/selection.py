@@ -164,9 +164,12 @@ def benchmark_folds(config: dict, benchmark: str, dataset: str | None = None) ->
         return list(range(n_folds))
     outside = [k for k in chosen if k >= n_folds]
     if outside:
+        # under `folds: loso` the count is the dataset's: name it
+        on = (f" on dataset '{dataset}'" if dataset is not None
+              and config["benchmarks"][benchmark]["folds"] == LOSO else "")
         raise UsageError(
             f"config folds: fold {', '.join(map(str, outside))} is outside benchmark "
-            f"'{benchmark}' ({n_folds} folds: 0-{n_folds - 1})",
+            f"'{benchmark}'{on} ({n_folds} folds: 0-{n_folds - 1})",
             fix=f"choose folds from 0 to {n_folds - 1}, e.g. folds=debug (fold 0)")
     return chosen
 

@@ -96,9 +96,13 @@ def variant_entry(entry: dict, variant: str) -> dict:
 def materialize(config: dict) -> dict:
     """Each benchmark with `variants:`: its variants named canonically, its models replaced by
     their variant ids (each variant's ids together, in the variants' order), and every such id
-    given its entry in config["models"]. Ids already made stay as they are, so running it twice
-    changes nothing. Returns the config."""
+    given its entry in config["models"]. The ids are made afresh from the models they stand
+    for on every pass (an override since an earlier pass, of a model's entry or a benchmark's
+    models or variants, shows in them), and a pass over its own output changes nothing.
+    Returns the config."""
     models = config.get("models", {})
+    for made in [m for m in models if split_variant(m)[0] is not None]:
+        del models[made]
     for bench_id, bench in config.get("benchmarks", {}).items():
         if not bench.get("variants"):
             continue
@@ -108,22 +112,17 @@ def materialize(config: dict) -> dict:
                              f" not {bench.get('task')}", fix=f"remove variants from {where}")
         variants = list(dict.fromkeys(variant_name(v, where) for v in bench["variants"]))
         bench["variants"] = variants
-        ids = []
-        for model in bench["models"]:
-            if split_variant(model)[0] is not None:  # made by an earlier pass
-                ids.append(model)
-                continue
+        # the models the ids stand for (an earlier pass's ids give theirs back)
+        base = list(dict.fromkeys(split_variant(m)[1] for m in bench["models"]))
+        for model in base:
             if models[model].get("pooling", "mean") != "mean":
                 raise UsageError(
                     f"{where}: model '{model}' is a token store (`pooling: tokens`); the "
                     "variants choose the pooling themselves",
                     fix="list its pooled entry instead (token_flattening flattens its tokens)")
             for variant in variants:
-                models.setdefault(variant_model(variant, model),
-                                  variant_entry(models[model], variant))
-        ids += [variant_model(v, m) for v in variants for m in bench["models"]
-                if split_variant(m)[0] is None]
-        bench["models"] = ids
+                models[variant_model(variant, model)] = variant_entry(models[model], variant)
+        bench["models"] = [variant_model(v, m) for v in variants for m in base]
     return config
 
 

@@ -82,6 +82,13 @@ def variant_column(benchmark: str, variant: str | None) -> str:
     return benchmark if variant is None else f"{benchmark}[{variant}]"
 
 
+def counts_for_mean_rank(key: str) -> bool:
+    """Whether a benchmark key (variant_column) enters the mean rank: a benchmark run as its
+    models are, or a variant benchmark's default variant."""
+    variant = key.partition("[")[2].rstrip("]")
+    return variant in ("", "default")
+
+
 def column_benchmark(column: str) -> str:
     """The benchmark a leaderboard key (variant_column) belongs to."""
     return column.split("[", 1)[0]
@@ -104,7 +111,9 @@ def rank_frame(tables: dict[tuple[str, str], pd.DataFrame], tasks: dict) -> pd.D
     frame = pd.DataFrame(per_dataset)
     for benchmark, ranks in per_benchmark.items():
         frame[f"avg rank {benchmark}"] = ranks
-    averages = [f"avg rank {b}" for b in per_benchmark]
+    # a BCI benchmark counts once, by its default variant (the reference's headline); its
+    # other variants are ranked beside it (a family without tokens has no flattened ones)
+    averages = [f"avg rank {b}" for b in per_benchmark if counts_for_mean_rank(b)]
     # skipna=False: a model missing from a ranked benchmark has no mean rank
     frame["mean rank"] = frame[averages].mean(axis=1, skipna=False) if averages else np.nan
     frame["normalised"] = _mean_normalised(normalised, frame["mean rank"])
@@ -131,7 +140,8 @@ def leaderboard_markdown(target: str, tables: dict[tuple[str, str], pd.DataFrame
                          " is better" for b in dict.fromkeys(b for b, _ in tables)) + "). "
              "Ranks: 1 is best on a dataset among the models with a score on every dataset of "
              "the benchmark (ties share the mean of their places); avg rank: over a "
-             "benchmark's datasets; mean rank: over the benchmarks, for a model ranked in "
+             "benchmark's datasets; mean rank: over the benchmarks (a benchmark run in "
+             "variants by its default variant), for a model ranked in "
              "each.", "",
              "| model | " + " | ".join([*columns, *ranks.columns]) + " |",
              "|---|" + "---|" * (len(columns) + len(ranks.columns))]
@@ -196,7 +206,8 @@ def _not_ranked(tables, tasks, ranks: pd.DataFrame) -> list[str]:
     """Which benchmark leaves a model out (no score on one of its datasets), and which
     benchmarks rank nobody."""
     benchmarks = list(dict.fromkeys(b for b, _ in tables))
-    ranked = [b for b in benchmarks if f"avg rank {b}" in ranks.columns]
+    ranked = [b for b in benchmarks
+              if f"avg rank {b}" in ranks.columns and counts_for_mean_rank(b)]
     lines = []
     for model in ranks.index:
         missing = [b for b in ranked if not np.isfinite(ranks.at[model, f"avg rank {b}"])]

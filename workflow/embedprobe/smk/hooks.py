@@ -7,7 +7,7 @@ import sys
 import time
 
 from embedprobe.core.paths import output_path
-from embedprobe.smk.plan import data_skip, known_skips
+from embedprobe.smk.plan import data_skip, known_skips, variant_skips
 
 RUN_STARTED = time.time()
 
@@ -19,7 +19,8 @@ def print_fresh_summaries(config: dict, roots: dict) -> None:
         path = output_path("summary", roots, benchmark=benchmark)
         if path.is_file() and path.stat().st_mtime >= RUN_STARTED:
             print(f"\n{path}:\n{path.read_text()}")
-            for model, skip in known_skips(config, benchmark).items():
+            for model, skip in (known_skips(config, benchmark)
+                                | variant_skips(config, benchmark)).items():
                 print(f"warning: {benchmark}: {model} was skipped ({skip['reason']}): the run "
                       f"finished without it\nfix: {skip['fix']}", file=sys.stderr)
             print_selection_notes(config, benchmark)
@@ -49,8 +50,10 @@ def print_selection_notes(config: dict, benchmark: str) -> None:
                   f"the run finished without it\nfix: {skip['fix']}", file=sys.stderr)
     folds = fold_selection(config, benchmark)
     if folds is not None:
+        count = config["benchmarks"][benchmark]["folds"]
+        of = "each dataset's LOSO folds" if count == "loso" else count
         print(f"note: {benchmark}: folds {','.join(map(str, folds))} of "
-              f"{config['benchmarks'][benchmark]['folds']} only (config folds): results.tsv "
+              f"{of} only (config folds): results.tsv "
               "marks its pairs partial; a run without `folds` fits the others", file=sys.stderr)
 
 

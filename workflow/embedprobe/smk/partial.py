@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from embedprobe.core.errors import read_failure_record
+from embedprobe.core.errors import UsageError, read_failure_record
 from embedprobe.core.paths import failure_record, output_path
 from embedprobe.core.selection import benchmark_folds, fold_count, selected
 from embedprobe.core.variants import embedding_id
@@ -69,7 +69,10 @@ def partial_results(config: dict, roots: dict, since: float) -> list[str]:
         written = {}
         for dataset in present_datasets(config, benchmark):
             folds = fold_count(config, benchmark, dataset)
-            chosen = benchmark_folds(config, benchmark, dataset)
+            try:
+                chosen = benchmark_folds(config, benchmark, dataset)
+            except UsageError:  # the selected folds are not this dataset's: nothing ran
+                continue
             not_run, fold_paths, touched = {}, [], False
             for model in runnable_models(config, benchmark, dataset):
                 records = failure_records(roots, benchmark, dataset, model, chosen,

@@ -285,6 +285,14 @@ def variant_skips(config: dict, benchmark: str) -> dict[str, dict]:
     return skips
 
 
+def benchmark_stores(config: dict, benchmark: str, models: list[str]) -> list[str]:
+    """The stores `models` of the benchmark read, each once, in order: a variant id's is its
+    store's (core/variants.embedding_id); a variant its family cannot run has none."""
+    skipped = variant_skips(config, benchmark)
+    return list(dict.fromkeys(embedding_id(config["models"], m) for m in models
+                              if m not in skipped))
+
+
 _WARNED: set = set()
 _DATA_SKIPS: dict = {}
 
