@@ -376,6 +376,7 @@ def test_every_task_sizes_its_probe_with_a_registered_job_type():
     import pandas as pd
 
     from embedprobe.core.config import load_config
+    from embedprobe.core.selection import with_fold_count
     from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS
     from embedprobe.tasks.registry import TASKS, task_for
 
@@ -385,6 +386,8 @@ def test_every_task_sizes_its_probe_with_a_registered_job_type():
         if bench["task"] in seen:
             continue
         seen.add(bench["task"])
+        # as a probe job's slice holds it: `folds: loso` as its first dataset's count
+        bench = with_fold_count(config, benchmark, bench["datasets"][0])
         task = task_for(bench["task"])
         # one subject per fold (leave-one-subject-out tasks need exactly that many)
         subjects = [f"S{k:03d}" for k in range(bench["folds"]) for _ in range(5)]

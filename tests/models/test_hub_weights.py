@@ -25,6 +25,7 @@ import torch
 from embedprobe import cli
 from embedprobe.core.config import load_config
 from embedprobe.core.errors import WeightsError
+from embedprobe.core.variants import listed_models
 from embedprobe.datasets.sleep_edf.lookalike import generate
 from embedprobe.models import checkpoints, hub
 from embedprobe.models.architectures import ARCHITECTURES
@@ -113,7 +114,8 @@ def test_the_shipped_repos_are_those_braindecode_documents():
     import braindecode.models
 
     config = load_config()
-    pretrained = {m: e for m, e in config["models"].items() if hub.hub_repo(e["weights"])}
+    pretrained = {m: e for m, e in listed_models(config["models"]).items()
+                  if hub.hub_repo(e["weights"])}
     assert {m: hub.hub_repo(e["weights"]) for m, e in pretrained.items()} == {
         "biot_pretrained": BIOT_REPO,
         "biot_six_datasets": SIX_DATASETS_REPO,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from embedprobe.core.errors import UsageError
 from embedprobe.core.names import closest
-from embedprobe.core.variants import split_variant
+from embedprobe.core.variants import listed_models
 
 RANDOM_WEIGHTS = "random"
 ALL_PRETRAINED = "all_pretrained"
@@ -32,8 +32,7 @@ def is_pretrained(entry: dict) -> bool:
 def model_aliases(models: dict) -> dict[str, list[str]]:
     """Each alias and the model ids it stands for, in config order. A family alias exists
     where the family has a pretrained checkpoint; the `all_` aliases always exist."""
-    # a benchmark's variant ids (core/variants.py) are made from its models, not listed
-    models = {m: entry for m, entry in models.items() if split_variant(m)[0] is None}
+    models = listed_models(models)  # a benchmark's variant ids are made from these
     tokens = [m for m, entry in models.items() if entry.get("pooling") == "tokens"]
     pooled = {m: entry for m, entry in models.items() if m not in tokens}
     pretrained = [m for m, entry in pooled.items() if is_pretrained(entry)]

@@ -143,6 +143,12 @@ def _as_run(entry: dict) -> dict:
     return {"pooling": "mean", "bci_filtering": CONFOUND} | entry
 
 
+def listed_models(models: dict) -> dict:
+    """The entries config/models.yaml lists (and an override adds), without the variant ids
+    made from them: the catalogue that aliases, the hub fetch and its job slice read."""
+    return {m: entry for m, entry in models.items() if split_variant(m)[0] is None}
+
+
 def for_task(by_task: dict, task: str | None):
     """A `<setting>_by_task` mapping's value for a labelling task: its own key, else the BCI
     group's key for a BCI task; None when neither is set."""

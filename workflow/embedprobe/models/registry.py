@@ -10,7 +10,7 @@ from embedprobe.core.config import closest, lookup
 from embedprobe.core.errors import ModelError, UsageError, WeightsError
 from embedprobe.core.hashing import sha256_file
 from embedprobe.core.units import UNIT_SECONDS
-from embedprobe.core.variants import BCI_GROUP, CONFOUND, for_task
+from embedprobe.core.variants import BCI_GROUP, CONFOUND, for_task, listed_models
 from embedprobe.datasets.registry import entry_unit_seconds, labelling_task_name
 from embedprobe.models import checkpoints, hub
 from embedprobe.models.architectures import ARCHITECTURES, MEAN, POOLINGS, READOUTS, TOKENS
@@ -310,7 +310,8 @@ def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict,
 
 def fetch_models(config: dict, roots: dict, models: list[str] | None = None) -> list[str]:
     """Fetch every hub checkpoint named (default: all in config); one line per model."""
-    names = models or [m for m, e in config["models"].items() if hub.hub_repo(e["weights"])]
+    names = models or [m for m, e in listed_models(config["models"]).items()
+                       if hub.hub_repo(e["weights"])]
     lines = []
     for model in names:
         spec = model_spec(config, model)

@@ -10,7 +10,7 @@ import os
 from embedprobe.core.config import resolve_roots
 from embedprobe.core.paths import output_path
 from embedprobe.core.selection import fold_selection, in_job_config, with_fold_count
-from embedprobe.core.variants import embedding_id
+from embedprobe.core.variants import embedding_id, listed_models
 from embedprobe.smk.plan import not_run_pairs, target_groups
 
 
@@ -65,7 +65,8 @@ def weights_job_config(config: dict) -> str:
     from embedprobe.models.hub import hub_repo
 
     sliced = json.loads(job_config_json(config))
-    sliced["models"] = {m: e for m, e in config["models"].items() if hub_repo(e["weights"])}
+    sliced["models"] = {m: e for m, e in listed_models(config["models"]).items()
+                        if hub_repo(e["weights"])}
     return job_config_file(config, json.dumps(sliced, sort_keys=True))
 
 
