@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
+import time
+import zipfile
 
 import numpy as np
 import pytest
@@ -174,3 +178,65 @@ def test_layout_and_setting_errors(tmp_path):
         lookalike.plan({"sessions": 9})
     assert registry.FORMATS["bi2013a"].reader is bi
     assert registry.FORMATS["bi2013a"].task == "bci_erp"
+
+
+@pytest.mark.skipif(not os.environ.get("EMBEDPROBE_TRY_MOABB"),
+                    reason="cross-check against MOABB's loader: set EMBEDPROBE_TRY_MOABB=1 "
+                           "in an environment with moabb installed")
+def test_moabb_reads_the_same_flashes_from_the_lookalike(tmp_path, monkeypatch,
+                                                         record_property):
+    """MOABB's BI2013a reads the look-alike offline from its download cache and finds the
+    reader's flashes: the same onsets and Target / NonTarget classes (its event_id
+    {"Target": 33285, "NonTarget": 33286}) in every session's non-adaptive training run.
+
+    MOABB reads no unzipped folder on its own: for subjects 1-7 data_path asks its downloader
+    for all eight zips <MNE_DATASETS_BRAININVADERS2013_PATH>/MNE-braininvaders2013-data/
+    zenodo/2669187/subject01_session01.zip ... _session08.zip (Zenodo's record/2669187/files/
+    URLs), unzips each one whose subject_01/SessionN folder is missing, and copies the zip's
+    top folder (subject01_sessionNN/, holding meta.yml and SessionN/) into subject_01/. So
+    the test zips the look-alike's subject that way (eight sessions) and lets MOABB unzip it.
+    Measured with moabb 1.7.2: 8 sessions x 24 flashes (4 Target), identical."""
+    moabb_datasets = pytest.importorskip("moabb.datasets")
+    from moabb.datasets.preprocessing import RawToEvents
+
+    root = tmp_path / "lookalike"
+    lookalike.write_lookalike(root, {"subjects": 1, "sessions": 8, "training_repetitions": 2,
+                                     "online_repetitions": 1, "seed": 1})
+    cache = tmp_path / "mne" / "MNE-braininvaders2013-data" / "zenodo" / "2669187"
+    cache.mkdir(parents=True)
+    subject = root / "subject_01"
+    for k in range(1, 9):
+        top = f"subject01_session{k:02d}"
+        with zipfile.ZipFile(cache / f"{top}.zip", "w") as zipped:
+            zipped.write(subject / "meta.yml", f"{top}/meta.yml")
+            for mat in sorted((subject / f"Session{k}").iterdir()):
+                zipped.write(mat, f"{top}/Session{k}/{mat.name}")
+    monkeypatch.setenv("MNE_DATA", str(tmp_path / "mne"))
+    monkeypatch.setenv("MNE_DATASETS_BRAININVADERS2013_PATH", str(tmp_path / "mne"))
+    monkeypatch.setenv("MOABB_DOWNLOAD_PROVIDER", "upstream")
+    monkeypatch.setattr(socket.socket, "connect", _no_network)
+    dataset = moabb_datasets.BI2013a()
+    start = time.perf_counter()
+    sessions = dataset.get_data(subjects=[1])[1]
+    record_property("get_data_s", round(time.perf_counter() - start, 3))
+    assert dataset.event_id == {"Target": 33285, "NonTarget": 33286}
+    names = {v: k for k, v in dataset.event_id.items()}
+    recordings = bi.find_recordings(root)
+    assert sorted(sessions) == [str(k) for k in range(8)] and len(recordings) == 8
+    counts = []
+    for rec in recordings:  # Session1..8, each run_3 (MOABB: session k - 1, run "2")
+        k = int(rec.session.split("_")[0].removeprefix("Session"))
+        assert list(sessions[str(k - 1)]) == ["2"]
+        raw = sessions[str(k - 1)]["2"]
+        assert raw.info["sfreq"] == 512
+        ours = [(round(e.onset * 512), e.description) for e in bi.read_events(rec)]
+        found = RawToEvents(dataset.event_id, dataset.interval).transform(raw)
+        assert [(s, names[c]) for s, _, c in found] == ours
+        assert [(round(a["onset"] * 512), a["description"]) for a in raw.annotations] == ours
+        counts.append((len(ours), sum(d == "Target" for _, d in ours)))
+    assert counts == [(24, 4)] * 8
+    record_property("flashes_per_session", counts)
+
+
+def _no_network(*args, **kwargs):
+    raise OSError("the MOABB cross-check reached for the network")

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import time
+
 import numpy as np
 import pytest
 import scipy.io
@@ -167,3 +172,50 @@ def test_registered_and_configured():
     plans = lookalike.plan(demo["generator"])
     assert len(plans) == demo["expected_recordings"] == 4
     assert all(60 <= len(p.trials()) <= 72 for p in plans)
+
+
+@pytest.mark.skipif(not os.environ.get("EMBEDPROBE_TRY_MOABB"),
+                    reason="cross-check against MOABB's loader: set EMBEDPROBE_TRY_MOABB=1 "
+                           "in an environment with moabb installed")
+def test_moabb_reads_the_same_trials_from_the_lookalike(tmp_path, monkeypatch, record_property):
+    """MOABB's Nakanishi2015 reads the look-alike offline from its download cache
+    (<MNE_DATASETS_NAKANISHI_PATH>/MNE-nakanishi-data/mnakanishi/12JFPM_SSVEP/raw/master/data/
+    s1.mat: the URL https://github.com/mnakanishi/12JFPM_SSVEP/raw/master/data/s1.mat without
+    its host) and finds the reader's trials with the same frequency names. Its stim-channel
+    events (what its paradigms epoch on, from interval[0] = 0.15 s) sit at each epoch's start,
+    38 samples before the reader's stimulus onsets; the annotations get_data sets are shifted
+    by int(0.15 * 256) = 38 samples and so fall on the reader's onsets exactly (lasting 4.15 s,
+    the reader's events 4 s). MOABB's loader hard-codes 15 blocks, so the look-alike here has
+    15. Measured with moabb 1.7.2: 180 trials, 15 per frequency, identical."""
+    moabb_datasets = pytest.importorskip("moabb.datasets")
+    from moabb.datasets.preprocessing import RawToEvents
+
+    root = tmp_path / "lookalike"
+    lookalike.write_lookalike(root, {"subjects": 1, "blocks": 15, "seed": 4})
+    cache = (tmp_path / "mne" / "MNE-nakanishi-data" / "mnakanishi" / "12JFPM_SSVEP" / "raw"
+             / "master" / "data")
+    cache.mkdir(parents=True)
+    shutil.copy(root / "s1.mat", cache)
+    monkeypatch.setenv("MNE_DATA", str(tmp_path / "mne"))
+    monkeypatch.setenv("MNE_DATASETS_NAKANISHI_PATH", str(tmp_path / "mne"))
+    monkeypatch.setenv("MOABB_DOWNLOAD_PROVIDER", "upstream")
+    monkeypatch.setattr(socket.socket, "connect", _no_network)
+    dataset = moabb_datasets.Nakanishi2015()
+    start = time.perf_counter()
+    raw = dataset.get_data(subjects=[1])[1]["0"]["0"]
+    record_property("get_data_s", round(time.perf_counter() - start, 3))
+    assert dataset.event_id == {f"{f:g}": k + 1 for k, f in enumerate(FREQUENCIES)}
+    assert raw.info["sfreq"] == 256 and raw.n_times == 180 * STRIDE
+    ours = [(round(e.onset * 256), e.description)
+            for e in nakanishi.read_events(nakanishi.find_recordings(root)[0])]
+    assert len(ours) == 180
+    names = {v: k for k, v in dataset.event_id.items()}
+    found = RawToEvents(dataset.event_id, dataset.interval).transform(raw)
+    assert [(s + 38, names[c]) for s, _, c in found] == ours
+    assert [(round(a["onset"] * 256), a["description"]) for a in raw.annotations] == ours
+    assert {round(a["duration"], 6) for a in raw.annotations} == {4.15}
+    record_property("trials", len(ours))
+
+
+def _no_network(*args, **kwargs):
+    raise OSError("the MOABB cross-check reached for the network")

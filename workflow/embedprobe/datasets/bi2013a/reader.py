@@ -29,9 +29,17 @@ them with mne.find_events, consecutive="increasing", and keeps its event_id
 {"Target": 33285, "NonTarget": 33286}): onset = that 0-based sample / 512 s, description
 "Target" or "NonTarget", duration 1.0 s (MOABB's interval [0, 1]).
 
-MOABB itself could not read a local folder offline: BI2013a.data_path downloads each subject's
-zip files into MNE's data folder (MNE-braininvaders2013-data) and unzips them there; a folder
-that is already unzipped elsewhere is not looked at.
+MOABB itself takes no folder argument: BI2013a.data_path asks its downloader for each of the
+subject's zips (Zenodo's record/2669187/files/ URLs) in its cache,
+<MNE_DATASETS_BRAININVADERS2013_PATH or MNE_DATA>/MNE-braininvaders2013-data/zenodo/2669187/
+subjectNN_sessionMM.zip (all eight for subjects 1-7) or subjectNN.zip, downloads a missing one, and
+unzips each whose subject_NN/SessionM folder is missing there, copying the zip's top folder
+(subjectNN_sessionMM/ with meta.yml and SessionM/) into zenodo/2669187/subject_NN/: the layout read
+here. A folder unzipped elsewhere is not looked at. Cross-checked offline with moabb 1.7.2
+(tests/datasets/test_bi2013a.py, EMBEDPROBE_TRY_MOABB=1; MOABB_DOWNLOAD_PROVIDER=upstream, sockets
+refused): from eight zips of the look-alike's subject_01, get_data unzipped and read sessions
+"0"-"7", run "2" (run_3, the non-adaptive training phase); its stim-channel events (RawToEvents) and
+annotations are this reader's 24 flashes (4 Target) per session, same onsets and classes.
 """
 
 from __future__ import annotations

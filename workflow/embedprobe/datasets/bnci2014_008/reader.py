@@ -20,11 +20,15 @@ interval [0, 1.0] after the flash onset). The 1 s epochs of consecutive flashes 
 
 A recording is one file: id "A01", subject "A01", session "0".
 
-MOABB's BNCI2014_008 could not read a local folder offline: its loader (_load_data_008_2014)
-only looks for the file where its downloader caches the URL .../data-sets/008-2014/A0s.mat
-(MNE's data folder, MNE_DATASETS_BNCI_PATH), downloads a missing file instead of naming it,
-and loads it with
-scipy.io.loadmat (struct_as_record=False, squeeze_me=True): the same fields read here.
+MOABB's BNCI2014_008 takes no folder argument: its loader (_load_data_008_2014) looks for the
+file only where its downloader caches the URL https://lampx.tugraz.at/~bci/database/008-2014/
+A0s.mat, <MNE_DATASETS_BNCI_PATH or MNE_DATA>/MNE-bnci-data/~bci/database/008-2014/A0s.mat,
+downloads a missing file instead of naming it, and loads it with scipy.io.loadmat
+(struct_as_record=False, squeeze_me=True): the same fields read here. A file already in that
+cache is read offline (pooch only hashes it). Cross-checked offline with moabb 1.7.2
+(tests/datasets/test_bnci2014_008.py, EMBEDPROBE_TRY_MOABB=1; MOABB_DOWNLOAD_PROVIDER=upstream,
+sockets refused): on the look-alike's A01.mat, get_data's stim-channel events (RawToEvents)
+and annotations are the same 120 flashes (20 Target) as this reader's, same onsets and classes.
 """
 
 from __future__ import annotations

@@ -31,12 +31,18 @@ Blocks: the real files hold 15; a file with fewer (the demo look-alike) is read 
 (MOABB's loader itself hard-codes 15). Any other shape is refused with a DataError naming the
 file.
 
-MOABB itself (moabb/datasets/ssvep_nakanishi.py) could not read a local folder of these files
-offline: data_path() goes through its download module, which looks only in MNE's download
-cache (<MNE_DATA>/MNE-nakanishi-data/github.com/mnakanishi/12JFPM_SSVEP/raw/master/data/sN.mat),
-downloads a file missing there instead of naming it, and (with its NEMAR mirror, nm000118) may
-try NEMAR first unless MOABB_DOWNLOAD_PROVIDER=upstream; its subject list is range(1, 10), so
-s10.mat, which the repository has, is never loaded by MOABB.
+MOABB itself (moabb/datasets/ssvep_nakanishi.py) takes no folder argument: data_path() goes
+through its download module, which looks only in its download cache (the URL without its host:
+<MNE_DATASETS_NAKANISHI_PATH or MNE_DATA>/MNE-nakanishi-data/mnakanishi/12JFPM_SSVEP/raw/master/
+data/sN.mat), downloads a file missing there instead of naming it, and (with its NEMAR mirror,
+nm000118) may try NEMAR first unless MOABB_DOWNLOAD_PROVIDER=upstream; its subject list is
+range(1, 10), so s10.mat, which the repository has, is never loaded by MOABB, and it needs all
+15 blocks. Cross-checked offline with moabb 1.7.2 (tests/datasets/test_nakanishi2015.py,
+EMBEDPROBE_TRY_MOABB=1; MOABB_DOWNLOAD_PROVIDER=upstream, sockets refused): on a 15-block
+look-alike s1.mat, get_data finds the same 180 trials (15 per frequency) with the same
+frequency names; its stim-channel events (RawToEvents) are at the epoch starts, 38 samples
+before the onsets here, and its annotations (shifted by int(0.15 * 256) = 38 samples) are at
+exactly these onsets, lasting 4.15 s.
 """
 
 from __future__ import annotations
