@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import time
 import zipfile
 
@@ -19,6 +18,7 @@ from embedprobe.datasets.bi2013a import lookalike
 from embedprobe.datasets.bi2013a import reader as bi
 
 from helpers.lookalike import written_thrice
+from helpers.moabb import offline_moabb
 
 SETTINGS = {"subjects": 2, "sessions": 2, "training_repetitions": 6, "online_repetitions": 2,
             "seed": 1}
@@ -211,10 +211,7 @@ def test_moabb_reads_the_same_flashes_from_the_lookalike(tmp_path, monkeypatch,
             zipped.write(subject / "meta.yml", f"{top}/meta.yml")
             for mat in sorted((subject / f"Session{k}").iterdir()):
                 zipped.write(mat, f"{top}/Session{k}/{mat.name}")
-    monkeypatch.setenv("MNE_DATA", str(tmp_path / "mne"))
-    monkeypatch.setenv("MNE_DATASETS_BRAININVADERS2013_PATH", str(tmp_path / "mne"))
-    monkeypatch.setenv("MOABB_DOWNLOAD_PROVIDER", "upstream")
-    monkeypatch.setattr(socket.socket, "connect", _no_network)
+    offline_moabb(monkeypatch, tmp_path / "mne", "BRAININVADERS2013")
     dataset = moabb_datasets.BI2013a()
     start = time.perf_counter()
     sessions = dataset.get_data(subjects=[1])[1]
@@ -237,6 +234,3 @@ def test_moabb_reads_the_same_flashes_from_the_lookalike(tmp_path, monkeypatch,
     assert counts == [(24, 4)] * 8
     record_property("flashes_per_session", counts)
 
-
-def _no_network(*args, **kwargs):
-    raise OSError("the MOABB cross-check reached for the network")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import time
 
 import numpy as np
@@ -20,6 +19,7 @@ from embedprobe.datasets.bnci2014_008 import reader as bnci
 
 from helpers.lookalike import demo_fixture, written_thrice
 from helpers.loso import loso_scores
+from helpers.moabb import offline_moabb
 
 SETTINGS = {"subjects": 2, "selections": 2, "repetitions": 5, "seed": 3}
 UV = 1e-6
@@ -194,10 +194,7 @@ def test_moabb_reads_the_same_flashes_from_the_lookalike(demo, tmp_path, monkeyp
     cache = tmp_path / "MNE-bnci-data" / "~bci" / "database" / "008-2014"
     cache.mkdir(parents=True)
     shutil.copy(root / "A01.mat", cache)
-    monkeypatch.setenv("MNE_DATA", str(tmp_path))
-    monkeypatch.setenv("MNE_DATASETS_BNCI_PATH", str(tmp_path))
-    monkeypatch.setenv("MOABB_DOWNLOAD_PROVIDER", "upstream")
-    monkeypatch.setattr(socket.socket, "connect", _no_network)
+    offline_moabb(monkeypatch, tmp_path, "BNCI")
     dataset = moabb_datasets.BNCI2014_008()
     start = time.perf_counter()
     raw = dataset.get_data(subjects=[1])[1]["0"]["0"]
@@ -213,6 +210,3 @@ def test_moabb_reads_the_same_flashes_from_the_lookalike(demo, tmp_path, monkeyp
     record_property("flashes", len(ours))
     record_property("targets", sum(d == "Target" for _, d in ours))
 
-
-def _no_network(*args, **kwargs):
-    raise OSError("the MOABB cross-check reached for the network")

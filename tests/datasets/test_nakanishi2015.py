@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import time
 
 import numpy as np
@@ -18,6 +17,7 @@ from embedprobe.datasets.nakanishi2015 import lookalike
 from embedprobe.datasets.nakanishi2015 import reader as nakanishi
 
 from helpers.lookalike import demo_fixture
+from helpers.moabb import offline_moabb
 
 SETTINGS = {"subjects": 2, "blocks": 3, "seed": 4}
 # The README's target order (eeg(1,:,:,:) is 9.25 Hz, eeg(5,:,:,:) 11.75 Hz) and MOABB's names.
@@ -196,10 +196,7 @@ def test_moabb_reads_the_same_trials_from_the_lookalike(tmp_path, monkeypatch, r
              / "master" / "data")
     cache.mkdir(parents=True)
     shutil.copy(root / "s1.mat", cache)
-    monkeypatch.setenv("MNE_DATA", str(tmp_path / "mne"))
-    monkeypatch.setenv("MNE_DATASETS_NAKANISHI_PATH", str(tmp_path / "mne"))
-    monkeypatch.setenv("MOABB_DOWNLOAD_PROVIDER", "upstream")
-    monkeypatch.setattr(socket.socket, "connect", _no_network)
+    offline_moabb(monkeypatch, tmp_path / "mne", "NAKANISHI")
     dataset = moabb_datasets.Nakanishi2015()
     start = time.perf_counter()
     raw = dataset.get_data(subjects=[1])[1]["0"]["0"]
@@ -216,6 +213,3 @@ def test_moabb_reads_the_same_trials_from_the_lookalike(tmp_path, monkeypatch, r
     assert {round(a["duration"], 6) for a in raw.annotations} == {4.15}
     record_property("trials", len(ours))
 
-
-def _no_network(*args, **kwargs):
-    raise OSError("the MOABB cross-check reached for the network")

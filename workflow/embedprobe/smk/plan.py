@@ -131,10 +131,10 @@ def capped_stores(config: dict, roots: dict, *benchmarks: str) -> list[str]:
         for dataset in selected(config, benchmark, "datasets"):
             warn_known_skips(config, benchmark, dataset)
     return list(dict.fromkeys(
-        pattern("embeddings", roots, dataset=d, model=embedding_id(config["models"], m))
+        pattern("embeddings", roots, dataset=d, model=m)
         for benchmark in benchmarks if has_work(config, benchmark)
         for d in present_datasets(config, benchmark)
-        for m in runnable_models(config, benchmark, d)))
+        for m in benchmark_stores(config, benchmark, runnable_models(config, benchmark, d))))
 
 
 def target_inputs(config: dict, roots: dict, target: str):
