@@ -246,7 +246,7 @@ def bench_model(config: dict, roots: dict, index: Path, model_id: str, args) -> 
     plan = channel_plan(config, DATASET, spec.family)
     n_windows = len(read_index(index))
     epoch_samples = int(round(config["datasets"][DATASET]["epoch_seconds"] * spec.sfreq))
-    shape = (len(plan.recorded), epoch_samples)
+    shape = (len(plan.model_names), epoch_samples)  # every model input: BIOT's 16 slots
     encoder = Encoder(spec, plan.model_names, roots, device=args.device)
     settings = settings_for(args.batch_size, args.reader_threads, args.readers)
     forwards = [time_forward(encoder, n_windows, args.batch_size, shape, seed=0)]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Run-to-run spread of one embed job's peak memory: one malloc arena against glibc's default.
+"""Run-to-run spread of one embed job's peak memory and time under three glibc malloc settings.
 
 The same `embedprobe embed` job (the calibration's real workload: a generated demo of 2 subjects
 x 2 nights, check, preflight, embed from scratch; embedprobe.memory.workloads) runs
@@ -7,7 +7,11 @@ x 2 nights, check, preflight, embed from scratch; embedprobe.memory.workloads) r
 measured by the kernel (ru_maxrss via peaks.run_measured). "one arena" is what every
 embedprobe step does (allocator.py); "glibc default" sets MALLOC_ARENA_MAX=8, which the step
 leaves alone: more arenas than the job has threads, so every thread may get its own, as with
-glibc's own limit (8 per core).
+glibc's own limit (8 per core). "fixed mmap threshold" is one arena with glibc's
+MALLOC_MMAP_THRESHOLD_ at its starting 128 KiB: glibc otherwise raises the threshold to each
+mapped block freed, so after the first batch the model's tensors come from the heap, which keeps
+them resident and fragments; fixed, every large tensor is mapped and unmapped (the peak follows
+what is live, each batch pays the page faults: why the steps do not set it).
 
 Usage:
   PYTHONPATH=workflow python scripts/bench_embed_memory.py                # BIOT, 1 h nights, 3 each
@@ -33,7 +37,8 @@ from embedprobe.memory import workloads  # noqa: E402
 from embedprobe.memory.peaks import run_measured  # noqa: E402
 from embedprobe.memory.preflight import run_preflight  # noqa: E402
 
-MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"}}
+MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"},
+         "fixed mmap threshold": {"MALLOC_MMAP_THRESHOLD_": "131072"}}
 
 
 def main(argv=None) -> int:
@@ -66,10 +71,10 @@ def main(argv=None) -> int:
     estimate = record["jobs"]["embed"]
     print(f"{args.model}, {demo.n_windows} windows ({args.hours:g} h nights), estimate "
           f"{estimate['total'] / MIB:.0f} MB, request {estimate['request_mb']} MB")
-    print(f"{'mode':<14} {'runs':>4} {'min MB':>8} {'max MB':>8} {'spread':>7} {'mean s':>7}")
+    print(f"{'mode':<20} {'runs':>4} {'min MB':>8} {'max MB':>8} {'spread':>7} {'mean s':>7}")
     for mode in MODES:
         low, high = min(peaks[mode]), max(peaks[mode])
-        print(f"{mode:<14} {len(peaks[mode]):>4} {low:>8.0f} {high:>8.0f} "
+        print(f"{mode:<20} {len(peaks[mode]):>4} {low:>8.0f} {high:>8.0f} "
               f"{(high - low) / low:>7.1%} {statistics.mean(seconds[mode]):>7.1f}")
     return 0
 

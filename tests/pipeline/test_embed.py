@@ -311,6 +311,24 @@ def test_bench_tables_and_verdicts():
     assert not bench_embed.ceiling_verdict(rows)
 
 
+def test_the_forward_is_timed_on_every_model_input_embed_feeds(monkeypatch):
+    """The encoder alone gets windows of the shape embed feeds it: BIOT's 16 slots on
+    Sleep-EDF (2 channels recorded, 30 s at 200 Hz), not the 2 channels read (8 times less
+    work: its embed/forward once read 0.10)."""
+    bench_embed = bench()
+    shapes = {}
+    monkeypatch.setattr(bench_embed, "read_index", lambda index: range(40))
+    monkeypatch.setattr(bench_embed, "Encoder", lambda spec, names, roots, device: names)
+    monkeypatch.setattr(bench_embed, "embed_once", lambda *a, **k: (1.0, {}))
+    monkeypatch.setattr(bench_embed, "time_forward",
+                        lambda encoder, n, batch, shape, seed: shapes.setdefault(seed, shape)
+                        and 1.0)
+    args = bench_embed.parse_args(["--repeats", "1"])
+    row = bench_embed.bench_model(load_config(), {}, "index", "biot_random", args)
+    assert shapes == {0: (16, 6000), 1: (16, 6000)}
+    assert (row.windows, row.batch) == (40, 32)
+
+
 def test_the_ceilings_worker_counts_take_turns_and_each_keeps_its_fastest(monkeypatch):
     """1, 2, 1, 2, ... after one warm-up: a busy spell on a shared machine slows every worker
     count alike instead of all repeats of one; each count reports its fastest run."""
