@@ -55,6 +55,8 @@ Usage:
   python scripts/validate_memory.py                 # the full grid with contended rows
   python scripts/validate_memory.py --quick         # smaller sizes, one embed model (~2 min)
   python scripts/validate_memory.py --out validation.tsv   # also the rows (.jsonl: JSON lines)
+  python scripts/validate_memory.py --jobs embed,families --models biot_random,luna_random \
+      --hours 0.1667                                # a part of the embed rows
   python scripts/validate_memory.py --fresh-clone 5 --with-grid
       # 5 times in a fresh clone: the test demo workflow (every job's peak against its
       # request) and the quick grid; --fresh-venv also installs a new venv there
@@ -443,13 +445,30 @@ ROW_KINDS = ("embed", "families", "logistic", "tokens", "brain-age", "recording"
              "seizure", "events", "erp", "contended")
 
 
+def chosen_grid(args) -> dict:
+    """The full or quick grid; --models keeps those of its embed models, --hours those night
+    lengths (a part of the grid rerun to compare, e.g. under another malloc setting)."""
+    grid = dict(GRIDS["quick" if args.quick else "full"])
+    if args.models:
+        models = args.models.split(",")
+        for key in ("embed_models", "family_models", "seizure_embed_models"):
+            grid[key] = tuple(m for m in grid[key] if m in models)
+        if not grid["seizure_embed_models"]:  # no model left for the CHB-MIT files
+            grid["seizure_embed_files"] = ()
+    if args.hours:
+        hours = [float(h) for h in args.hours.split(",")]
+        for key in ("embed_hours", "family_hours"):
+            grid[key] = tuple(h for h in grid[key] if any(abs(h - k) < 1e-3 for k in hours))
+    return grid
+
+
 def cpu_grid(args) -> int:
     chosen = set(args.jobs.split(","))
     unknown = chosen - set(ROW_KINDS)
     if unknown:
         raise SystemExit(f"error: unknown job types {sorted(unknown)}\n"
                          f"fix: use some of: {', '.join(ROW_KINDS)}")
-    grid = GRIDS["quick" if args.quick else "full"]
+    grid = chosen_grid(args)
     calibration = load_calibration()
     config = load_config()
     limit = job_memory_limit(config.get("memory_limit_mb"))
@@ -507,6 +526,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="also write the rows here (.tsv or .jsonl)")
     parser.add_argument("--jobs", default=",".join(ROW_KINDS),
                         help=f"which rows to run (comma-separated from {', '.join(ROW_KINDS)})")
+    parser.add_argument("--models", help="embed rows: only these models (comma-separated)")
+    parser.add_argument("--hours", help="embed rows: only these night lengths of the grid, in "
+                                        "hours (comma-separated, e.g. 0.1667)")
     parser.add_argument("--workdir", type=Path,
                         help="keep generated inputs here and reuse them (default: a temp dir)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",

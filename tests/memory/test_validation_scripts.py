@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from types import SimpleNamespace
 
 import pandas as pd
 import psutil
@@ -15,7 +16,7 @@ sys.path.insert(0, str(PROJECT / "scripts"))
 
 from calibrate_memory import PLANS, kept_fit  # noqa: E402
 from validate_fresh_clone import run_line  # noqa: E402
-from validate_memory import GRIDS, cpu_load  # noqa: E402
+from validate_memory import GRIDS, chosen_grid, cpu_load  # noqa: E402
 
 from embedprobe.core.config import load_config  # noqa: E402
 from embedprobe.memory.workloads import SEIZURE_DATASET  # noqa: E402
@@ -89,3 +90,15 @@ def test_a_refit_of_some_job_types_keeps_the_others_fit_rows():
     assert fit["embed_cpu"] == {"fit_max_over_prediction_mb": 3.0}
     assert fit["probe_ridge"] == {"fit_max_over_prediction_mb": 1.1}
     assert [row["run"] for row in fit["in_sample"]] == ["40 x 16", "new embed"]
+
+
+def test_a_part_of_the_embed_rows_is_chosen_by_model_and_night_length():
+    grid = chosen_grid(SimpleNamespace(quick=False, models="biot_random,luna_random",
+                                       hours="0.1667"))
+    assert grid["embed_models"] == ("biot_random",) and grid["family_models"] == ("luna_random",)
+    assert grid["embed_hours"] == grid["family_hours"] == (1 / 6,)
+    assert grid["seizure_embed_models"] == ("biot_random",) and grid["seizure_embed_files"]
+    alone = chosen_grid(SimpleNamespace(quick=False, models="luna_random", hours=None))
+    assert alone["embed_models"] == () and alone["seizure_embed_files"] == ()
+    assert alone["family_hours"] == GRIDS["full"]["family_hours"]
+    assert chosen_grid(SimpleNamespace(quick=True, models=None, hours=None)) == GRIDS["quick"]
