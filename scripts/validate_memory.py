@@ -39,6 +39,10 @@ each predicted the way the workflow predicts it:
                   from braindecode: BENDR, Signal-JEPA, LUNA, REVE, ST-EEGFormer, CodeBrain,
                   EEG-DINO) at 2 night lengths of the Sleep-EDF demo: no constant of theirs is
                   calibrated, the estimate rests on what their check measures
+  family-tokens   the same embed jobs with `pooling: tokens` (a (windows, tokens, width) store)
+                  for every family with a patch grid (all but BIOT and BENDR; LaBraM and
+                  CBraMod too), each as the entry `<model>_tokens`: the store's rows grow by
+                  the token count
   contended       the embed jobs again at one size, once beside a CPU load generator (busy
                   processes, 2x the cores) and once with a slow model
                   (EMBEDPROBE_FAULT_SLOW_BATCH_S: readers would run ahead if the stream let them)
@@ -100,6 +104,10 @@ TOKENS_OF = {6000: 30, 24576: 12}  # the token stores' rows: tokens x width
 
 FAMILY_MODELS = ("eegpt_random", "bendr_random", "signal_jepa_random", "luna_random",
                  "reve_random", "steegformer_random", "codebrain_random", "eegdino_random")
+# every family with a patch grid with `pooling: tokens` (not BIOT or BENDR:
+# models/architectures.py); LaBraM's and CBraMod's pooled rows are the main grid's
+FAMILY_TOKEN_MODELS = tuple(f"{m}_tokens" for m in ("labram_random", "cbramod_random",
+                                                     *FAMILY_MODELS) if m != "bendr_random")
 GRIDS = {
     # embed: models x hours of sleep a night; probes: width -> row counts (the wide model's
     # fits are slow on 2 cores, so it gets smaller stores); ridge: widths x subjects
@@ -123,6 +131,7 @@ GRIDS = {
         "events_rows": {200: (15_000, 45_000), 256: (20_000, 80_000), 2048: (3_000, 6_000)},
         "contended_hours": 0.75,
         "family_models": FAMILY_MODELS,
+        "family_token_models": FAMILY_TOKEN_MODELS,
         "family_hours": (1 / 6, 0.75),
         "token_rows": {6000: (3_000, 8_000), 24576: (800, 2_000)},
         # the ERP probe (many 1 s epochs, 2 classes): pooled, and EEGPT's 4 tokens x 2048 of an
@@ -145,6 +154,7 @@ GRIDS = {
         "events_rows": {200: (5_000, 20_000), 2048: (3_000,)},
         "contended_hours": 0.5,
         "family_models": FAMILY_MODELS,
+        "family_token_models": FAMILY_TOKEN_MODELS,
         "family_hours": (1 / 6,),
         "token_rows": {6000: (2_000, 5_000), 24576: (600, 1_500)},
         "erp_rows": {200: (10_000, 30_000), 8192: (2_000, 5_000)},
@@ -239,12 +249,21 @@ def _nights(demo) -> str:
     return f"{demo.n_windows} windows, {demo.hours * 60:.0f} min sleep/night"
 
 
+def with_token_entries(entries: dict, models) -> dict:
+    """`entries` with `<model>_tokens` for each such name of `models` that has none: the
+    model's entry with `pooling: tokens`, as config/models.yaml declares its three."""
+    made = {name: entries[name.removesuffix("_tokens")] | {"pooling": "tokens"}
+            for name in models if name.endswith("_tokens") and name not in entries}
+    return entries | made
+
+
 def embed_rows(grid: dict, workdir: Path, contended: bool = False) -> Iterator[Row]:
     """The embed job of each model on each data set, predicted by run_preflight."""
     from embedprobe.memory.preflight import run_preflight
 
     checks: dict[tuple[str, str], Path] = {}
     for demo, size, models, contention in embed_sets(grid, workdir, contended):
+        demo.config["models"] = with_token_entries(demo.config["models"], models)
         for model in models:
             key = (model, demo.dataset)  # the check depends on the model and the data's format
             if key not in checks:
@@ -441,8 +460,8 @@ def write_rows(rows: list[Row], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-ROW_KINDS = ("embed", "families", "logistic", "tokens", "brain-age", "recording", "hypnogram",
-             "seizure", "events", "erp", "contended")
+ROW_KINDS = ("embed", "families", "family-tokens", "logistic", "tokens", "brain-age",
+             "recording", "hypnogram", "seizure", "events", "erp", "contended")
 
 
 def chosen_grid(args) -> dict:
@@ -451,7 +470,8 @@ def chosen_grid(args) -> dict:
     grid = dict(GRIDS["quick" if args.quick else "full"])
     if args.models:
         models = args.models.split(",")
-        for key in ("embed_models", "family_models", "seizure_embed_models"):
+        for key in ("embed_models", "family_models", "family_token_models",
+                    "seizure_embed_models"):
             grid[key] = tuple(m for m in grid[key] if m in models)
         if not grid["seizure_embed_models"]:  # no model left for the CHB-MIT files
             grid["seizure_embed_files"] = ()
@@ -484,6 +504,10 @@ def cpu_grid(args) -> int:
             "embed": lambda: embed_rows(grid, workdir / "embed"),
             "families": lambda: embed_rows(
                 grid | {"embed_models": grid["family_models"],
+                        "embed_hours": grid["family_hours"], "seizure_embed_files": ()},
+                workdir / "families"),
+            "family-tokens": lambda: embed_rows(
+                grid | {"embed_models": grid["family_token_models"],
                         "embed_hours": grid["family_hours"], "seizure_embed_files": ()},
                 workdir / "families"),
             "logistic": lambda: probe_rows(grid, workdir / "probe", calibration, limit, margin),

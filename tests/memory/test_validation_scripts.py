@@ -16,7 +16,7 @@ sys.path.insert(0, str(PROJECT / "scripts"))
 
 from calibrate_memory import PLANS, kept_fit  # noqa: E402
 from validate_fresh_clone import run_line  # noqa: E402
-from validate_memory import GRIDS, chosen_grid, cpu_load  # noqa: E402
+from validate_memory import GRIDS, chosen_grid, cpu_load, with_token_entries  # noqa: E402
 
 from embedprobe.core.config import load_config  # noqa: E402
 from embedprobe.memory.workloads import SEIZURE_DATASET  # noqa: E402
@@ -102,3 +102,20 @@ def test_a_part_of_the_embed_rows_is_chosen_by_model_and_night_length():
     assert alone["embed_models"] == () and alone["seizure_embed_files"] == ()
     assert alone["family_hours"] == GRIDS["full"]["family_hours"]
     assert chosen_grid(SimpleNamespace(quick=True, models=None, hours=None)) == GRIDS["quick"]
+
+
+def test_the_family_token_rows_cover_every_family_with_a_patch_grid():
+    """Every family but the two without a patch grid gets a token row, its entry the pooled
+    one with `pooling: tokens`; the shipped token entries are kept as declared."""
+    from embedprobe.models.architectures import ARCHITECTURES
+
+    config = load_config()
+    token_models = GRIDS["full"]["family_token_models"]
+    classes = {model_spec(config, m.removesuffix("_tokens"), SEIZURE_DATASET).architecture
+               for m in token_models}
+    with_grid = {name for name, arch in ARCHITECTURES.items() if arch.tokens is not None}
+    assert classes == with_grid
+    entries = with_token_entries(config["models"], token_models)
+    assert entries["luna_random_tokens"] == config["models"]["luna_random"] | {"pooling": "tokens"}
+    assert entries["eegpt_random_tokens"] is config["models"]["eegpt_random_tokens"]
+    assert "luna_random_tokens" not in config["models"]  # the project's config is left alone
