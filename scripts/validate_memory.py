@@ -460,6 +460,14 @@ def write_rows(rows: list[Row], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def family_rows(grid: dict, models_key: str, workdir: Path) -> Iterator[Row]:
+    """The embed rows of the families' models (`grid[models_key]`) at the families' night
+    lengths of the Sleep-EDF demo, which all of them share (no CHB-MIT files)."""
+    family_grid = grid | {"embed_models": grid[models_key], "embed_hours": grid["family_hours"],
+                          "seizure_embed_files": ()}
+    return embed_rows(family_grid, workdir / "families")
+
+
 ROW_KINDS = ("embed", "families", "family-tokens", "logistic", "tokens", "brain-age",
              "recording", "hypnogram", "seizure", "events", "erp", "contended")
 
@@ -502,14 +510,8 @@ def cpu_grid(args) -> int:
         workdir = args.workdir or Path(tmp)
         sources = {
             "embed": lambda: embed_rows(grid, workdir / "embed"),
-            "families": lambda: embed_rows(
-                grid | {"embed_models": grid["family_models"],
-                        "embed_hours": grid["family_hours"], "seizure_embed_files": ()},
-                workdir / "families"),
-            "family-tokens": lambda: embed_rows(
-                grid | {"embed_models": grid["family_token_models"],
-                        "embed_hours": grid["family_hours"], "seizure_embed_files": ()},
-                workdir / "families"),
+            "families": lambda: family_rows(grid, "family_models", workdir),
+            "family-tokens": lambda: family_rows(grid, "family_token_models", workdir),
             "logistic": lambda: probe_rows(grid, workdir / "probe", calibration, limit, margin),
             "tokens": lambda: probe_rows(grid, workdir / "tokens", calibration, limit, margin,
                                          sizes_key="token_rows", c_grid=(0.001, 0.01)),
