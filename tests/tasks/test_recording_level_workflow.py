@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.project import PROJECT, snakemake
+from helpers.project import PROJECT, SMALL_JOBS, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -17,7 +17,7 @@ BENCHMARKS = yaml.safe_load((PROJECT / "config/benchmarks.yaml").read_text())["b
 @pytest.fixture(scope="module")
 def recording_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("recording_level")
-    run = snakemake(workdir, "--cores", "2", "recording_level_demo")
+    run = snakemake(workdir, *SMALL_JOBS, "recording_level_demo")
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir, run
 

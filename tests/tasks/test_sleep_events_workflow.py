@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.project import snakemake
+from helpers.project import SMALL_JOBS, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -28,7 +28,7 @@ def events_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("sleep_events")
     config = workdir / "small.yaml"
     config.write_text(yaml.safe_dump(SMALL))
-    run = snakemake(workdir, "--configfile", str(config), "--cores", "2", "sleep_events_demo")
+    run = snakemake(workdir, "--configfile", str(config), *SMALL_JOBS, "sleep_events_demo")
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir
 

@@ -15,7 +15,7 @@ import yaml
 
 from embedprobe.tasks.seizure.scoring import curve_from_json, event_auc_over_folds
 
-from helpers.project import PROJECT, snakemake
+from helpers.project import PROJECT, SMALL_JOBS, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -38,7 +38,7 @@ MODEL = "cbramod_random"
 @pytest.fixture(scope="module")
 def epilepsy_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("epilepsy")
-    run = snakemake(workdir, "--cores", "2", "epilepsy_demo")
+    run = snakemake(workdir, *SMALL_JOBS, "epilepsy_demo")
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir, run
 
@@ -46,7 +46,7 @@ def epilepsy_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bci_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("bci")
-    run = snakemake(workdir, "--cores", "2", "bci_demo")
+    run = snakemake(workdir, *SMALL_JOBS, "bci_demo")
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir, run
 
@@ -108,7 +108,7 @@ def test_a_benchmark_added_in_yaml_only_is_a_target(epilepsy_run, tmp_path):
     config = {"benchmarks": {"my_seizures": bench | {"datasets": ["siena_demo"]}}}
     extra = tmp_path / "mine.yaml"
     extra.write_text(yaml.safe_dump(config))
-    run = snakemake(workdir, "--configfile", str(extra), "--cores", "2", "my_seizures")
+    run = snakemake(workdir, "--configfile", str(extra), *SMALL_JOBS, "my_seizures")
     assert run.returncode == 0, run.stderr[-3000:]
     row = results(workdir, "my_seizures", "siena_demo")
     reference = results(workdir, "epilepsy_demo", "siena_demo")
@@ -235,7 +235,7 @@ def test_token_stores_run_end_to_end_beside_the_pooled_demo(bci_run, tmp_path):
     extra.write_text(yaml.safe_dump({"benchmarks": {"my_tokens": {
         "task": "motor_imagery", "datasets": ["bnci2014_001_demo"], "models": list(models),
         "folds": 4, "probe": {"C_grid": [0.001, 0.01, 0.1, 1.0]}}}}))
-    run = snakemake(workdir, "--configfile", str(extra), "--cores", "2", "my_tokens")
+    run = snakemake(workdir, "--configfile", str(extra), *SMALL_JOBS, "my_tokens")
     assert run.returncode == 0, run.stderr[-3000:]
     table = pd.read_csv(workdir / "results/my_tokens/bnci2014_001_demo/results.tsv", sep="\t")
     assert set(table["model"]) == set(models) and (table["status"] == "ok").all()
