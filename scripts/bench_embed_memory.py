@@ -44,7 +44,9 @@ from embedprobe.memory.preflight import run_preflight  # noqa: E402
 MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"},
          "fixed mmap threshold": {"MALLOC_MMAP_THRESHOLD_": "131072"},
          "mmap threshold 16 MiB": {"MALLOC_MMAP_THRESHOLD_": str(16 << 20)},
-         "mmap threshold 32 MiB": {"MALLOC_MMAP_THRESHOLD_": str(32 << 20)}}
+         "mmap threshold 32 MiB": {"MALLOC_MMAP_THRESHOLD_": str(32 << 20)},
+         "no heap release": {"EMBEDPROBE_HEAP_RELEASE_S": "off"},
+         "heap release each batch": {"EMBEDPROBE_HEAP_RELEASE_S": "0"}}
 
 
 def main(argv=None) -> int:

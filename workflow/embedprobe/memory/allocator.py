@@ -1,4 +1,5 @@
-"""One malloc arena for all of a job's threads, so its peak memory does not hang on timing.
+"""One malloc arena for all of a job's threads, so its peak memory does not hang on timing;
+the freed heap given back between batches (FreedHeapRelease).
 
 glibc moves a thread that finds its arena locked to another arena, and the thread stays there;
 memory freed into one arena is not reused by allocations from another. With reader threads and
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter
 
@@ -28,3 +30,44 @@ def use_one_malloc_arena() -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(M_ARENA_MAX, 1))
+
+
+# A batch that takes this long pays for a release and its page faults (~20 ms) with a few
+# percent; a fast model's batches (~0.1 s) would lose ~20% and reuse their blocks anyway.
+HEAP_RELEASE_MIN_BATCH_S = 0.5
+
+
+class FreedHeapRelease:
+    """Gives the pages of freed heap blocks back to the kernel (glibc's malloc_trim) after each
+    stored batch that took at least `min_batch_s` (0: after every batch; None: never).
+
+    A forward pass frees its activations into the heap, and glibc keeps them for reuse; when the
+    next pass's blocks do not fit among them (BIOT's, beside the readers' copies), the heap
+    grows while the freed pages stay resident, and the job's peak rose to ~1.35x the one-batch
+    growth check measures. Released, the peak follows what is live and the growth check
+    measures describes it (docs/measurements/2026-12-04-heap-release.md)."""
+
+    def __init__(self, min_batch_s: float | None = HEAP_RELEASE_MIN_BATCH_S,
+                 clock=time.monotonic):
+        self.min_batch_s, self.clock = min_batch_s, clock
+        self.trims = 0
+        self._malloc_trim = _malloc_trim() if min_batch_s is not None else None
+        self._since = clock()
+
+    def after_batch(self) -> bool:
+        """Trim when the batch since the last call took long enough; True when it trimmed."""
+        now = self.clock()
+        took, self._since = now - self._since, now
+        if self._malloc_trim is None or took < self.min_batch_s:
+            return False
+        self._malloc_trim(0)
+        self.trims += 1
+        return True
+
+
+def _malloc_trim():
+    """glibc's malloc_trim, or None off glibc."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None

@@ -26,6 +26,7 @@ from embedprobe import __version__
 from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.progress import Progress
 from embedprobe.core.units import MIB
+from embedprobe.memory.allocator import HEAP_RELEASE_MIN_BATCH_S, FreedHeapRelease
 from embedprobe.models.architectures import ARCHITECTURES, MEAN
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import ModelSpec, model_spec
@@ -58,12 +59,16 @@ class EmbedSettings:
     kill_before_batch: int | None = None
     # Fault injection for the memory validation: a slow model, so readers would run ahead.
     slow_batch_seconds: float | None = None
+    # The freed heap goes back to the kernel after batches at least this long (None: never;
+    # EMBEDPROBE_HEAP_RELEASE_S=off, for the benchmarks' comparison)
+    heap_release_min_batch_s: float | None = HEAP_RELEASE_MIN_BATCH_S
 
     @classmethod
     def from_environment(cls, **values) -> EmbedSettings:
         kill = os.environ.get("EMBEDPROBE_FAULT_KILL_BEFORE_BATCH")
         oom = os.environ.get("EMBEDPROBE_FAULT_OOM_ABOVE")
         slow = os.environ.get("EMBEDPROBE_FAULT_SLOW_BATCH_S")
+        release = os.environ.get("EMBEDPROBE_HEAP_RELEASE_S")
         kind = os.environ.get("EMBEDPROBE_READERS")  # tests and benchmarks: force a kind
         if kind and kind not in (THREADS, PROCESSES):
             raise UsageError(f"EMBEDPROBE_READERS is {kind!r}",
@@ -71,6 +76,9 @@ class EmbedSettings:
         values.setdefault("reader_kind", kind or None)
         values.setdefault("kill_before_batch", int(kill) if kill else None)
         values.setdefault("slow_batch_seconds", float(slow) if slow else None)
+        if release:
+            values.setdefault("heap_release_min_batch_s",
+                              None if release == "off" else float(release))
         if values.get("inject_oom_above") is None and oom:
             values["inject_oom_above"] = int(oom)
         return cls(**values)
@@ -253,6 +261,7 @@ def _write(output: Path, identity: CacheIdentity, windows, width: tuple[int, ...
             first, settings.reader_threads, kind)
         store = _Storer(writer, progress, settings.kill_before_batch, appended, done_rows)
         waiting = None  # launched, not yet stored
+        heap = FreedHeapRelease(settings.heap_release_min_batch_s)
         try:
             for batch in batches(stream, lambda: runner.batch_size):
                 timings.setdefault("first_batch_s", time.perf_counter() - began)
@@ -261,6 +270,7 @@ def _write(output: Path, identity: CacheIdentity, windows, width: tuple[int, ...
                 launched = runner.launch(batch)
                 store(waiting)
                 waiting = launched  # the stored batch's page-locked vectors are let go
+                heap.after_batch()
             store(waiting)
         except Exception:
             if not store.broken:  # a batch computed before a failure elsewhere is kept
@@ -274,7 +284,7 @@ def _write(output: Path, identity: CacheIdentity, windows, width: tuple[int, ...
         timings["finish_s"] = time.perf_counter() - finishing
     progress.close(f"ok, {len(windows):,} windows")
     timings.update(reader_cpu_s=source.reader_seconds, readers=kind,
-                   windows=len(windows) - first)
+                   windows=len(windows) - first, heap_releases=heap.trims)
     if encoder.device.type == "cuda":  # for the device estimate (results/preflight/*.json)
         peak = torch.cuda.max_memory_allocated(encoder.device) / MIB
         print(f"{label}: GPU allocator peak {peak:,.0f} MB at batch size {runner.batch_size}",
