@@ -199,7 +199,8 @@ class DeviceLikeEncoder(NullEncoder):
 
 
 def settings_for(batch_size: int, workers: int, readers: str | None) -> EmbedSettings:
-    settings = EmbedSettings(batch_size=batch_size, reader_threads=workers)
+    # from the environment: EMBEDPROBE_HEAP_RELEASE_S=off compares embed without the release
+    settings = EmbedSettings.from_environment(batch_size=batch_size, reader_threads=workers)
     settings.reader_kind = readers  # (an older checkout has no kinds: the bench still runs)
     return settings
 
