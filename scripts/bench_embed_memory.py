@@ -13,13 +13,18 @@ mapped block freed, so after the first batch the model's tensors come from the h
 them resident and fragments; fixed, every large tensor is mapped and unmapped (the peak follows
 what is live, each batch pays the page faults: why the steps do not set it). "mmap threshold
 16 MiB" and "32 MiB" fix it higher (32 MiB is glibc's most, where the raised threshold stops):
-only blocks that large are mapped (`--modes` picks; the default runs the first three).
+only blocks that large are mapped. Every mode but the last two keeps embed's own release of the
+freed heap after each batch of 0.5 s or more (memory/allocator.FreedHeapRelease); "no heap
+release" turns it off, "heap release each batch" releases after every batch, however short
+(`--modes` picks; the default runs the first three).
 
 Usage:
   PYTHONPATH=workflow python scripts/bench_embed_memory.py                # BIOT, 1 h nights, 3 each
   PYTHONPATH=workflow python scripts/bench_embed_memory.py --model labram_random --repeats 5
   PYTHONPATH=workflow python scripts/bench_embed_memory.py --modes "one arena" \
       "mmap threshold 16 MiB" "mmap threshold 32 MiB"
+  PYTHONPATH=workflow python scripts/bench_embed_memory.py --modes "one arena" \
+      "no heap release" "heap release each batch"
 """
 
 from __future__ import annotations

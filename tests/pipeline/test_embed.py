@@ -619,3 +619,37 @@ def test_a_batch_stored_after_an_out_of_memory_failure_keeps_its_own_size(tiny, 
                              index, out, settings)
     with h5py.File(cache.partial_path(out), "r") as f:
         assert [int(v) for v in f["state"][:2]] == [2 * BATCH, BATCH]
+
+
+@pytest.mark.parametrize("min_batch_s, every_batch", [(0.0, True), (60.0, False)])
+def test_the_freed_heap_is_released_after_batches_as_long_as_the_setting(
+        tiny, monkeypatch, min_batch_s, every_batch):
+    """embed calls the release after every stored batch; it releases after those that took at
+    least `heap_release_min_batch_s` (these take milliseconds: 0 releases each, 60 none)."""
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.models.encoder import Ready
+    from embedprobe.pipeline import embed as embed_step
+
+    root, job, index = tiny
+    config = json.loads(job)
+    launched = []
+
+    class Zeros:
+        def __init__(self, spec, ch_names, roots, device="cpu"):
+            self.device, self.weights_sha256 = __import__("torch").device("cpu"), "zeros"
+
+        def __call__(self, windows):
+            return np.zeros((len(windows), 4), np.float32)
+
+        def launch(self, windows):
+            launched.append(len(windows))
+            return Ready(self(windows))
+
+    monkeypatch.setattr(embed_step, "Encoder", Zeros)
+    settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1,
+                                        heap_release_min_batch_s=min_batch_s)
+    report = {}
+    embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random", index,
+                         root / "cache" / f"release{min_batch_s}.h5", settings, report)
+    assert len(launched) >= 10
+    assert report["heap_releases"] == (len(launched) if every_batch else 0)
