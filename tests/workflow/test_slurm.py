@@ -317,7 +317,12 @@ def test_killed_session_resumes_embed_and_refits_no_finished_fold(
         assert (path.stat().st_mtime_ns, path.read_bytes()) == before[path]
     table = runs_table(workdir)
     probe_rows = table.query("rule == 'probe' and status == 'ok'")
-    assert sorted(probe_rows["job"]) == [f"probe/{BENCH}/fold{k}" for k in range(FOLDS)]
+    jobs = sorted(probe_rows["job"])
+    assert sorted(set(jobs)) == [f"probe/{BENCH}/fold{k}" for k in range(FOLDS)], jobs
+    # an unlogged fold that Snakemake refit ran twice to its end: two rows, both ok
+    twice = {job for job in jobs if jobs.count(job) > 1}
+    assert twice <= {f"probe/{BENCH}/fold{k}" for k, path in enumerate(fold_paths(workdir))
+                     if path in unlogged_done and path in refit}, jobs
     assert_same_results(workdir, local_demo)
     assert_same_results(workdir, slurm_demo[0])
     # The embed attempt cancelled with its session was killed from outside, not out of memory.
