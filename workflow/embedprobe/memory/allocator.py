@@ -25,11 +25,8 @@ def use_one_malloc_arena() -> bool:
     the limit was set (False off glibc)."""
     if os.environ.get("MALLOC_ARENA_MAX"):
         return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(M_ARENA_MAX, 1))
+    mallopt = _glibc("mallopt")
+    return bool(mallopt(M_ARENA_MAX, 1)) if mallopt else False
 
 
 # A batch that takes this long pays for a release and its page faults (~20 ms) with a few
@@ -43,15 +40,15 @@ class FreedHeapRelease:
 
     A forward pass frees its activations into the heap, and glibc keeps them for reuse; when the
     next pass's blocks do not fit among them (BIOT's, beside the readers' copies), the heap
-    grows while the freed pages stay resident, and the job's peak rose to ~1.35x the one-batch
-    growth check measures. Released, the peak follows what is live and the growth check
-    measures describes it (docs/measurements/2026-12-04-heap-release.md)."""
+    grows while the freed pages stay resident: BIOT's embed held ~1.33x the one-batch growth
+    check measures. Released, the fitted factor fell to 1.144 and BIOT's long-file peak by a
+    third (docs/measurements/2026-12-04-heap-release.md)."""
 
     def __init__(self, min_batch_s: float | None = HEAP_RELEASE_MIN_BATCH_S,
                  clock=time.monotonic):
         self.min_batch_s, self.clock = min_batch_s, clock
         self.trims = 0
-        self._malloc_trim = _malloc_trim() if min_batch_s is not None else None
+        self._malloc_trim = _glibc("malloc_trim") if min_batch_s is not None else None
         self._since = clock()
 
     def after_batch(self) -> bool:
@@ -65,9 +62,9 @@ class FreedHeapRelease:
         return True
 
 
-def _malloc_trim():
-    """glibc's malloc_trim, or None off glibc."""
+def _glibc(name: str):
+    """The C library's function `name`, or None off glibc."""
     try:
-        return ctypes.CDLL(None).malloc_trim
+        return getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
         return None
