@@ -422,3 +422,41 @@ def test_sigkills_in_a_token_store_resume_to_the_uninterrupted_bytes(tmp_path):
     with open_embeddings(out) as store:
         assert store.embeddings.shape == (300, 6, 16)
     assert_resumed_cleanly(log, 300, 32, kills=3)
+
+
+FINISH_PROBE = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+from helpers.cache_writer import identity_for, window_table
+from embedprobe.pipeline.store import EmbeddingWriter
+def status_mb(field):
+    line = next(l for l in open("/proc/self/status") if l.startswith(field))
+    return int(line.split()[1]) / 1024
+n, row = 300, (240, 512)  # ST-EEGFormer's tokens: 0.5 MB a row, 147 MB in all
+table = window_table(n)
+batch = np.random.default_rng(0).standard_normal((30, *row), dtype=np.float32)
+with EmbeddingWriter(sys.argv[1], identity_for(table), n, row, table) as writer:
+    for _ in range(n // 30):
+        writer.append(batch)
+    del batch
+    open("/proc/self/clear_refs", "w").write("5")  # the high-water mark restarts here
+    before = status_mb("VmRSS")
+    writer.finish()
+print(round(status_mb("VmHWM") - before))
+"""
+
+
+def test_finishing_a_token_store_holds_one_small_block(tmp_path):
+    """finish() reads every row back while the embed job still holds its model: one block
+    of FINISH_BLOCK_BYTES at a time (two 64 MB blocks and their checks took 145 MB)."""
+    tests = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-c", FINISH_PROBE, str(tmp_path / "tokens.h5"),
+                          str(tests)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    grew_mb = int(run.stdout)
+    block_mb = cache.FINISH_BLOCK_BYTES / 2**20
+    assert block_mb <= grew_mb <= 2 * block_mb, run.stdout
+    with open_embeddings(tmp_path / "tokens.h5") as store:
+        assert store.embeddings.shape == (300, 240, 512)
+        assert np.isfinite(store.embeddings[-30:]).all()

@@ -13,6 +13,7 @@ run once measured it ~15% above its estimate.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import time
 
@@ -48,20 +49,29 @@ class FreedHeapRelease:
                  clock=time.monotonic):
         self.min_batch_s, self.clock = min_batch_s, clock
         self.trims = 0
-        self._malloc_trim = _glibc("malloc_trim") if min_batch_s is not None else None
         self._since = clock()
 
     def after_batch(self) -> bool:
         """Trim when the batch since the last call took long enough; True when it trimmed."""
         now = self.clock()
         took, self._since = now - self._since, now
-        if self._malloc_trim is None or took < self.min_batch_s:
+        if self.min_batch_s is None or took < self.min_batch_s or not release_freed_heap():
             return False
-        self._malloc_trim(0)
         self.trims += 1
         return True
 
 
+def release_freed_heap() -> bool:
+    """Give the pages of freed heap blocks back to the kernel now (glibc's malloc_trim).
+    False off glibc."""
+    malloc_trim = _glibc("malloc_trim")
+    if malloc_trim is None:
+        return False
+    malloc_trim(0)
+    return True
+
+
+@functools.cache
 def _glibc(name: str):
     """The C library's function `name`, or None off glibc."""
     try:

@@ -19,7 +19,8 @@ Inputs (bytes unless said otherwise):
     (CPU; peaks.measure_peak_growth of one forward pass, in check); embed_gpu also gpu_peaks
     ({batch size: allocator peak}, two or more sizes; gpu.gpu_batch_peaks),
     gpu_reserved_peaks (the same for the allocator's reserve), gpu_context_bytes (the CUDA
-    context of one process, measured by check) and gpu_total_bytes.
+    context of one process, measured by check) and gpu_total_bytes; finish_block_bytes (the
+    blocks the store's finish() copies rows in; estimate's default is the store's).
   every job, optional: measured_baseline_bytes, this node's own baseline (check measures
     embed's: interpreter, libraries, the built model and its first call; preflight measures
     the probes' import baselines); without it the calibration table's baseline counts.
@@ -45,6 +46,9 @@ from embedprobe.core.probe_forms import block_share, eigen_preconditioner
 
 FLOAT32 = 4
 FLOAT64 = 8
+# finish() holds a block of rows read back, its finite check (a byte a value) and h5py's
+# write of it: 24 MB for a 16 MB block of a token store, measured on the writer alone
+FINISH_BLOCK_COPIES = 1.5
 LBFGS_HISTORY = 10  # scipy's lbfgs keeps 10 correction pairs of the coefficient vector
 
 Inputs = dict
@@ -124,6 +128,15 @@ def _parts_held(i: Inputs, c: Constants, slots: bool = False) -> float:
         made = sorted((beyond[j] for j in after), reverse=True)[:making]
         most = max(most, held * per_window + sum(made))
     return most
+
+
+def _store_rows_held(i: Inputs) -> float:
+    """Rows of the store in memory at once: a batch being written, or after the last batch
+    (whose rows are freed by then) a block that the store's finish() reads back, checks and
+    copies: the larger. A token store's block (rows of ~0.5 MB) is the larger one."""
+    batch = i["batch_size"] * i["feature_dim"] * FLOAT32
+    store = i["n_windows"] * i["feature_dim"] * FLOAT32
+    return max(batch, min(store, i["finish_block_bytes"]) * FINISH_BLOCK_COPIES)
 
 
 def _reader_processes(i: Inputs) -> int:
@@ -287,8 +300,8 @@ _EMBED_HOST_TERMS: list[Term] = [
      lambda i, c: _nights_in_flight(i) * i["recording_bytes"] * i["resample_ratio"]
      * c["window_copies"]),
     ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
-    ("HDF5 buffers", lambda i, c: c["hdf5_buffer_bytes"] + i["batch_size"] * i["feature_dim"]
-     * FLOAT32),
+    ("HDF5 buffers and the store's rows: a batch written or a block finished, the larger",
+     lambda i, c: c["hdf5_buffer_bytes"] + _store_rows_held(i)),
     ("window table", lambda i, c: i["n_windows"] * c["window_row_bytes"]),
     ("scheduler processes", _job_wrapper),
 ]

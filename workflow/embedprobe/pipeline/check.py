@@ -27,6 +27,7 @@ from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, UsageError
 from embedprobe.core.units import MIB
 from embedprobe.datasets.registry import data_status, fix_for, reader_for
+from embedprobe.memory.allocator import release_freed_heap
 from embedprobe.memory.gpu import GpuMemoryUnavailable, cuda_context_bytes, gpu_batch_peaks
 from embedprobe.memory.peaks import measure_peak_growth, resident_now, self_peak_rss
 from embedprobe.models.registry import (
@@ -299,6 +300,10 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
         if device.type == "cuda":  # first: it shrinks a batch the GPU cannot hold
             windows = _measure_gpu(result, encoder, windows, device)
         encoder(windows[:1])  # embed's first call (its width probe): one-time state is made
+        # What reading the first batch freed goes back first: embed's baseline holds no reading
+        # (its readers' parts are terms of their own), and the forward's growth is then the
+        # pages its activations need, not what freed reading blocks happened to absorb.
+        release_freed_heap()
         result.baseline_bytes = resident_now()
         forward_started = time.monotonic()
         output, growth = measure_peak_growth(lambda: encoder(windows))

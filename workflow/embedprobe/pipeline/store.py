@@ -47,6 +47,9 @@ from embedprobe.core.units import MIB
 FORMAT_VERSION = 1
 REQUIRED_COLUMNS = {"recording": "str", "subject": "str", "start": "int64", "label": "int8"}
 READ_BLOCK_BYTES = 64 << 20  # rows are verified and averaged in blocks of about this size
+# finish() copies rows in smaller blocks: the embed job still holds its model then, and a
+# token store's rows are ~0.5 MB each (memory.formulas counts one block and its check)
+FINISH_BLOCK_BYTES = 16 << 20
 CHUNK_BYTES = MIB  # an HDF5 chunk stays within the default 1 MiB chunk cache
 # What h5py raises for a damaged file: OSError mostly, RuntimeError for some broken superblocks.
 UNREADABLE = (OSError, RuntimeError)
@@ -233,15 +236,17 @@ def _row_crc32(rows: np.ndarray) -> np.ndarray:
     return np.fromiter(map(zlib.crc32, rows), dtype="u4", count=len(rows))
 
 
-def _block_rows(row_values: int) -> int:
-    return max(1, READ_BLOCK_BYTES // (4 * row_values))
+def _block_rows(row_values: int, block_bytes: int | None = None) -> int:
+    return max(1, (block_bytes or READ_BLOCK_BYTES) // (4 * row_values))
 
 
-def _verified_blocks(f: h5py.File, rows: int) -> Iterator[tuple[int, np.ndarray, int]]:
+def _verified_blocks(f: h5py.File, rows: int, block_bytes: int | None = None
+                     ) -> Iterator[tuple[int, np.ndarray, int]]:
     """(start, block, good) over rows [0, rows): `good` rows of the block read back, pass their
-    CRC32 and are finite; iteration stops after the first block with a bad row."""
+    CRC32 and are finite; iteration stops after the first block with a bad row. One block is
+    alive at a time when the caller drops its reference before asking for the next."""
     embeddings, crcs = f["embeddings"], f["row_crc32"]
-    step = _block_rows(int(np.prod(embeddings.shape[1:])))
+    step = _block_rows(int(np.prod(embeddings.shape[1:])), block_bytes)
     for start in range(0, rows, step):
         try:
             block = embeddings[start:min(rows, start + step)]
@@ -254,6 +259,7 @@ def _verified_blocks(f: h5py.File, rows: int) -> Iterator[tuple[int, np.ndarray,
         yield start, block, good
         if good < len(block):
             return
+        del block, ok  # before the next block is read, not after
 
 
 def _verified_prefix(f: h5py.File, rows: int) -> int:
@@ -267,13 +273,14 @@ def _verified_prefix(f: h5py.File, rows: int) -> int:
 def _copy_verified_rows(src: h5py.File, dst: h5py.File, rows: int) -> int:
     """Copy the intact leading rows of [0, rows) from src to dst; returns how many."""
     copied = 0
-    for start, block, good in _verified_blocks(src, rows):
+    for start, block, good in _verified_blocks(src, rows, FINISH_BLOCK_BYTES):
         end = start + good
         dst["embeddings"].resize(end, axis=0)
         dst["embeddings"][start:end] = block[:good]
         dst["row_crc32"].resize(end, axis=0)
         dst["row_crc32"][start:end] = src["row_crc32"][start:end]
         copied = end
+        del block  # so the generator reads the next block with this one freed
     dst["state"][0] = copied
     return copied
 
