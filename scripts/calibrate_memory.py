@@ -70,7 +70,13 @@ from embedprobe.core.probe_forms import eigen_preconditioner  # noqa: E402
 from embedprobe.core.units import MIB  # noqa: E402
 from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS  # noqa: E402
 from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
-from embedprobe.memory.estimate import DEFAULT_CONSTANTS, estimate, job_constants  # noqa: E402
+from embedprobe.memory.estimate import (  # noqa: E402
+    DEFAULT_CONSTANTS,
+    JOB_TYPES,
+    estimate,
+    job_constants,
+)
+from embedprobe.memory.formulas import store_rows_held  # noqa: E402
 from embedprobe.memory.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
 from embedprobe.memory.limits import available_memory_limit  # noqa: E402
 from embedprobe.memory.peaks import MeasuredRun, self_peak_rss  # noqa: E402
@@ -208,7 +214,34 @@ def child_gpu(p: dict) -> None:
             gpu_total_bytes=total)
 
 
+def child_store_writer(p: dict) -> None:
+    """The embed job's store alone: a writer, batches of rows appended, finish(); what it grew
+    beyond the embed step's imports and the window table."""
+    _step_imports("embed")
+    from embedprobe import __version__
+    from embedprobe.memory.peaks import measure_peak_growth
+    from embedprobe.memory.workloads import window_table
+    from embedprobe.pipeline import store as cache
+
+    n, dim, batch = p["n_windows"], p["feature_dim"], p["batch_size"]
+    table = window_table(np.zeros(n, dtype=np.int8))
+    identity = cache.CacheIdentity(
+        dataset=DEMO_DATASET, model="synthetic", windows_sha256=cache.window_table_sha256(table),
+        preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
+    rows = np.random.default_rng(0).standard_normal((batch, dim), dtype=np.float32)
+
+    def write():
+        with cache.EmbeddingWriter(p["out"], identity, n, dim, table) as writer:
+            for start in range(0, n, batch):
+                writer.append(rows[:min(batch, n - start)])
+            writer.finish()
+
+    _, growth = measure_peak_growth(write)
+    _report(growth=growth)
+
+
 CHILDREN = {
+    "store_writer": child_store_writer,
     "ridge": child_ridge,
     "subject_means": child_subject_means,
     "gpu": child_gpu,
@@ -508,6 +541,17 @@ def calibrate(mode: str, workdir: Path, old: dict,
         if job in selected:
             fitted(job, {"baseline_bytes": baseline[step]}, "measured")
 
+    if "embed_cpu" in selected:
+        # the store's own buffers (h5py, HDF5's chunk caches and free lists), so the embed fit
+        # does not carry them in its other constants: a small store's writer, less its rows
+        store = {"n_windows": 1000, "feature_dim": 256, "batch_size": 32,
+                 "out": str(workdir / "store_writer.h5"),
+                 "finish_block_bytes": JOB_TYPES["embed_cpu"].defaults["finish_block_bytes"]}
+        run = measure(child_argv("store_writer", store), "store writer")
+        _print_run("store", "writer, 1000 x 256 rows", run)
+        buffers = child_result(run)["growth"] - store_rows_held(store)
+        for job in ("embed_cpu", "embed_gpu"):
+            fitted(job, {"hdf5_buffer_bytes": max(0, buffers)}, "measured")
     workloads = {
         "embed_cpu": lambda: measure_embed(plan, workdir, plan["embed_repeats"]),
         "probe_logistic": lambda: measure_probe_logistic(plan["probe_logistic"], workdir),

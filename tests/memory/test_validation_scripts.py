@@ -119,3 +119,25 @@ def test_the_family_token_rows_cover_every_family_with_a_patch_grid():
     assert entries["luna_random_tokens"] == config["models"]["luna_random"] | {"pooling": "tokens"}
     assert entries["eegpt_random_tokens"] is config["models"]["eegpt_random_tokens"]
     assert "luna_random_tokens" not in config["models"]  # the project's config is left alone
+
+
+def test_the_calibration_measures_the_store_writers_own_buffers(tmp_path):
+    """The calibration's store child: a writer of 1,000 pooled rows grows by its buffers
+    (a few MB of h5py's and HDF5's) and the finish block of its 1 MB of rows; the table's
+    hdf5_buffer_bytes is that growth less the rows (2026-12-05: 6.1 MB, 4.6 MB of buffers)."""
+    import json
+    import subprocess
+
+    from calibrate_memory import child_argv, child_result
+    from embedprobe.memory.formulas import store_rows_held
+
+    params = {"n_windows": 1000, "feature_dim": 256, "batch_size": 32,
+              "out": str(tmp_path / "store.h5"), "finish_block_bytes": 16 * 2**20}
+    run = subprocess.run(child_argv("store_writer", params), capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    growth = child_result(SimpleNamespace(stdout=run.stdout))["growth"]
+    rows = store_rows_held(params)
+    assert rows == 1000 * 256 * 4 * 1.5
+    assert rows < growth < rows + 20 * 2**20, json.dumps(growth)
+    assert (tmp_path / "store.h5").is_file() and not (tmp_path / "store.h5.partial").exists()

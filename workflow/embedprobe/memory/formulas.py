@@ -130,7 +130,7 @@ def _parts_held(i: Inputs, c: Constants, slots: bool = False) -> float:
     return most
 
 
-def _store_rows_held(i: Inputs) -> float:
+def store_rows_held(i: Inputs) -> float:
     """Rows of the store in memory at once: a batch being written, or after the last batch
     (whose rows are freed by then) a block that the store's finish() reads back, checks and
     copies: the larger. A token store's block (rows of ~0.5 MB) is the larger one."""
@@ -301,7 +301,7 @@ _EMBED_HOST_TERMS: list[Term] = [
      * c["window_copies"]),
     ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
     ("HDF5 buffers and the store's rows: a batch written or a block finished, the larger",
-     lambda i, c: c["hdf5_buffer_bytes"] + _store_rows_held(i)),
+     lambda i, c: c["hdf5_buffer_bytes"] + store_rows_held(i)),
     ("window table", lambda i, c: i["n_windows"] * c["window_row_bytes"]),
     ("scheduler processes", _job_wrapper),
 ]
