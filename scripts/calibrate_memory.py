@@ -76,7 +76,7 @@ from embedprobe.memory.estimate import (  # noqa: E402
     estimate,
     job_constants,
 )
-from embedprobe.memory.formulas import store_rows_held  # noqa: E402
+from embedprobe.memory.formulas import FINISH_BLOCK_COPIES  # noqa: E402
 from embedprobe.memory.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
 from embedprobe.memory.limits import available_memory_limit  # noqa: E402
 from embedprobe.memory.peaks import MeasuredRun, self_peak_rss  # noqa: E402
@@ -215,8 +215,8 @@ def child_gpu(p: dict) -> None:
 
 
 def child_store_writer(p: dict) -> None:
-    """The embed job's store alone: a writer, batches of rows appended, finish(); what it grew
-    beyond the embed step's imports and the window table."""
+    """The embed job's store alone: a writer with batches of rows appended, then its finish();
+    what each grew beyond the embed step's imports and the window table."""
     _step_imports("embed")
     from embedprobe import __version__
     from embedprobe.memory.peaks import measure_peak_growth
@@ -230,14 +230,36 @@ def child_store_writer(p: dict) -> None:
         preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
     rows = np.random.default_rng(0).standard_normal((batch, dim), dtype=np.float32)
 
-    def write():
-        with cache.EmbeddingWriter(p["out"], identity, n, dim, table) as writer:
-            for start in range(0, n, batch):
-                writer.append(rows[:min(batch, n - start)])
-            writer.finish()
+    def append() -> cache.EmbeddingWriter:
+        writer = cache.EmbeddingWriter(p["out"], identity, n, dim, table)
+        for start in range(0, n, batch):
+            writer.append(rows[:min(batch, n - start)])
+        return writer
 
-    _, growth = measure_peak_growth(write)
-    _report(growth=growth)
+    writer, appending = measure_peak_growth(append)
+    _, finishing = measure_peak_growth(writer.finish)
+    writer.close()
+    _report(appending=appending, finishing=finishing)
+
+
+def measure_store_writer(workdir: Path) -> dict:
+    """The store's constants, each measured on a writer alone: what finish() holds a window
+    beyond its block (the window table it reads back) on a large index, and the buffers: what
+    a small store's writer holds while appending, less a batch of rows."""
+    block = JOB_TYPES["embed_cpu"].defaults["finish_block_bytes"]
+    grew = {}
+    for n in (100_000, 1000):
+        store = {"n_windows": n, "feature_dim": 256, "batch_size": 32,
+                 "out": str(workdir / f"store_writer_{n}.h5"), "finish_block_bytes": block}
+        run = measure(child_argv("store_writer", store), "store writer")
+        _print_run("store", f"writer, {n:,} x 256 rows", run)
+        grew[n] = (store, child_result(run))
+    large, measured = grew[100_000]
+    per_row = max(0.0, measured["finishing"] - block * FINISH_BLOCK_COPIES) / large["n_windows"]
+    small, measured = grew[1000]
+    batch_rows = small["batch_size"] * small["feature_dim"] * 4
+    return {"finish_row_bytes": per_row,
+            "hdf5_buffer_bytes": max(0.0, measured["appending"] - batch_rows)}
 
 
 CHILDREN = {
@@ -542,16 +564,11 @@ def calibrate(mode: str, workdir: Path, old: dict,
             fitted(job, {"baseline_bytes": baseline[step]}, "measured")
 
     if "embed_cpu" in selected:
-        # the store's own buffers (h5py, HDF5's chunk caches and free lists), so the embed fit
-        # does not carry them in its other constants: a small store's writer, less its rows
-        store = {"n_windows": 1000, "feature_dim": 256, "batch_size": 32,
-                 "out": str(workdir / "store_writer.h5"),
-                 "finish_block_bytes": JOB_TYPES["embed_cpu"].defaults["finish_block_bytes"]}
-        run = measure(child_argv("store_writer", store), "store writer")
-        _print_run("store", "writer, 1000 x 256 rows", run)
-        buffers = child_result(run)["growth"] - store_rows_held(store)
+        # the store's own (h5py's and HDF5's buffers, finish's read of the window table), so
+        # the embed fit does not carry them in its other constants
+        store = measure_store_writer(workdir)
         for job in ("embed_cpu", "embed_gpu"):
-            fitted(job, {"hdf5_buffer_bytes": max(0, buffers)}, "measured")
+            fitted(job, store, "measured")
     workloads = {
         "embed_cpu": lambda: measure_embed(plan, workdir, plan["embed_repeats"]),
         "probe_logistic": lambda: measure_probe_logistic(plan["probe_logistic"], workdir),

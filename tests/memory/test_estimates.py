@@ -445,18 +445,20 @@ def test_the_motor_imagery_probe_is_sized_with_the_imports_of_its_folds():
 
 
 def test_a_token_stores_finish_counts_a_block_where_it_holds_more_than_a_batch():
-    """finish() reads the store back in blocks after the last batch: ST-EEGFormer's 832
-    windows of 240 x 512 count 1.5 blocks (the block, its check, h5py's write) instead of a
-    batch of rows; a pooled store of the same windows (1.7 MB in all) its batch of rows."""
+    """finish() reads the store back in blocks after the last batch, and its window table to
+    check the final file: ST-EEGFormer's 832 windows of 240 x 512 count 1.5 blocks (the
+    block, its check, h5py's write) and the table instead of a batch of rows; a pooled store
+    of the same windows (1.7 MB in all) 1.5 times its rows and the table."""
     from embedprobe.pipeline.store import FINISH_BLOCK_BYTES
 
     inputs = {"batch_size": 32, "n_channels": 19, "n_samples": 1024, "weights_bytes": 1e8,
               "recording_bytes": 1e8, "night_windows": 500, "n_windows": 832,
               "batch_activation_bytes": 5e8, "activation_batch_size": 32}
     name = next(n for n, _ in estimates.JOB_TYPES["embed_cpu"].terms if n.startswith("HDF5"))
-    buffers = CALIBRATION["jobs"]["embed_cpu"]["hdf5_buffer_bytes"]
+    constants = CALIBRATION["jobs"]["embed_cpu"]
+    buffers, per_window = constants["hdf5_buffer_bytes"], constants["finish_row_bytes"]
     tokens = estimate("embed_cpu", {**inputs, "feature_dim": 240 * 512}, CALIBRATION, None)
     assert tokens.inputs["finish_block_bytes"] == FINISH_BLOCK_BYTES
-    assert tokens.terms[name] == math.ceil(buffers + 1.5 * 16 * MIB)  # not 16 MB of rows
+    assert tokens.terms[name] == math.ceil(buffers + 1.5 * 16 * MIB + 832 * per_window)
     pooled = estimate("embed_cpu", {**inputs, "feature_dim": 512}, CALIBRATION, None)
-    assert pooled.terms[name] == math.ceil(buffers + 832 * 512 * 4 * 1.5)
+    assert pooled.terms[name] == math.ceil(buffers + 832 * 512 * 4 * 1.5 + 832 * per_window)

@@ -158,7 +158,8 @@ _RIDGE_DEFAULTS = MappingProxyType(
     # fit_age_fold casts the subject means to float64
     {"n_jobs": 1, "n_fits": 8, "dtype_bytes": FLOAT64, "ridge_form": "auto"})
 _EMBED_HOST_CONSTANTS = {"weights_copies": 2.0, "recording_copies": 3.0, "window_copies": 3.0,
-                         "hdf5_buffer_bytes": 16 * MIB, "window_row_bytes": 200.0}
+                         "hdf5_buffer_bytes": 16 * MIB, "window_row_bytes": 200.0,
+                         "finish_row_bytes": 300.0}
 
 _LOGISTIC_REQUIRED = ("n_train", "n_val", "n_test", "dim", "n_classes")
 _LOGISTIC_DEFAULTS = MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32})

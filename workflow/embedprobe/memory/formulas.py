@@ -130,13 +130,17 @@ def _parts_held(i: Inputs, c: Constants, slots: bool = False) -> float:
     return most
 
 
-def store_rows_held(i: Inputs) -> float:
+def store_rows_held(i: Inputs, c: Constants) -> float:
     """Rows of the store in memory at once: a batch being written, or after the last batch
-    (whose rows are freed by then) a block that the store's finish() reads back, checks and
-    copies: the larger. A token store's block (rows of ~0.5 MB) is the larger one."""
+    (whose rows are freed by then) what the store's finish() holds: a block of rows read back,
+    checked and copied, and the window table it reads back to check the final file's checksum
+    (finish_row_bytes a window), the larger. A token store's block (rows of ~0.5 MB) and a
+    large index's table make finish the larger."""
     batch = i["batch_size"] * i["feature_dim"] * FLOAT32
     store = i["n_windows"] * i["feature_dim"] * FLOAT32
-    return max(batch, min(store, i["finish_block_bytes"]) * FINISH_BLOCK_COPIES)
+    finish = (min(store, i["finish_block_bytes"]) * FINISH_BLOCK_COPIES
+              + i["n_windows"] * c["finish_row_bytes"])
+    return max(batch, finish)
 
 
 def _reader_processes(i: Inputs) -> int:
@@ -301,7 +305,7 @@ _EMBED_HOST_TERMS: list[Term] = [
      * c["window_copies"]),
     ("batch input", lambda i, c: _batch_input_bytes(i) * c["input_copies"]),
     ("HDF5 buffers and the store's rows: a batch written or a block finished, the larger",
-     lambda i, c: c["hdf5_buffer_bytes"] + store_rows_held(i)),
+     lambda i, c: c["hdf5_buffer_bytes"] + store_rows_held(i, c)),
     ("window table", lambda i, c: i["n_windows"] * c["window_row_bytes"]),
     ("scheduler processes", _job_wrapper),
 ]
