@@ -468,3 +468,23 @@ def test_unknown_model_is_a_usage_error(job_config, capsys):
     assert run_cli(job, "--dataset", DATASET, "--model", "biot_randon") == 2
     assert "did you mean 'biot_random'" in capsys.readouterr().err
 
+
+
+def test_the_baseline_is_taken_after_the_reading_heap_is_released(setup, monkeypatch):
+    """What reading the first batch freed goes back to the kernel before the node's baseline
+    and the forward's growth are measured: the release, then the baseline, then the growth."""
+    from embedprobe.pipeline import check as check_module
+
+    config, roots = setup
+    calls = []
+    monkeypatch.setattr(check_module, "release_freed_heap", lambda: calls.append("release"))
+    resident = check_module.resident_now
+    monkeypatch.setattr(check_module, "resident_now",
+                        lambda: calls.append("baseline") or resident())
+    growth = check_module.measure_peak_growth
+    monkeypatch.setattr(check_module, "measure_peak_growth",
+                        lambda work: calls.append("growth") or growth(work))
+    result = check_pair(config, roots, DATASET, "cbramod_random", 8)
+    assert result.status == OK, result.reason
+    assert calls == ["release", "baseline", "growth"]
+    assert 300 * 2**20 < result.baseline_bytes
