@@ -36,29 +36,11 @@ BATCH = 32
 
 
 def child(path: str, windows: int, row: list[int], block_mib: int) -> None:
-    import numpy as np
-
-    from embedprobe import __version__
-    from embedprobe.memory.peaks import measure_peak_growth
-    from embedprobe.memory.workloads import window_table
+    from embedprobe.memory.workloads import store_writer_growth
     from embedprobe.pipeline import store
 
-    store.FINISH_BLOCK_BYTES = block_mib * MIB
-    table = window_table(np.zeros(windows, dtype=np.int8))
-    identity = store.CacheIdentity(
-        dataset="bench", model="synthetic", windows_sha256=store.window_table_sha256(table),
-        preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
-    rows = np.random.default_rng(0).standard_normal((BATCH, *row), dtype=np.float32)
-
-    def append() -> store.EmbeddingWriter:
-        writer = store.EmbeddingWriter(path, identity, windows, tuple(row), table)
-        for start in range(0, windows, BATCH):
-            writer.append(rows[:min(BATCH, windows - start)])
-        return writer
-
-    writer, appending = measure_peak_growth(append)
-    _, finishing = measure_peak_growth(writer.finish)
-    writer.close()
+    store.FINISH_BLOCK_BYTES = block_mib * MIB  # finish() reads the module's value
+    appending, finishing = store_writer_growth(Path(path), windows, tuple(row), BATCH)
     print(json.dumps({"appending": appending, "finishing": finishing}))
 
 

@@ -218,27 +218,10 @@ def child_store_writer(p: dict) -> None:
     """The embed job's store alone: a writer with batches of rows appended, then its finish();
     what each grew beyond the embed step's imports and the window table."""
     _step_imports("embed")
-    from embedprobe import __version__
-    from embedprobe.memory.peaks import measure_peak_growth
-    from embedprobe.memory.workloads import window_table
-    from embedprobe.pipeline import store as cache
+    from embedprobe.memory.workloads import store_writer_growth
 
-    n, dim, batch = p["n_windows"], p["feature_dim"], p["batch_size"]
-    table = window_table(np.zeros(n, dtype=np.int8))
-    identity = cache.CacheIdentity(
-        dataset=DEMO_DATASET, model="synthetic", windows_sha256=cache.window_table_sha256(table),
-        preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
-    rows = np.random.default_rng(0).standard_normal((batch, dim), dtype=np.float32)
-
-    def append() -> cache.EmbeddingWriter:
-        writer = cache.EmbeddingWriter(p["out"], identity, n, dim, table)
-        for start in range(0, n, batch):
-            writer.append(rows[:min(batch, n - start)])
-        return writer
-
-    writer, appending = measure_peak_growth(append)
-    _, finishing = measure_peak_growth(writer.finish)
-    writer.close()
+    appending, finishing = store_writer_growth(Path(p["out"]), p["n_windows"],
+                                               (p["feature_dim"],), p["batch_size"])
     _report(appending=appending, finishing=finishing)
 
 

@@ -254,6 +254,33 @@ def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
     return table["subject"].tolist()
 
 
+def store_writer_growth(path: Path, n_windows: int, row: tuple[int, ...],
+                        batch_size: int) -> tuple[int, int]:
+    """The embed job's store alone, as embed writes it: a writer with batches of random rows
+    appended, then its finish(). (What the writer grew while appending, what finish() grew
+    beyond that), in bytes; the window table is made before either."""
+    from embedprobe import __version__
+    from embedprobe.memory.peaks import measure_peak_growth
+    from embedprobe.pipeline import store as cache
+
+    table = window_table(np.zeros(n_windows, dtype=np.int8))
+    identity = cache.CacheIdentity(
+        dataset=DEMO_DATASET, model="synthetic", windows_sha256=cache.window_table_sha256(table),
+        preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
+    rows = np.random.default_rng(0).standard_normal((batch_size, *row), dtype=np.float32)
+
+    def append() -> cache.EmbeddingWriter:
+        writer = cache.EmbeddingWriter(path, identity, n_windows, row, table)
+        for start in range(0, n_windows, batch_size):
+            writer.append(rows[:min(batch_size, n_windows - start)])
+        return writer
+
+    writer, appending = measure_peak_growth(append)
+    _, finishing = measure_peak_growth(writer.finish)
+    writer.close()
+    return appending, finishing
+
+
 def hard_rows(n_rows: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The hard synthetic embeddings (embedprobe.probing.synthetic): what a probe has to work at."""
     from embedprobe.probing.synthetic import hard_embeddings
