@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -50,10 +51,7 @@ def estimate_term(windows: int, row: tuple[int, ...]) -> float:
     from embedprobe.memory.formulas import store_rows_held
 
     constants = job_constants("embed_cpu", load_calibration())
-    width = 1
-    for n in row:
-        width *= n
-    inputs = {"batch_size": BATCH, "feature_dim": width, "n_windows": windows,
+    inputs = {"batch_size": BATCH, "feature_dim": math.prod(row), "n_windows": windows,
               "finish_block_bytes": JOB_TYPES["embed_cpu"].defaults["finish_block_bytes"]}
     return constants["hdf5_buffer_bytes"] + store_rows_held(inputs, constants)
 
@@ -73,13 +71,11 @@ def main() -> int:
           "estimate's HDF5 term MB |\n|---|---|---|---|---|---|")
     with TemporaryDirectory() as folder:
         for name, (windows, row) in STORES.items():
-            store_mb = windows * 4 / MIB
-            for n in row:
-                store_mb *= n
+            store_mb = windows * math.prod(row) * 4 / MIB
             for block in args.blocks:
                 grew = []
                 for repeat in range(args.repeats):
-                    out = Path(folder) / f"{len(grew)}-{block}-{repeat}.h5"
+                    out = Path(folder) / f"{block}-{repeat}.h5"
                     run = subprocess.run(
                         [sys.executable, __file__, "--child", str(out), str(windows),
                          json.dumps(list(row)), str(block)],

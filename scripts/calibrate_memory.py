@@ -76,7 +76,7 @@ from embedprobe.memory.estimate import (  # noqa: E402
     estimate,
     job_constants,
 )
-from embedprobe.memory.formulas import FINISH_BLOCK_COPIES  # noqa: E402
+from embedprobe.memory.formulas import FINISH_BLOCK_COPIES, FLOAT32  # noqa: E402
 from embedprobe.memory.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
 from embedprobe.memory.limits import available_memory_limit  # noqa: E402
 from embedprobe.memory.peaks import MeasuredRun, self_peak_rss  # noqa: E402
@@ -233,14 +233,14 @@ def measure_store_writer(workdir: Path) -> dict:
     grew = {}
     for n in (100_000, 1000):
         store = {"n_windows": n, "feature_dim": 256, "batch_size": 32,
-                 "out": str(workdir / f"store_writer_{n}.h5"), "finish_block_bytes": block}
+                 "out": str(workdir / f"store_writer_{n}.h5")}
         run = measure(child_argv("store_writer", store), "store writer")
         _print_run("store", f"writer, {n:,} x 256 rows", run)
         grew[n] = (store, child_result(run))
     large, measured = grew[100_000]
     per_row = max(0.0, measured["finishing"] - block * FINISH_BLOCK_COPIES) / large["n_windows"]
     small, measured = grew[1000]
-    batch_rows = small["batch_size"] * small["feature_dim"] * 4
+    batch_rows = small["batch_size"] * small["feature_dim"] * FLOAT32
     return {"finish_row_bytes": per_row,
             "hdf5_buffer_bytes": max(0.0, measured["appending"] - batch_rows)}
 

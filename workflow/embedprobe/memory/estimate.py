@@ -151,7 +151,7 @@ _EMBED_DEFAULTS = MappingProxyType(
     {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1,
      "statistic_bytes": 0,
      # the store's finish() copies rows in blocks of pipeline/store.FINISH_BLOCK_BYTES (a
-     # test keeps the two equal; memory imports no pipeline module)
+     # test keeps the two equal; estimate and formulas import no pipeline module)
      "finish_block_bytes": 16 * MIB})
 _GPU_REQUIRED = (*_EMBED_REQUIRED, "gpu_peaks", "gpu_total_bytes")
 _RIDGE_DEFAULTS = MappingProxyType(

@@ -230,20 +230,26 @@ def window_table(labels: np.ndarray):
     })
 
 
+def synthetic_identity(table, dataset: str = DEMO_DATASET):
+    """The cache identity of a store of generated rows over `table`."""
+    from embedprobe import __version__
+    from embedprobe.pipeline import store as cache
+
+    return cache.CacheIdentity(
+        dataset=dataset, model="synthetic", windows_sha256=cache.window_table_sha256(table),
+        preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
+
+
 def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
                 dataset: str = DEMO_DATASET, tokens: int = 0) -> list[str]:
     """A finished embedding cache of X (as embed writes it) over `table` (default: a
     Sleep-EDF-like one for `labels`); with `tokens`, a token store whose rows are X's rows cut
     into that many tokens. Returns its subject column."""
-    from embedprobe import __version__
     from embedprobe.pipeline import store as cache
 
     table = window_table(labels) if table is None else table
     if not path.is_file():
-        identity = cache.CacheIdentity(
-            dataset=dataset, model="synthetic",
-            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
-            weights_sha256="0" * 64, code_version=__version__)
+        identity = synthetic_identity(table, dataset)
         path.parent.mkdir(parents=True, exist_ok=True)
         row = (tokens, X.shape[1] // tokens) if tokens else X.shape[1]
         with cache.EmbeddingWriter(path, identity, len(X), row, table) as writer:
@@ -259,14 +265,11 @@ def store_writer_growth(path: Path, n_windows: int, row: tuple[int, ...],
     """The embed job's store alone, as embed writes it: a writer with batches of random rows
     appended, then its finish(). (What the writer grew while appending, what finish() grew
     beyond that), in bytes; the window table is made before either."""
-    from embedprobe import __version__
     from embedprobe.memory.peaks import measure_peak_growth
     from embedprobe.pipeline import store as cache
 
     table = window_table(np.zeros(n_windows, dtype=np.int8))
-    identity = cache.CacheIdentity(
-        dataset=DEMO_DATASET, model="synthetic", windows_sha256=cache.window_table_sha256(table),
-        preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
+    identity = synthetic_identity(table)
     rows = np.random.default_rng(0).standard_normal((batch_size, *row), dtype=np.float32)
 
     def append() -> cache.EmbeddingWriter:
@@ -409,7 +412,6 @@ def brain_age_set(folder: Path, n_subjects: int, dim: int):
 
     import pandas as pd
 
-    from embedprobe import __version__
     from embedprobe.datasets.sleep_edf.lookalike import write_subjects_table
     from embedprobe.pipeline import store as cache
 
@@ -427,10 +429,7 @@ def brain_age_set(folder: Path, n_subjects: int, dim: int):
                           "label": np.zeros(len(subjects), np.int8)})
     store = folder / f"store_{n_subjects}x{dim}.h5"
     if not store.is_file():
-        identity = cache.CacheIdentity(
-            dataset=DEMO_DATASET, model="synthetic",
-            windows_sha256=cache.window_table_sha256(table), preprocessing="{}",
-            weights_sha256="0" * 64, code_version=__version__)
+        identity = synthetic_identity(table)
         X = rng.standard_normal((len(table), dim), dtype=np.float32)
         with cache.EmbeddingWriter(store, identity, len(X), dim, table) as writer:
             for start in range(0, len(X), 8192):
