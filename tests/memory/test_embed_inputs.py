@@ -174,3 +174,78 @@ def test_the_fit_covers_each_run_through_the_larger_of_signal_and_windows():
 def test_every_embed_job_type_without_the_statistic_defaults_it_to_zero():
     for job in ("embed_cpu", "embed_gpu", "embed_gpu_device"):
         assert estimates.JOB_TYPES[job].defaults["statistic_bytes"] == 0
+
+
+ACTIVATIONS = "batch activations"
+
+
+def test_a_forward_pass_grows_the_job_only_past_the_freed_heap_it_reuses():
+    """check's growth x the factor, less reused_heap_bytes, never below zero: a small model's
+    pass fits in the freed heap beside it, a large one's grows past it by the rest."""
+    table = {"jobs": {"embed_cpu": {"activation_factor": 1.5, "reused_heap_bytes": 40 * MIB}}}
+
+    def activations(grown_at_16: float) -> float:
+        inputs = reader_inputs(batch_activation_bytes=grown_at_16, activation_batch_size=16)
+        return estimate("embed_cpu", inputs, table, None).terms[ACTIVATIONS]
+
+    assert activations(10 * MIB) == 0  # 2 x 10 MiB x 1.5 = 30 MiB, inside the 40 reused
+    assert activations(100 * MIB) == 2 * 100 * MIB * 1.5 - 40 * MIB  # 260 MiB
+    # without the constant (older tables) the whole growth counts, as before
+    plain = estimate("embed_cpu", reader_inputs(batch_activation_bytes=100 * MIB,
+                                                activation_batch_size=16),
+                     {"jobs": {"embed_cpu": {"activation_factor": 1.5}}}, None)
+    assert plain.terms[ACTIVATIONS] == 2 * 100 * MIB * 1.5
+
+
+def _activation_runs(truth: dict, grown: list[float]) -> list[dict]:
+    runs = []
+    for bytes_ in grown:
+        inputs = reader_inputs(batch_activation_bytes=bytes_, recording_bytes=MIB)
+        runs.append({"inputs": inputs,
+                     "peak": float(estimate("embed_cpu", inputs, truth, None).total)})
+    return runs
+
+
+def test_the_fit_tells_the_reused_heap_from_the_factor_by_small_and_large_passes():
+    """Peaks made by a known factor and reused heap, from passes below and above it: the
+    envelope fit (convex in both: fitted on its tangents) finds both."""
+    base = {"baseline_bytes": 100 * MIB, "window_copies": 0.0, "recording_copies": 1.0,
+            "hdf5_buffer_bytes": 0, "window_row_bytes": 0.0, "input_copies": 0.0}
+    truth = {"jobs": {"embed_cpu": {**base, "activation_factor": 1.3,
+                                    "reused_heap_bytes": 50 * MIB}}}
+    runs = _activation_runs(truth, [20 * MIB, 60 * MIB, 400 * MIB, 600 * MIB])
+    values, over = fit_constants("embed_cpu", runs, ("activation_factor", "reused_heap_bytes"),
+                                 {**base, "activation_factor": 1.0})
+    assert values["activation_factor"] == pytest.approx(1.3, rel=1e-4)
+    assert values["reused_heap_bytes"] == pytest.approx(50 * MIB, rel=1e-3)
+    assert over == pytest.approx(0, abs=64 * 1024)
+
+
+def test_the_fit_takes_a_repeated_runs_typical_peak_and_its_repeats_within_the_allowance():
+    """A run measured three times: the fit covers its median, and its highest repeat only
+    within REPEAT_ALLOWANCE of the estimate (the embed request's margin takes the spread)."""
+    from embedprobe.memory.refit import REPEAT_ALLOWANCE
+
+    base = {"baseline_bytes": 100 * MIB, "window_copies": 0.0, "recording_copies": 1.0,
+            "hdf5_buffer_bytes": 0, "window_row_bytes": 0.0, "input_copies": 0.0,
+            "reused_heap_bytes": 0.0}
+    truth = {"jobs": {"embed_cpu": {**base, "activation_factor": 1.0}}}
+    run = _activation_runs(truth, [400 * MIB])[0]
+    typical = run["peak"]
+
+    def fitted(peaks: list[float]) -> float:
+        repeated = {**run, "peak": sorted(peaks)[1], "peaks": peaks}
+        values, _ = fit_constants("embed_cpu", [repeated], ("activation_factor",), base)
+        return estimate("embed_cpu", run["inputs"], {"jobs": {"embed_cpu": {**base, **values}}},
+                        None).total
+
+    # a repeat 5% high is inside the allowance: the estimate is the typical peak
+    assert fitted([typical * 0.97, typical, typical * 1.05]) == pytest.approx(typical, rel=1e-4)
+    # one 20% high is not: the estimate rises to the highest repeat / (1 + allowance)
+    high = typical * 1.2
+    assert fitted([typical * 0.97, typical, high]) == pytest.approx(
+        high / (1 + REPEAT_ALLOWANCE), rel=1e-4)
+    # a run measured once is covered whole, as before
+    values, _ = fit_constants("embed_cpu", [{**run, "peak": high}], ("activation_factor",), base)
+    assert estimate("embed_cpu", run["inputs"], {"jobs": {"embed_cpu": {**base, **values}}},
+                    None).total == pytest.approx(high, rel=1e-4)

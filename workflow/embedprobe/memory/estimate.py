@@ -174,9 +174,10 @@ _TYPES = [
         required=(*_EMBED_REQUIRED, "batch_activation_bytes"),
         defaults=_EMBED_DEFAULTS,
         constants=MappingProxyType({"baseline_bytes": 700 * MIB, **_EMBED_HOST_CONSTANTS,
-                                    "input_copies": 1.0, "activation_factor": 1.2}),
+                                    "input_copies": 1.0, "activation_factor": 1.2,
+                                    "reused_heap_bytes": 0.0}),
         knobs=("batch_size", "n_workers"), cheaper=_cheaper_embed, fill=_activations_at_batch,
-        convex=("recording_copies",)),
+        convex=("recording_copies", "activation_factor", "reused_heap_bytes")),
     # host memory (the device has its own job type below), the readers being processes
     JobType(
         "embed_gpu",
