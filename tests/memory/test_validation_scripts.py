@@ -138,3 +138,55 @@ def test_the_calibration_measures_the_store_writers_own_buffers(tmp_path):
     assert 32 * 256 * 4 < grew["appending"] < 20 * 2**20, grew
     assert 0 < grew["finishing"] < 20 * 2**20, grew
     assert (tmp_path / "store.h5").is_file() and not (tmp_path / "store.h5.partial").exists()
+
+
+def test_a_kept_grid_is_predicted_again_with_another_table(tmp_path):
+    """reestimate_grid joins each embed row with its kept preflight record by model and window
+    count, and predicts it from the record's inputs with the table given: with a table whose
+    factor is doubled, the row's activations count twice; an unknown row is exit 2 (usage)."""
+    import json
+    import subprocess
+
+    import yaml
+
+    from embedprobe.core.units import MIB
+    from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration
+    from embedprobe.memory.estimate import estimate
+
+    inputs = {"batch_size": 32, "n_channels": 2, "n_samples": 6000, "feature_dim": 256,
+              "weights_bytes": 4_000_000, "recording_bytes": 6 * MIB, "night_windows": 138,
+              "n_workers": 2, "n_windows": 552, "resample_ratio": 2.0,
+              "batch_activation_bytes": 200 * MIB, "activation_batch_size": 32,
+              "measured_baseline_bytes": 440 * MIB}
+    shipped = load_calibration(CALIBRATION_PATH)
+    record = estimate("embed_cpu", inputs, shipped, None).as_dict() | {"inputs": inputs}
+    folder = tmp_path / "w" / "families" / "embed_0.167h" / "preflight"
+    folder.mkdir(parents=True)
+    (folder / "luna_random.json").write_text(json.dumps({"jobs": {"embed": record}}))
+    rows = tmp_path / "rows.tsv"
+    rows.write_text("job\tmodel\tsize\tpredicted_mb\trequest_mb\tmeasured_mb\tseconds\n"
+                    "embed\tluna_random\t552 windows, 10 min sleep/night\t0\t0\t700.0\t60.0\n")
+    doubled = yaml.safe_load(CALIBRATION_PATH.read_text())
+    doubled["jobs"]["embed_cpu"]["activation_factor"] *= 2
+    table = tmp_path / "doubled.yaml"
+    table.write_text(yaml.safe_dump(doubled))
+
+    def run(rows_path):
+        return subprocess.run([sys.executable, str(PROJECT / "scripts" / "reestimate_grid.py"),
+                               "--workdir", str(tmp_path / "w"), "--rows", str(rows_path),
+                               "--table", str(table)], capture_output=True, text=True,
+                              timeout=120)
+
+    done = run(rows)
+    assert done.returncode in (0, 1), done.stderr
+    again = estimate("embed_cpu", inputs, load_calibration(table), None)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("| embed | luna_random"))
+    assert f"| {again.total / MIB:,.0f} | {again.request_mb:,} | 700 |" in line
+    grown = (again.terms["batch activations"]
+             - estimate("embed_cpu", inputs, shipped, None).terms["batch activations"])
+    assert grown >= 200 * MIB * shipped["jobs"]["embed_cpu"]["activation_factor"] * 0.99
+    missing = tmp_path / "missing.tsv"
+    missing.write_text(rows.read_text().replace("552 windows", "999 windows"))
+    refused = run(missing)
+    assert refused.returncode == 2 and "no preflight record for luna_random at 999" in \
+        refused.stderr and "fix:" in refused.stderr
