@@ -199,10 +199,10 @@ def _batch_activations(i: Inputs, c: Constants) -> float:
     all new pages); the embed job's forward pass first reuses freed heap that is still
     resident beside it (one malloc arena for all threads: the readers' freed reading copies,
     the last batch's blocks where no release followed it), `reused_heap_bytes` of it, so only
-    the rest grows the job. A small model's whole pass fits in that (on the 2026-12-05 grid the
-    five smallest families' peaks lay 20-40 MB above the other terms, not 40-80); a large
-    one's grows past it. (The estimate is convex, not linear, in this constant and the factor:
-    refit fits them on its tangents.)"""
+    the rest grows the job. A small model's whole pass fits in that (on the 66fea43 grid the
+    small families' peaks lay 10-40 MB above the other terms, where the factor alone counted
+    40-80 MB); a large one's grows past it. (The estimate is convex, not linear, in this
+    constant and the factor: refit fits them on its tangents.)"""
     per_window = i["batch_activation_bytes"] / i["activation_batch_size"]
     grown = per_window * i["batch_size"] * c["activation_factor"]
     return max(0.0, grown - c["reused_heap_bytes"])

@@ -162,20 +162,21 @@ def fit_constants(job: str, runs: list[dict], names, constants: dict) -> tuple[d
     peaks = np.array([run["peak"] for run in runs], float)
     floors = np.array([max(run["peak"], max(run.get("peaks") or [0.0]) / (1 + REPEAT_ALLOWANCE))
                        for run in runs], float)
-    fit = partial(_fit_from, job, runs, names, constants, peaks, floors)
-    if not set(JOB_TYPES[job].convex) & set(names):
+    convex = set(JOB_TYPES[job].convex) & set(names)
+    fit = partial(_fit_from, job, runs, names, constants, peaks, floors, bool(convex))
+    if not convex:
         values, totals = fit(constants)  # linear in every constant: one exact program
         return values, float((totals - peaks).max())
     # Convex: the program on tangents can settle where a run sits on a kink of the larger of
     # two amounts (its tangent there points one way only); fits from starts on either side
     # of the given constants, the best one that covers every run counts.
     best = None
-    for start in _starts(constants, names, set(JOB_TYPES[job].convex)):
+    for start in _starts(constants, convex):
         try:
             values, totals = fit(start)
         except RuntimeError:
             continue  # no covering constants on this start's tangents
-        if np.all(totals >= floors - 1024):
+        if np.all(totals >= floors - ROUNDING_BYTES):
             score = _l1(totals, peaks)
             if best is None or score < best[0] - 1e-9:
                 best = (score, values, totals)
@@ -189,14 +190,12 @@ def _l1(totals: np.ndarray, typical: np.ndarray) -> float:
     return float(np.abs((totals - typical) / typical).sum())
 
 
-def _starts(constants: dict, names, convex: set) -> list[dict]:
-    """The given constants, and each convex one halved, doubled and (at 0) set to one unit
-    of its kind: a factor 1, a byte count 1 MiB."""
+def _starts(constants: dict, convex: set) -> list[dict]:
+    """The given constants, and each fitted convex one halved, doubled and (at 0) set to one
+    unit of its kind: a factor 1, a byte count 1 MiB."""
     merged = dict(constants)
     starts = [merged]
-    for name in names:
-        if name not in convex:
-            continue
+    for name in sorted(convex):
         value = float(merged.get(name, 0.0) or 0.0)
         moved = [value * 0.5, value * 2] if value else [MIB if name.endswith("_bytes") else 1.0]
         starts += [{**merged, name: v} for v in moved]
@@ -204,7 +203,7 @@ def _starts(constants: dict, names, convex: set) -> list[dict]:
 
 
 def _fit_from(job: str, runs: list[dict], names, constants: dict, peaks: np.ndarray,
-              floors: np.ndarray, start: dict) -> tuple[dict, np.ndarray]:
+              floors: np.ndarray, convex: bool, start: dict) -> tuple[dict, np.ndarray]:
     """The program from `start`: exact where the estimate is linear in the constants, else on
     its tangents at `start`, then at the constants just fitted, until they settle."""
     design, rest = linearised(job, runs, names, start)
@@ -215,7 +214,7 @@ def _fit_from(job: str, runs: list[dict], names, constants: dict, peaks: np.ndar
         totals = np.array([_exact_total(job, {**constants, **values}, run["inputs"])
                            for run in runs])
         settled = previous is not None and np.allclose(coef, previous, rtol=1e-7, atol=1e-9)
-        if settled or not set(JOB_TYPES[job].convex) & set(names):
+        if settled or not convex:
             break
         previous = coef
         design, rest = tangent_matrix(job, runs, names, {**constants, **values})
@@ -225,6 +224,7 @@ def _fit_from(job: str, runs: list[dict], names, constants: dict, peaks: np.ndar
 # How far above its estimate a repeat of a typical run may peak: half the embed request's margin,
 # so a request covers the repeats seen with 10% to spare.
 REPEAT_ALLOWANCE = 0.10
+ROUNDING_BYTES = 1024  # the estimate rounds each term to whole bytes: a fit is off by a few
 LINEARISATIONS = 10  # fits of a convex estimate on its tangents, at most (two or three do)
 
 
@@ -247,11 +247,11 @@ def _envelope(job: str, design: np.ndarray, floor: np.ndarray, typical: np.ndarr
     # variables: the scaled constants, then each run's shortfall below its typical peak
     # (|error| = over - under + 2 x shortfall: the shortfall counts twice)
     objective = np.concatenate([(scaled * weight[:, None]).sum(axis=0), 2 * weight])
-    shortfall = np.eye(runs)
-    bounds_ub = np.vstack([np.hstack([-scaled, np.zeros((runs, runs))]),
-                           np.hstack([-scaled, -shortfall])])
+    # each run twice: its estimate above its floor, and with its shortfall above its typical peak
+    below = np.vstack([np.hstack([-scaled, np.zeros((runs, runs))]),
+                       np.hstack([-scaled, -np.eye(runs)])])
     limits = np.concatenate([-floor / unit, -typical / unit])
-    fit = linprog(c=objective, A_ub=bounds_ub, b_ub=limits,
+    fit = linprog(c=objective, A_ub=below, b_ub=limits,
                   bounds=[(0, None)] * (constants + runs), method="highs")
     if not fit.success:
         raise RuntimeError(f"{job}: no constants >= 0 cover every run ({fit.message}); "
