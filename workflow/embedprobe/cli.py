@@ -14,8 +14,10 @@ from pathlib import Path
 from embedprobe.core import overrides
 from embedprobe.core.config import check_names, fill_defaults, load_config, lookup, resolve_roots
 from embedprobe.core.errors import (
+    STARTUP,
     EmbedprobeError,
     UsageError,
+    read_failure_record,
     remove_failure_record,
     write_failure_record,
 )
@@ -526,13 +528,15 @@ def main(argv=None) -> int:
     if not args.job_config:  # run by hand: a `fix:` may repeat this command with a setting
         overrides.INVOCATION = ["embedprobe", *(sys.argv[1:] if original is None else original)]
     output = getattr(args, "out", None)
+    startup_crashes = 0  # start-up crashes in a row before this attempt (core/attempts.py)
     if output and getattr(args, "attempt", None):  # embed, probe: retried by Snakemake
         from embedprobe.core.attempts import begin_attempt
 
-        refused = begin_attempt(output, args.attempt)  # a retry that cannot help stops here
-        if refused:
-            print(refused, file=sys.stderr)
+        start = begin_attempt(output, args.attempt)  # a retry that cannot help stops here
+        if start.refusal:
+            print(start.refusal, file=sys.stderr)
             return 1
+        startup_crashes = start.startup_crashes
     if args.command != "fetch-weights":  # every other step loads checkpoints offline only
         from embedprobe.models.hub import go_offline
 
@@ -553,7 +557,10 @@ def main(argv=None) -> int:
         return exc.exit_code
     except Exception as exc:
         if output:
-            write_failure_record(output, exc, args.command)
+            write_failure_record(output, exc, args.command, startup_crashes)
+            record = read_failure_record(output) or {}
+            if record.get("category") == STARTUP:  # in words, above the traceback
+                print(f"error: {record['message']}\nfix: {record['fix']}", file=sys.stderr)
         raise
     if output and not code:  # this step now succeeded: its earlier failure is history
         remove_failure_record(output)

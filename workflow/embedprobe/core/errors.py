@@ -74,8 +74,58 @@ class CacheError(EmbedprobeError):
     category = "cache"
 
 
-def write_failure_record(output: str | Path, error: BaseException, step: str) -> Path:
-    """Write `<output>.failure.json` beside the output so tools read structure, not strings."""
+STARTUP = "startup"  # the category of a crash while a module was being imported
+
+
+def crashed_import(error: BaseException) -> tuple[str, str] | None:
+    """(the module the job imported, the one that raised) when `error` escaped from a module
+    being imported (a module body's frame in its traceback), else None.
+
+    Such a crash depends on no input of the job: the import reads no data or setting. It is
+    what a half-initialised module looks like when two threads import one package at once
+    (core/thread_imports.py). A missing package (ModuleNotFoundError) and the project's own
+    errors are not counted: they say what is wrong, and they happen again."""
+    if isinstance(error, EmbedprobeError | ModuleNotFoundError):
+        return None
+    bodies = []
+    frame = error.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code.co_name == "<module>":
+            bodies.append(frame.tb_frame.f_globals.get("__name__", "?"))
+        frame = frame.tb_next
+    return (bodies[0], bodies[-1]) if bodies else None
+
+
+def _startup_fields(error: BaseException, earlier_startup_crashes: int) -> dict:
+    """A start-up crash's record, in words: what crashed, and how often in a row."""
+    modules = crashed_import(error)
+    if modules is None:
+        return {}
+    asked, raised = modules
+    where = asked if asked == raised else f"{asked} (in {raised})"
+    count = earlier_startup_crashes + 1
+    return {
+        "category": STARTUP,
+        "message": (f"the job crashed at start-up while importing {where}: "
+                    f"{type(error).__name__}: {error}. No input of the job explains it (the "
+                    "import reads no data or setting); two threads importing one package at "
+                    "once can cause it on a loaded node"),
+        "fix": ("nothing to change: Snakemake's retry runs the job once more. If it crashes "
+                "again the same way, run the job's command by hand to see the whole traceback"
+                if count == 1 else
+                "it crashed the same way twice in a row, so it is not left to chance: run the "
+                "job's command by hand to see the whole traceback, and check the installation "
+                "(scripts/install.sh)"),
+        "module": asked,
+        "startup_crashes": count,
+    }
+
+
+def write_failure_record(output: str | Path, error: BaseException, step: str,
+                         earlier_startup_crashes: int = 0) -> Path:
+    """Write `<output>.failure.json` beside the output so tools read structure, not strings.
+    `earlier_startup_crashes`: how many start-up crashes in a row came before this attempt
+    (core/attempts.py retries one)."""
     out = Path(output)
     record_path = failure_record(out)
     record_path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,7 +138,7 @@ def write_failure_record(output: str | Path, error: BaseException, step: str) ->
         "exception": type(error).__name__,
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "host": os.uname().nodename,
-    }
+    } | _startup_fields(error, earlier_startup_crashes)
     record_path.write_text(json.dumps(record, indent=2) + "\n")
     return record_path
 

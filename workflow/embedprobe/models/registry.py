@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     import torch
 
 RANDOM = "random"
+# What build_model imports: braindecode's models, and through them MNE and MNE-BIDS. A job
+# whose threads run while it builds a model imports these first (core/thread_imports.py).
+MODEL_IMPORTS = ("braindecode.models",)
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,12 @@ import torch
 from embedprobe import __version__
 from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.progress import Progress
+from embedprobe.core.thread_imports import import_before_threads
 from embedprobe.core.units import MIB
 from embedprobe.memory.allocator import HEAP_RELEASE_MIN_BATCH_S, FreedHeapRelease
 from embedprobe.models.architectures import ARCHITECTURES, MEAN
 from embedprobe.models.encoder import Encoder
-from embedprobe.models.registry import ModelSpec, model_spec
+from embedprobe.models.registry import MODEL_IMPORTS, ModelSpec, model_spec
 from embedprobe.pipeline.channel_maps import ChannelPlan, channel_plan
 from embedprobe.pipeline.device import torch_device
 from embedprobe.pipeline.protocol import Preprocessing
@@ -208,7 +209,10 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
         table = table.iloc[: settings.limit_batches * settings.batch_size]
         windows = windows.iloc[: len(table)]
         source.table = table
-    # A fresh run starts at row 0: its readers set to work now, while the model is built.
+    # A fresh run starts at row 0: its readers set to work now, while the model is built;
+    # the model's imports come first, so that no module is imported on two threads at once
+    # (core/thread_imports.py).
+    import_before_threads(MODEL_IMPORTS)
     fresh = not output.exists() and not partial_path(output).exists()
     early = source.stream(0, settings.reader_threads, kind).start() if fresh else None
     try:

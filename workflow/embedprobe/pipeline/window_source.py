@@ -35,6 +35,7 @@ import numpy as np
 
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory
+from embedprobe.core.thread_imports import import_before_threads
 from embedprobe.core.units import MIB
 from embedprobe.datasets.registry import FORMATS, find_dataset_recordings, unit_seconds
 from embedprobe.pipeline.channel_maps import ChannelPlan, derive_inputs, input_positions
@@ -442,6 +443,7 @@ class ThreadReaders:
 
     def __init__(self, source: WindowSource, workers: int):
         self.source = source
+        import_before_threads(reader_imports(source))  # core/thread_imports.py
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reader")
 
     def _load(self, recording: str, rows: pd.DataFrame) -> tuple[np.ndarray, float]:
@@ -529,6 +531,12 @@ def _worker_fill(slot: str, rec, starts: np.ndarray, index_sfreq: float | None
 # the task registry, which imported pandas).
 READER_PRELOAD = ["embedprobe.pipeline.window_source", "mne.io.edf.edf", "mne.epochs",
                   "scipy.signal", "scipy.io", "_strptime"]
+
+
+def reader_imports(source: WindowSource) -> list[str]:
+    """What a reader imports on its first part: READER_PRELOAD, and the modules the dataset's
+    reader imports only when it reads signals (its SIGNAL_IMPORTS, e.g. wfdb)."""
+    return READER_PRELOAD + list(getattr(source.reader, "SIGNAL_IMPORTS", ()))
 
 
 def reader_context():

@@ -71,6 +71,8 @@ EPOCH_SECONDS = 30
 SESSION = "1"
 HYPNOGRAM = "hypnogram"
 SIGNALS = "signals"
+# imported by read_signals on first use: a reader thread finds it imported (window_source)
+SIGNAL_IMPORTS = ("h5py",)
 SIGNAL_GROUPS = ("eeg", "eog", "emg")  # the file's groups, EEG first
 DODH_EEG = ("C3_M2", "F3_F4", "F3_M2", "F3_O1", "F4_M1", "F4_O2", "FP1_F3", "FP1_M2", "FP1_O1",
             "FP2_F4", "FP2_M1", "FP2_O2")

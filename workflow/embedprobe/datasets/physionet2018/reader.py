@@ -89,6 +89,9 @@ CHANNELS = (*EEG_CHANNELS, "E1-M2", "Chin1-Chin2", "ABD", "CHEST", "AIRFLOW", "S
 TRAINING = "training"
 SUBJECTS_TABLE = "age-sex.csv"
 ANNOTATION_EXTENSION = "arousal"
+# imported by read_signals on first use (wfdb opens files through fsspec, which imports its
+# local-file implementation on the first open): a reader thread finds them imported
+SIGNAL_IMPORTS = ("wfdb", "fsspec.implementations.local", "fsspec.implementations.chained")
 STAGE_VECTORS = ("nonrem1", "nonrem2", "nonrem3", "rem", "undefined", "wake")
 UNDEFINED = "undefined"
 # Each documented event type -> the kinds it is an event of (none: left out).
