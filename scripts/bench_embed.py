@@ -27,6 +27,12 @@ forward  For each model, `run_embed` end to end (index read, model build, readin
          pipeline's efficiency within one run (on a GPU: the time spent queueing its work).
          Target: embed / forward >= 0.95 on the CPU, >= 0.9 on a GPU.
 
+start-up (--startup: that table alone) For each model, fresh interpreters embed the
+         forward table's demo with one reader thread, the readers started early (before the
+         model is built, after its imports: core/thread_imports.py) or late (after it;
+         EMBEDPROBE_EARLY_READERS=off), alternating. `first batch` is from the interpreter's
+         start to the first batch computed; `gain` what starting the readers early saves.
+
 Every run of either table keeps its fastest of `--repeats`. Readers are processes beside a GPU
 encoder and threads beside a CPU one, as in the workflow (--readers forces one kind).
 
@@ -35,8 +41,8 @@ Usage: python scripts/bench_embed.py [--models biot_random cbramod_random] [--su
            [--readers threads|processes] [--ceiling-workers 1 2] [--ceiling-subjects 16]
            [--ceiling-hours 8] [--ceiling-batch-size 256] [--ceiling-readers threads|processes]
            [--feed-rates 3000 5000] [--repeats 2]
-           [--skip-ceiling | --skip-forward] [--device cpu|cuda] [--workdir DIR]
-           [--profile OUT.prof]
+           [--skip-ceiling | --skip-forward | --startup] [--device cpu|cuda]
+           [--workdir DIR] [--profile OUT.prof]
   The ceiling runs on its own, larger demo (default 16 subjects x 2 nights x 8 h, batch 256).
   --device cuda: the encoder on the GPU, defaults sized for a GPU node (16 subjects x 2 nights
   x 8 h for both tables, batch 256, reader processes: the CPUs less two), done in under 5
@@ -376,6 +382,68 @@ def ceiling_verdict(rows: list[CeilingRow]) -> bool:
     return ok
 
 
+# A fresh interpreter's embed: seconds from its start to the first batch, as JSON.
+STARTUP_CHILD = """
+import time
+began = time.perf_counter()
+import json, sys
+from pathlib import Path
+from embedprobe.pipeline.embed import EmbedSettings, run_embed
+config, roots, index, model, out, batch = json.loads(sys.argv[1])
+report = {}
+imported = time.perf_counter() - began
+settings = EmbedSettings.from_environment(batch_size=batch, reader_threads=1,
+                                          reader_kind="threads")
+run_embed(config, roots, "sleep_edf_demo", model, Path(index), Path(out), settings, report)
+print(json.dumps({"first_batch_s": imported + report["first_batch_s"]}))
+"""
+
+
+@dataclass
+class StartupRow:
+    model: str
+    early_s: float  # readers started before the model is built
+    late_s: float  # after it
+
+    @property
+    def gain(self) -> float:
+        return self.late_s - self.early_s
+
+
+def startup_once(config: dict, roots: dict, index: Path, model_id: str, batch: int,
+                 early: bool, out: Path) -> float:
+    import subprocess
+
+    out.unlink(missing_ok=True)  # a fresh run: the early readers start only then
+    env = dict(os.environ, EMBEDPROBE_EARLY_READERS="on" if early else "off")
+    child = json.dumps([config, roots, str(index), model_id, str(out), batch])
+    done = subprocess.run([sys.executable, "-c", STARTUP_CHILD, child], capture_output=True,
+                          text=True, env=env, check=True)
+    return json.loads(done.stdout.splitlines()[-1])["first_batch_s"]
+
+
+def startup_rows(config: dict, workdir: Path, args) -> list[StartupRow]:
+    roots, index = indexed_demo(config, workdir, args.subjects, args.nights, args.hours)
+    rows = []
+    for model_id in args.models:
+        best = {True: float("inf"), False: float("inf")}
+        for _ in range(args.repeats):
+            for early in (True, False):  # alternating: both see the same load
+                seconds = startup_once(config, roots, index, model_id, args.batch_size, early,
+                                       workdir / "startup.h5")
+                best[early] = min(best[early], seconds)
+        rows.append(StartupRow(model_id, best[True], best[False]))
+    return rows
+
+
+def format_startup(rows: list[StartupRow]) -> str:
+    lines = [f"{'model':<16} {'early first batch s':>20} {'late first batch s':>19} "
+             f"{'gain s':>7}"]
+    lines += [f"{r.model:<16} {r.early_s:>20.2f} {r.late_s:>19.2f} {r.gain:>7.2f}"
+              for r in rows]
+    return "\n".join(lines)
+
+
 def make_demo(workdir: Path, config: dict, subjects: int, nights: int, hours: float) -> dict:
     """A generated demo and its roots under `workdir` (kept there for the same size)."""
     roots = {name: str(workdir / name.removesuffix("_root"))
@@ -458,6 +526,9 @@ def parser() -> argparse.ArgumentParser:
     skip = p.add_mutually_exclusive_group()
     skip.add_argument("--skip-ceiling", action="store_true", help="only the forward table")
     skip.add_argument("--skip-forward", action="store_true", help="only the ceiling table")
+    p.add_argument("--startup", action="store_true",
+                   help="only the start-up table: readers started early or late, in fresh "
+                        "interpreters")
     p.add_argument("--workdir", type=Path, help="keep the demo and caches here")
     p.add_argument("--profile", help="write cProfile stats of the first embed to PATH.MODEL")
     return p
@@ -509,9 +580,13 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.workdir or Path(tmp)
         try:
             load_before = os.getloadavg()
-            ceiling = [] if args.skip_ceiling else ceiling_rows(config, workdir, args)
-            feed = feed_rows(config, workdir, args) if args.feed_rates else []
-            rows = [] if args.skip_forward else forward_rows(config, workdir, args)
+            startup = startup_rows(config, workdir, args) if args.startup else []
+            others = not args.startup  # --startup: that table alone
+            ceiling = ceiling_rows(config, workdir, args) if others and not args.skip_ceiling \
+                else []
+            feed = feed_rows(config, workdir, args) if others and args.feed_rates else []
+            rows = forward_rows(config, workdir, args) if others and not args.skip_forward \
+                else []
             load_after = os.getloadavg()
         except EmbedprobeError as exc:
             print(exc.render(), file=sys.stderr)
@@ -529,6 +604,9 @@ def main(argv: list[str] | None = None) -> int:
         print(("\n" if ceiling or feed else "") + f"embed against forward ({args.device})")
         print(format_table(rows))
         ok &= all(r.ratio >= TARGETS[args.device] for r in rows)
+    if startup:
+        print("\nstart-up: a fresh interpreter to its first batch, one reader thread")
+        print(format_startup(startup))
     print(f"device {args.device}, torch threads {args.threads}, reader workers "
           f"{args.reader_threads} ({args.readers or 'by device'}), {os.cpu_count()} CPUs, "
           f"{args.subjects} subjects x {args.nights} nights x {args.hours:g} h (ceiling: "

@@ -311,6 +311,29 @@ def test_bench_tables_and_verdicts():
     assert not bench_embed.ceiling_verdict(rows)
 
 
+def test_early_readers_are_turned_off_only_by_the_benchmarks_setting(monkeypatch):
+    from embedprobe.pipeline.embed import EmbedSettings
+
+    assert EmbedSettings.from_environment(batch_size=8, reader_threads=1).early_readers
+    monkeypatch.setenv("EMBEDPROBE_EARLY_READERS", "off")
+    assert not EmbedSettings.from_environment(batch_size=8, reader_threads=1).early_readers
+
+
+def test_the_startup_table_runs_fresh_interpreters_early_and_late(tiny, tmp_path):
+    """Each side a real fresh embed to its first batch; the table's gain is late - early."""
+    bench_embed = bench()
+    root, job, index = tiny
+    config = json.loads(job)
+    roots = {k: config[k] for k in ("data_root", "cache_root", "results_root", "weights_root")}
+    out = tmp_path / "startup.h5"
+    seconds = [bench_embed.startup_once(config, roots, index, "biot_random", BATCH, early, out)
+               for early in (True, False)]
+    assert all(0 < s < 120 for s in seconds) and out.stat().st_size > 0
+    row = bench_embed.StartupRow("biot_random", 6.42, 6.51)
+    table = bench_embed.format_startup([row]).splitlines()
+    assert table[1].split() == ["biot_random", "6.42", "6.51", "0.09"]
+
+
 def test_the_forward_is_timed_on_every_model_input_embed_feeds(monkeypatch):
     """The encoder alone gets windows of the shape embed feeds it: BIOT's 16 slots on
     Sleep-EDF (2 channels recorded, 30 s at 200 Hz), not the 2 channels read (8 times less

@@ -63,6 +63,9 @@ class EmbedSettings:
     # The freed heap goes back to the kernel after batches at least this long (None: never;
     # EMBEDPROBE_HEAP_RELEASE_S=off, for the benchmarks' comparison)
     heap_release_min_batch_s: float | None = HEAP_RELEASE_MIN_BATCH_S
+    # A fresh run's readers start before the model is built (EMBEDPROBE_EARLY_READERS=off:
+    # after it, for bench_embed.py's start-up table)
+    early_readers: bool = True
 
     @classmethod
     def from_environment(cls, **values) -> EmbedSettings:
@@ -77,6 +80,8 @@ class EmbedSettings:
         values.setdefault("reader_kind", kind or None)
         values.setdefault("kill_before_batch", int(kill) if kill else None)
         values.setdefault("slow_batch_seconds", float(slow) if slow else None)
+        if os.environ.get("EMBEDPROBE_EARLY_READERS") == "off":
+            values.setdefault("early_readers", False)
         if release:
             values.setdefault("heap_release_min_batch_s",
                               None if release == "off" else float(release))
@@ -214,7 +219,8 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
     # (core/thread_imports.py).
     import_before_threads(MODEL_IMPORTS)
     fresh = not output.exists() and not partial_path(output).exists()
-    early = source.stream(0, settings.reader_threads, kind).start() if fresh else None
+    early = (source.stream(0, settings.reader_threads, kind).start()
+             if fresh and settings.early_readers else None)
     try:
         encoder = Encoder(spec, plan.model_names, roots, device=device)
         width = encoder(np.zeros((1, len(plan.model_names), source.window_samples),
