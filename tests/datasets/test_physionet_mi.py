@@ -209,6 +209,6 @@ def test_unknown_settings_are_refused():
     with pytest.raises(UsageError, match="unknown look-alike setting"):
         lookalike.plan({"subject": 3})
     plans = lookalike.plan({"subjects": 1, "runs": [2]})
-    assert plans[0].annotations == ((0.0, 61.0, "T0"),) and plans[0].seconds == 61
+    assert plans[0].annotations == ((0.0, 60.2, "T0"),) and plans[0].seconds == 61
     run = dataclasses.replace(plans[0], run=4)
     assert run.cues() == []

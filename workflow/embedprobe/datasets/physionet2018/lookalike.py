@@ -15,7 +15,9 @@ datasets/physionet2018/reader.py describes them, with short nights and many even
                                                    (double: 1 target arousal, -1 apnea or
                                                    hypopnea, 0 otherwise) and
                                                    data/sleep_stages/<stage> (logical), each a
-                                                   1 x samples row, gzip-compressed
+                                                   1 x samples row, gzip-compressed; the stage
+                                                   vectors one sample ahead of the notes and
+                                                   the last sample undefined, as the real ones
   <root>/age-sex.csv                               Record, Age, Sex
   <root>/MANIFEST.tsv                              written last: the look-alike is complete
 
@@ -400,6 +402,8 @@ def write_arousal_mat(path: Path, p: RecordPlan) -> Path:
                 arousals[e.start: e.end] = value
     stage_of_sample = np.append(np.repeat(p.stages, EPOCH_SECONDS * SFREQ),
                                 [p.stages[-1]] * p.tail)
+    # as the real files: one sample ahead of the notes, the last sample undefined
+    stage_of_sample = np.append(stage_of_sample[1:], UNDEFINED)
     with h5py.File(path, "w", userblock_size=512) as h5:
         data = h5.create_group("data")
         data.attrs["MATLAB_class"] = np.bytes_("struct")

@@ -42,7 +42,12 @@ stages, the sixth "undefined", which has no note: epochs before the first stage 
 epochs with a sample the -arousal.mat's sleep_stages/undefined marks, are left out (counted as
 ("unscored", "undefined")). The -arousal.mat holds one value per sample of the record
 (documented, and so in every real file): a vector shorter than the signal means a cut file, a
-longer one another record's, and both are refused. The notes are read through wfdb's
+longer one another record's, and both are refused. Its stage vectors run one sample ahead of
+the notes (so in the real tr03-0005 and tr03-0029: each vector changes on the sample before
+the note, as if written with MATLAB's 1-based samples), and the last sample of a record is
+"undefined": the reader reads sleep_stages/undefined one sample later (the notes' sample i is
+the vector's i - 1), else a last run of whole epochs would lose its last epoch to that one
+sample (tr03-0029's). The notes are read through wfdb's
 annotation parser, not its rdann, which drops every note at sample 0 (taking it for a
 time-resolution or label definition): a first stage note at sample 0 is kept.
 
@@ -397,8 +402,9 @@ def _vector_length(rec: Recording, h5, name: str) -> int:
 
 
 def read_undefined(rec: Recording, n_samples: int) -> np.ndarray:
-    """The -arousal.mat's sleep_stages/undefined as a bool per sample; refuses vectors that
-    are not one value per sample of the record."""
+    """The -arousal.mat's sleep_stages/undefined as a bool per sample of the notes (one sample
+    later than the vector: the module's docstring); refuses vectors that are not one value per
+    sample of the record."""
     import h5py
 
     try:
@@ -419,7 +425,9 @@ def read_undefined(rec: Recording, n_samples: int) -> np.ndarray:
                 raise DataError(f"{rec.arousal_mat}: {name} has {length} samples, more than "
                                 f"the {n_samples} of {rec.signal_path.name}",
                                 fix=f"it belongs to another record: {_FIX_DOWNLOAD}")
-        return np.asarray(h5[vectors[1]][()]).reshape(-1) != 0
+        marked = np.asarray(h5[vectors[1]][()]).reshape(-1) != 0
+    # one sample ahead of the notes (the module's docstring): sample i is the vector's i - 1
+    return np.concatenate([marked[:1], marked[:-1]])
 
 
 def stage_epochs(stages: list[tuple[int, int]], n_samples: int,

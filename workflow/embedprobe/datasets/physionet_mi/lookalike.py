@@ -3,12 +3,15 @@
     <root>/S001/S001R04.edf   EDF+ (1 s data records), 64 EEG signals at 160 Hz with the
                               dataset's dotted labels, uV, physical and digital range +-8092,
                               and an annotation per period: T0 (rest, 4.2 s) before each cue,
-                              T1/T2 (4.1 s) for the cue, meaning by run (physionet_mi.py)
+                              T1/T2 (4.1 s) for the cue, meaning by run (physionet_mi.py);
+                              equipment and transducer "BCI2000", every run dated 12 Aug 2009
+                              16:15:00, as PhysioNet's de-identified headers
     <root>/MANIFEST.tsv       file, bytes: written last, so it marks completion
 
 Settings (config/datasets.yaml `generator:`): subjects (S001...), runs (any of 1-14; default
 the imagery runs), trials_per_run (cues per run, 15 as in the real runs: ~125 s), seed. Baseline
-runs 1 and 2 are 61 s with a single T0 (eyes closed in run 2: more alpha). Cue classes are
+runs 1 and 2 are 61 s with a single T0 of 60.2 s, as S001's (it ends before the run does;
+eyes closed in run 2: more alpha). Cue classes are
 balanced within a run (T1/T2 alternate taking the odd one out). Signals: see
 datasets/synth/motor_imagery.py. Fixed header dates, so the same settings write the same bytes.
 """
@@ -35,10 +38,12 @@ from embedprobe.datasets.synth.motor_imagery import (
 SFREQ = 160
 REST_S, CUE_S = 4.2, 4.1  # T0 and T1/T2 durations in the real runs
 BASELINE_S = 61
+BASELINE_T0_S = 60.2  # the real baselines' one T0 stops short of the run's end (S002's: 60.1)
 PHYSICAL_RANGE = (-8092.0, 8092.0)  # uV; eegmmidb stores whole microvolts
 DIGITAL_RANGE = (-8092, 8092)
-FIRST_DATE = dt.date(2009, 8, 12)
+DATE = dt.date(2009, 8, 12)  # every real run's header date and time (de-identified)
 START = dt.time(16, 15, 0)
+EQUIPMENT = "BCI2000"  # the real headers' equipment and transducer fields
 DEFAULTS = {"subjects": 5, "runs": list(physionet_mi.IMAGERY_RUNS), "trials_per_run": 15,
             "seed": 0}
 
@@ -80,7 +85,7 @@ def plan(settings: dict) -> list[RunPlan]:
         for run in values["runs"]:
             rng = np.random.default_rng([values["seed"], 1, subject, run])
             if run in physionet_mi.BASELINE_RUNS:
-                annotations = ((0.0, float(BASELINE_S), "T0"),)
+                annotations = ((0.0, BASELINE_T0_S, "T0"),)
                 seconds = BASELINE_S
             else:
                 codes = balanced_classes(rng, ("T1", "T2"), int(values["trials_per_run"]),
@@ -111,13 +116,14 @@ def synthesize(run_plan: RunPlan, seed: int) -> np.ndarray:
 def write_run(run_plan: RunPlan, path: Path, seed: int) -> Path:
     data = np.clip(synthesize(run_plan, seed), *PHYSICAL_RANGE)
     signals = [edfio.EdfSignal(row, SFREQ, label=label, physical_dimension="uV",
-                               physical_range=PHYSICAL_RANGE, digital_range=DIGITAL_RANGE)
+                               physical_range=PHYSICAL_RANGE, digital_range=DIGITAL_RANGE,
+                               transducer_type=EQUIPMENT)
                for label, row in zip(physionet_mi.CHANNELS, data, strict=True)]
     annotations = [edfio.EdfAnnotation(onset, duration, code)
                    for onset, duration, code in run_plan.annotations]
-    date = FIRST_DATE + dt.timedelta(days=run_plan.subject)
     edf = edfio.Edf(signals, patient=edfio.Patient(), starttime=START,
-                    recording=edfio.Recording(startdate=date), data_record_duration=1,
+                    recording=edfio.Recording(startdate=DATE, equipment_code=EQUIPMENT),
+                    data_record_duration=1,
                     annotations=annotations)
     path.parent.mkdir(parents=True, exist_ok=True)
     edf.write(path)

@@ -8,8 +8,10 @@
                                         electrodes in capitals ("EEG FP2", "EEG CZ")
   <root>/PNxx/Seizures-list-PNxx.txt    "Seizure n K" blocks with clock times hh.mm.ss, in the
                                         wordings the real lists use (PN00, PN03, ...: the usual
-                                        block; PN01, PN04, ...: "Start time:"/"End time:" with
-                                        ':' separators; PN02, PN05, ...: file name and
+                                        block; PN01, PN04, ...: "Start time:"/"End time:" in
+                                        dots but the first start in colons, and a patient's
+                                        only file named without its number ("PN01.edf"), as
+                                        the real PN01 list; PN02, PN05, ...: file name and
                                         registration times once, before that file's seizures)
   <root>/RECORDS, MANIFEST.tsv (last: its presence marks completion)
 
@@ -152,22 +154,25 @@ def seizure_list_text(plans: list[FilePlan]) -> str:
              f"Channel {len(ELECTRODES) + 1}: EKG", ""]
     number = 0
     for p in plans:
-        sep = ":" if p.wording == "colon" else "."
         prefix = "" if p.wording == "colon" else "Seizure "
         end = p.start + dt.timedelta(seconds=p.seconds)
-        registration = [f"File name: {p.name}",
-                        f"Registration start time: {_clock(p.start, sep)}",
-                        f"Registration end time: {_clock(end, sep)}"]
+        # the real PN01 list: "File name: PN01.edf" for its one file
+        name = f"{folder}.edf" if p.wording == "colon" and len(plans) == 1 else p.name
+        registration = [f"File name: {name}",
+                        f"Registration start time: {_clock(p.start, '.')}",
+                        f"Registration end time: {_clock(end, '.')}"]
         if p.wording == "shared":
             lines += [*registration, ""]
         for seizure in p.seizures:
             number += 1
             onset = p.start + dt.timedelta(seconds=seizure.onset)
             offset = p.start + dt.timedelta(seconds=seizure.end)
+            # the real PN01 list writes one time, its first start, with colons
+            sep = ":" if p.wording == "colon" and number == 1 else "."
             lines += [f"Seizure n {number}",
                       *(registration if p.wording != "shared" else []),
                       f"{prefix}start time: {_clock(onset, sep)}".capitalize(),
-                      f"{prefix}end time: {_clock(offset, sep)}".capitalize(), ""]
+                      f"{prefix}end time: {_clock(offset, '.')}".capitalize(), ""]
     return "\n".join(lines)
 
 
