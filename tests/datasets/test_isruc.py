@@ -13,6 +13,7 @@ import pytest
 import scipy.signal
 
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.datasets.base import CUT
 from embedprobe.datasets.edf import read_edf_header
 from embedprobe.datasets.isruc import lookalike
 from embedprobe.datasets.isruc import reader as isruc
@@ -312,13 +313,16 @@ def test_an_unknown_stage_code_is_refused(subject):
     assert "0 W, 1 N1, 2 N2, 3 N3, 5 REM" in err.value.fix
 
 
-def test_lines_past_the_recording_are_dropped_and_counted(subject):
+def test_lines_past_the_recording_are_cut_and_named(subject):
     _, rec = subject
     for path in rec.stage_files:
         path.write_text(path.read_text() + "0\n0\n")
     counts = Counter()
     starts, _, _ = isruc.read_labels(rec, counts=counts)
-    assert counts[("outside the recording", "")] == 2 and starts[-1] < EPOCHS * EPOCH
+    assert starts[-1] < EPOCHS * EPOCH
+    assert counts[(CUT, f"{rec.rec}: the signal ends at {EPOCHS * 30} s but 1_1.txt scores "
+                        f"up to {(EPOCHS + 2) * 30} s: 2 scored epochs of 30 s past its end "
+                        "cut; the recording is indexed up to its end")] == 2
 
 
 def test_a_subject_missing_from_its_table_is_refused(subject, demo):

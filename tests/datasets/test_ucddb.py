@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.datasets.base import CUT
 from embedprobe.datasets.edf import read_edf_header
 from embedprobe.datasets.sleep_edf.reader import trim_wake
 from embedprobe.datasets.ucddb import lookalike
@@ -323,7 +324,13 @@ def test_an_unknown_stage_code_is_refused_and_extra_lines_counted(night):
     rec.stage_file.write_text("\r\n".join([*codes, "0", "0"]) + "\r\n")
     counts = Counter()
     starts, _, _ = ucddb.read_labels(rec, counts=counts)
-    assert counts[("outside the recording", "")] == 2 and starts[-1] < len(codes) * EPOCH
+    assert starts[-1] < len(codes) * EPOCH
+    header = read_edf_header(rec.rec)  # its last 8 s are no whole epoch
+    assert header.n_records * header.record_seconds == len(codes) * 30 + 8
+    assert counts[(CUT, f"{rec.rec}: the signal ends at {len(codes) * 30 + 8:,} s but "
+                        f"{rec.stage_file.name} scores up to {(len(codes) + 2) * 30:,} s: 2 "
+                        "scored epochs of 30 s past its end cut; the recording is indexed "
+                        "up to its end")] == 2
     codes[4] = "8"
     rec.stage_file.write_text("\r\n".join(codes) + "\r\n")
     with pytest.raises(DataError) as err:

@@ -219,14 +219,23 @@ def _partial_copy(demo_root, tmp_path):
     return folder.parent, psg
 
 
-def test_partial_data_is_skipped_unless_allowed(demo_root, tmp_path):
+def test_partial_data_runs_unless_strict(demo_root, tmp_path):
+    """A partial dataset runs on its complete recordings (a note); a strict run refuses it
+    (the pair skipped), unless allow_partial is set too."""
     data_root, orphan = _partial_copy(demo_root, tmp_path)
     config, roots = make_config(data_root, tmp_path)
+    allowed = check_pair(config, roots, DATASET, "biot_random", 4)
+    assert (allowed.status, allowed.forward) == (OK, "(4, 256) finite")
+    assert allowed.note == ("note: data partial, the run uses the 9 complete recordings: "
+                            f"{orphan} has no hypnogram")
+    assert exit_code([allowed]) == 0
+
+    config["strict"] = True
     refused = check_pair(config, roots, DATASET, "biot_random", 4)
     assert (refused.status, refused.data, refused.forward) == (
         SKIPPED, "partial (9/10 recordings)", "-")
-    assert refused.reason.startswith("skipped: data partial, which a run refuses: ")
-    assert f"{orphan} has no hypnogram" in refused.reason
+    assert refused.reason == (f"skipped: data partial, which a run refuses: {orphan} has no "
+                              "hypnogram")
     assert "allow_partial=true" in refused.fix
     assert exit_code([refused]) == 1
 
@@ -234,11 +243,11 @@ def test_partial_data_is_skipped_unless_allowed(demo_root, tmp_path):
     allowed = check_pair(config, roots, DATASET, "biot_random", 4)
     assert (allowed.status, allowed.forward) == (OK, "(4, 256) finite")
     assert allowed.note.startswith("note: data partial, the run uses the 9 complete recordings")
-    assert exit_code([allowed]) == 0
 
 
 def test_fewer_recordings_than_expected_is_partial(demo_root, tmp_path):
     config, roots = make_config(demo_root.parent, tmp_path, expected=12)
+    config["strict"] = True
     result = check_pair(config, roots, DATASET, "biot_random")
     assert (result.status, result.data) == (SKIPPED, "partial (10/12 recordings)")
     assert "2 of 12 recordings are not in" in result.reason

@@ -73,9 +73,10 @@ def test_a_damaged_bci_dataset_stops_its_index_with_the_file_and_a_fix(tmp_path,
     # the user's copy of the dataset (no generator: the fix is the dataset's, not "rerun")
     settings = tmp_path / "mine.yaml"
     mine = {k: v for k, v in entry.items() if k != "generator"} | {"subjects": 4}
+    # strict: a partial dataset (EEGMAT's) is refused, not run on its complete recordings
     settings.write_text(yaml.safe_dump({k: str(tmp_path / k.removesuffix("_root")) for k in
                                         ("data_root", "cache_root", "results_root")}
-                                       | {"datasets": {"mine": mine}}))
+                                       | {"datasets": {"mine": mine}, "strict": True}))
     out = tmp_path / "results/index/mine.tsv"
     capsys.readouterr()
     try:

@@ -104,16 +104,23 @@ def test_missing_data_is_skipped_or_with_strict_refused_before_any_job(tmp_path)
     assert "fix: put the sleep_edf_expanded files under" in run.stderr
 
 
-def test_partial_data_is_refused_unless_allowed(tmp_path, demo_root):
+def test_partial_data_runs_unless_strict(tmp_path, demo_root):
+    """A dataset with some recordings runs on them, the plan saying so; strict=true refuses
+    it (exit 2) with the allow_partial=true command, which runs."""
     data = tmp_path / "data" / "sleep-edf-database-expanded-1.0.0"
     data.mkdir(parents=True)
     for edf in sorted(demo_root.rglob("*.edf"))[:4]:
         (data / edf.name).symlink_to(edf)
     run = snakemake(tmp_path, "-n", "sleep_stage")
-    assert run.returncode == 2
-    assert "is partial (2/197 recordings)" in run.stderr
-    assert "allow_partial=true" in run.stderr
-    allowed = snakemake(tmp_path, "-n", "sleep_stage", config=["allow_partial=true"])
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "warning: sleep_edf_expanded runs on 2 of its 197 recordings: " in run.stderr
+    assert "rule index:" in run.stdout
+    strict = ["strict=true", "only_models=biot_random", "only_datasets=sleep_edf_expanded"]
+    refused = snakemake(tmp_path, "-n", "sleep_stage", config=strict)
+    assert refused.returncode == 2
+    assert "is partial (2/197 recordings)" in refused.stderr
+    assert "allow_partial=true" in refused.stderr
+    allowed = snakemake(tmp_path, "-n", "sleep_stage", config=[*strict, "allow_partial=true"])
     assert allowed.returncode == 0, allowed.stderr[-2000:]
 
 

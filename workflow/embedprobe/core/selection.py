@@ -7,7 +7,8 @@ the capped smoke run. The config keys (defaults and comments in the schema):
   fold count of each benchmark (what results.tsv's `folds` column counts against) stays;
 - `limit_batches: N`: a capped smoke run: embed stops after N batches, and the roots it writes
   (cache_root, results_root) become siblings `<root>_limited` (core/paths.limited_roots);
-- `strict: true`: a skip known before running (data missing, weights absent) stops the plan.
+- `strict: true`: a skip known before running (data missing, weights absent) stops the plan,
+  and so does a dataset with some recordings incomplete (datasets/registry.partial_allowed).
 
 Only the standard library and core here: the Snakefile's parse and every job import it.
 """

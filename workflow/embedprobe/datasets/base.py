@@ -27,6 +27,7 @@ A look-alike generator for tests and demos (registry.FORMATS) exposes
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,29 @@ class DatasetReader(Protocol):
                      span: tuple[int, int] | None = None) -> Signals: ...
 
     def read_events(self, rec: RecordingLike) -> list[Event]: ...
+
+
+# A `counts` kind (a reader's read_labels): scored epochs past the end of the signal, which a
+# PSG cut short (or a hypnogram longer than its night) leaves. Its text is the whole warning,
+# naming the file; the index prints it as a `warning:`, not in the notes of counted annotations.
+CUT = "cut at the signal's end"
+
+
+def count_cut(counts: Counter, signal: Path, source: Path, n_epochs: int,
+              signal_seconds: float, scored_seconds: float, epoch_seconds: float = 30) -> None:
+    """Count `n_epochs` scored epochs of `source` (a hypnogram, a stage file) past the end of
+    `signal` (the recording's signal file), which ends at `signal_seconds` while `source`
+    scores up to `scored_seconds`."""
+    if n_epochs <= 0:
+        return
+
+    def seconds(value: float) -> str:
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+    counts[(CUT, f"{signal}: the signal ends at {seconds(signal_seconds)} s but {source.name} "
+                 f"scores up to {seconds(scored_seconds)} s: {n_epochs:,} scored epoch"
+                 f"{'s' if n_epochs > 1 else ''} of {epoch_seconds:g} s past its end cut; the "
+                 f"recording is indexed up to its end")] += n_epochs
 
 
 def one_each(paths: Iterable[Path], key: Callable[[Path], K | None]) -> dict[K, Path]:

@@ -92,6 +92,22 @@ def mne_channel_names(labels) -> list[str]:
     return [n if n == ANNOTATIONS else next(renamed) for n in names]
 
 
+FIX_DAMAGED = "download the file again (the copy is damaged or cut short, or it is not EDF)"
+
+
+class _Damaged(ValueError):
+    """A header field that cannot be read, said in words (read_edf_header names the file)."""
+
+
+def _whole_number(text: bytes, what: str) -> int:
+    value = text.decode("latin-1").strip()
+    try:
+        return int(value)
+    except ValueError:
+        raise _Damaged(f"its header is damaged: the {what} field holds {value!r}, not a whole "
+                       "number") from None
+
+
 def _signal_headers(part: bytes, n: int) -> tuple[SignalHeader, ...]:
     """The per-signal fields, stored field by field for all n signals in turn."""
 
@@ -104,7 +120,7 @@ def _signal_headers(part: bytes, n: int) -> tuple[SignalHeader, ...]:
     signals, offset = [], 0
     names = mne_channel_names(field(0, 16, i).decode("latin-1").strip() for i in range(n))
     for i in range(n):
-        spr = int(field(216, 8, i))
+        spr = _whole_number(field(216, 8, i), f"samples-per-record (signal {names[i]!r})")
         signals.append(SignalHeader(
             names[i], field(96, 8, i).decode("latin-1").strip(),
             _number(field(104, 8, i)), _number(field(112, 8, i)),
@@ -113,32 +129,53 @@ def _signal_headers(part: bytes, n: int) -> tuple[SignalHeader, ...]:
     return tuple(signals)
 
 
+def _start(fixed: bytes) -> dt.datetime:
+    """The recording's start from the header's dd.mm.yy and hh.mm.ss fields."""
+    text = fixed[168:184].decode("latin-1")
+    try:
+        day, month, year = (int(x) for x in text[:8].split("."))
+        hour, minute, second = (int(x) for x in text[8:].split("."))
+        # EDF's two-digit years: 85-99 are 1985-1999, 00-84 are 2000-2084
+        return dt.datetime(1900 + year if year >= 85 else 2000 + year, month, day, hour, minute,
+                           second)
+    except ValueError:
+        raise _Damaged(f"its header is damaged: the start date and time read {text!r}, "
+                       "not dd.mm.yyhh.mm.ss") from None
+
+
 def read_edf_header(path: Path) -> EdfHeader:
-    """Parse an EDF header and refuse a file shorter than the header says (a truncated copy)."""
+    """Parse an EDF header and refuse a file shorter than the header says (a truncated copy).
+    A header that cannot be read is a DataError saying in words what is wrong with it (cut
+    short, a field that is not a number), never the parser's own text."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
             fixed = f.read(256)
-            n_signals = int(fixed[252:256])
+            if len(fixed) < 256:
+                raise _Damaged(f"it is cut short: {len(fixed)} bytes, less than the 256 of "
+                               "an EDF header")
+            n_signals = _whole_number(fixed[252:256], "number-of-signals")
+            if n_signals < 1:
+                raise _Damaged(f"its header is damaged: it counts {n_signals} signals")
             signal_part = f.read(256 * n_signals)
         if len(signal_part) < 256 * n_signals:
-            raise ValueError("header shorter than its signal count")
-        day, month, year = (int(x) for x in fixed[168:176].decode("ascii").split("."))
-        hour, minute, second = (int(x) for x in fixed[176:184].decode("ascii").split("."))
-        # EDF's two-digit years: 85-99 are 1985-1999, 00-84 are 2000-2084
-        start = dt.datetime(
-            1900 + year if year >= 85 else 2000 + year, month, day, hour, minute, second
-        )
-        header_bytes = int(fixed[184:192])
-        n_records = int(fixed[236:244])
-        record_seconds = float(fixed[244:252])
+            raise _Damaged(f"its header is cut short: {n_signals} signals need "
+                           f"{256 * (n_signals + 1)} header bytes, the file has "
+                           f"{256 + len(signal_part)}")
+        start = _start(fixed)
+        header_bytes = _whole_number(fixed[184:192], "header-size")
+        n_records = _whole_number(fixed[236:244], "number-of-records")
+        record_seconds = _number(fixed[244:252])
+        if not record_seconds >= 0:  # 0 is EDF+'s annotations-only file (a hypnogram)
+            raise _Damaged(f"its header is damaged: the record-duration field holds "
+                           f"{fixed[244:252].decode('latin-1').strip()!r}, not seconds")
         signals = _signal_headers(signal_part, n_signals)
         samples = [sig.samples_per_record for sig in signals]
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise DataError(
-            f"{path}: not a readable EDF file ({exc})",
-            fix="download the file again; it may be damaged or not EDF",
-        ) from exc
+    except _Damaged as exc:
+        raise DataError(f"{path}: not a readable EDF file: {exc}", fix=FIX_DAMAGED) from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read: {exc.strerror or exc}",
+                        fix="check that the file is there and readable") from exc
     size = path.stat().st_size
     record_bytes = sum(samples) * 2  # 16-bit samples
     if n_records < 0:  # -1: the recorder did not know the count when it wrote the header

@@ -135,9 +135,19 @@ def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
     recordings = find_dataset_recordings(config, roots, dataset, root)
     problems = [r.problem for r in recordings if r.problem]
     complete = len(recordings) - len(problems)
-    if 0 < complete < expected:
-        problems.append(f"{expected - complete} of {expected} recordings are not in {root}")
+    absent = expected - len(recordings)  # not even named (an incomplete one names itself)
+    if complete and absent > 0:
+        problems.append(f"{absent} of {expected} recordings are not in {root}")
     return DataStatus(dataset, root, complete, expected, problems)
+
+
+def partial_allowed(config: dict) -> bool:
+    """Whether a dataset some of whose recordings are incomplete (a file missing) runs on the
+    complete ones, each incomplete one named in a `warning:`: yes, unless the run is strict
+    (`strict: true` refuses it, as it refuses a missing dataset), where `allow_partial: true`
+    still lets it run. A job's config slice holds no `strict` (a selection key): the plan has
+    refused a strict run's partial dataset before any job starts."""
+    return bool(config.get("allow_partial")) or not config.get("strict")
 
 
 def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
@@ -146,16 +156,18 @@ def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
         return f"delete {status.root} and rerun: the demo_data rule regenerates it"
     put = (f"put the {dataset} files under {status.root} (or point --config data_root=... "
            "or EMBEDPROBE_DATA_ROOT at the folder that holds them)")
-    if status.state == "partial":  # the command that runs on the recordings that are there
+    if status.state == "partial" and not partial_allowed(config):
+        # the command that runs on the recordings that are there
         return rerun_with("allow_partial=true", f"runs on the {status.found} complete "
                                                 f"recordings; or {put}")
     return put
 
 
 def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:
-    """The dataset's files; a missing or partial dataset is refused unless allowed."""
+    """The dataset's files (those of its complete recordings); a missing dataset is refused,
+    and a partial one where partial_allowed says so (a strict run)."""
     status = data_status(config, roots, dataset)
-    if status.state == "missing" or (status.state == "partial" and not config.get("allow_partial")):
+    if status.state == "missing" or (status.state == "partial" and not partial_allowed(config)):
         details = "; ".join(status.problems[:5])
         raise DataError(
             f"dataset '{dataset}' is {status.describe()} in {status.root}: {details}",

@@ -26,7 +26,7 @@ import yaml
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, UsageError
 from embedprobe.core.units import MIB
-from embedprobe.datasets.registry import data_status, fix_for, reader_for
+from embedprobe.datasets.registry import data_status, fix_for, partial_allowed, reader_for
 from embedprobe.memory.allocator import release_freed_heap
 from embedprobe.memory.gpu import GpuMemoryUnavailable, cuda_context_bytes, gpu_batch_peaks
 from embedprobe.memory.peaks import measure_peak_growth, resident_now, self_peak_rss
@@ -177,7 +177,7 @@ def _check_data(result: CheckResult, config: dict, roots: dict, dataset: str) ->
     if status.state == "missing":
         result.stop(SKIPPED, "data", f"skipped: data missing: {problems}",
                     fix_for(config, dataset, status))
-    elif status.state == "partial" and not config.get("allow_partial"):
+    elif status.state == "partial" and not partial_allowed(config):
         result.stop(SKIPPED, "data", f"skipped: data partial, which a run refuses: {problems}",
                     fix_for(config, dataset, status))
     elif status.state == "partial":

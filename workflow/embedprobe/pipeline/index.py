@@ -11,7 +11,8 @@ import pandas as pd
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError
 from embedprobe.core.overrides import rerun_with
-from embedprobe.datasets.registry import find_dataset_recordings, reader_for
+from embedprobe.datasets.base import CUT
+from embedprobe.datasets.registry import find_dataset_recordings, partial_allowed, reader_for
 
 INDEX_COLUMNS = ["recording", "subject", "session", "start", "label", "sfreq"]
 
@@ -36,14 +37,20 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     counts: Counter = Counter()
     tables, problems, rates = {}, [], {}
     recordings = find_dataset_recordings(config, roots, dataset)
-    usable = [r for r in recordings if not (r.problem and config.get("allow_partial"))]
+    partial = partial_allowed(config)
+    usable = [r for r in recordings if not (r.problem and partial)]
     for other in benchmark_tasks_of(config, dataset):  # e.g. sleep diagnosis: its labels
         other.check_recordings(reader, usable)
     for rec in recordings:
-        if rec.problem and config.get("allow_partial"):
-            print(f"warning: skipping {rec.signal_path} ({rec.problem})", file=sys.stderr)
+        if rec.problem and partial:
+            print(f"warning: {dataset}: recording {rec.recording} is missing, the others run: "
+                  f"{rec.problem}", file=sys.stderr)
             continue
-        units = task.units(reader, rec, entry, counts)
+        left_out: Counter = Counter()  # this recording's, to name it when nothing is left
+        units = task.units(reader, rec, entry, left_out)
+        counts.update(left_out)
+        if not len(units.starts):
+            _warn_unlabelled(rec, task, left_out)
         rates[rec.recording] = units.sfreq
         problems += scan(reader, rec, channels, units.starts,
                          round(epoch_seconds * units.sfreq))
@@ -85,10 +92,25 @@ def benchmark_tasks_of(config: dict, dataset: str) -> list:
     return [task_for(name) for name in names]
 
 
+def _warn_unlabelled(rec, task, left_out: Counter) -> None:
+    """A recording that gives no unit (a hypnogram holding no scored stage) leaves the index:
+    say so by name, not only in the counts of the notes."""
+    sources = ", ".join(p.name for p in rec.files if p != rec.signal_path) or "its annotations"
+    items = [f"{text!r} x{n} {kind}" if text else f"{n} {kind}"
+             for (kind, text), n in sorted(left_out.items()) if kind != CUT]
+    held = f"holds only {', '.join(items)}" if items else "holds none"
+    print(f"warning: {rec.signal_path}: no window labelled {' or '.join(task.classes)}: "
+          f"{sources} {held}; the recording is left out of the index", file=sys.stderr)
+
+
 def _note_left_out(dataset: str, counts: Counter) -> None:
-    """One `note:` per kind of annotation the index left out, with counts per text."""
+    """One `note:` per kind of annotation the index left out, with counts per text; epochs
+    cut at a signal's end are a `warning:` each, naming the file (base.count_cut)."""
     by_kind: dict[str, list[str]] = {}
     for (kind, text), n in sorted(counts.items()):
+        if kind == CUT:
+            print(f"warning: {text}", file=sys.stderr)
+            continue
         by_kind.setdefault(kind, []).append(f"{text!r} x{n}" if text else f"{n} epochs")
     words = {"ignored": "non-stage annotations ignored", "unscored": "unscored annotations "
              "dropped", "outside the recording": "scored epochs outside the recording dropped"}

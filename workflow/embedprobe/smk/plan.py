@@ -88,7 +88,25 @@ def index_inputs(config: dict, roots: dict, dataset: str) -> list[str]:
         # (params changed) and with it every real result on the next uncapped run.
         if not (config["limit_batches"] and Path(manifest).is_file()):
             return [manifest]
-    return [str(p) for p in exit_on_error(require_data, config, roots, dataset)]
+    files = [str(p) for p in exit_on_error(require_data, config, roots, dataset)]
+    warn_partial(config, roots, dataset)
+    return files
+
+
+def warn_partial(config: dict, roots: dict, dataset: str) -> None:
+    """The plan's `warning:` (once per dataset) for a dataset that runs on its complete
+    recordings only, naming what the others lack (registry.partial_allowed)."""
+    from embedprobe.datasets.registry import data_status
+
+    if (dataset, "partial") in _WARNED:
+        return
+    _WARNED.add((dataset, "partial"))
+    status = exit_on_error(data_status, config, roots, dataset)
+    if status.state == "partial":
+        print(f"warning: {dataset} runs on {status.found} of its {status.expected} recordings: "
+              f"{'; '.join(status.problems[:5])}"
+              f"{' ...' if len(status.problems) > 5 else ''} (strict=true refuses it instead)",
+              file=sys.stderr)
 
 
 def quality_tables(config: dict, roots: dict, benchmark: str) -> list[str]:
@@ -300,8 +318,9 @@ _DATA_SKIPS: dict = {}
 def data_skip(config: dict, dataset: str) -> dict | None:
     """{status, reason, fix} when the dataset's files are missing (none found; no generator
     writes them) and the run is not strict: its pairs get no jobs, results.tsv and summary.md
-    list them as skipped, and the other datasets run. Else None (a partial dataset is refused
-    where its index job is planned, unless allow_partial)."""
+    list them as skipped, and the other datasets run. Else None (a partial dataset runs on its
+    complete recordings, or under strict is refused where its index job is planned:
+    registry.partial_allowed)."""
     from embedprobe.datasets.registry import data_status, dataset_root, fix_for
 
     entry = lookup(config, "datasets", dataset)

@@ -43,6 +43,7 @@ import numpy as np
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
 from embedprobe.datasets.mat import channel_columns, file_key, loadmat
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "bnci2014_001"
 READER_SETTINGS = ("sessions",)  # dataset entry keys passed to find_recordings
@@ -194,7 +195,7 @@ def find_recordings(root: Path, sessions: Sequence[str] = SESSIONS) -> list[Reco
                         fix="put A01T.mat ... A09E.mat there (BNCI Horizon 2020, data set "
                             "001-2014), or let the demo_data rule write a look-alike")
     files: dict[tuple[str, str], Path] = {}
-    for path in sorted(root.rglob("A*.mat")):
+    for path in find_paths(root, "A*.mat"):
         match = _NAME.match(path.name)
         if not match or match["session"] not in wanted:
             continue

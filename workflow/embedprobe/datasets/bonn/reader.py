@@ -57,6 +57,7 @@ import numpy as np
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "bonn"
 SFREQ = 173.61
@@ -157,7 +158,7 @@ def find_recordings(root: Path) -> list[Recording]:
                             "epileptology downloads) into Z/, O/, N/, F/, S/ there, or write "
                             "the look-alike (the demo_data rule)")
     clips: dict[str, Recording] = {}
-    for path in sorted(p for p in root.rglob("*") if p.suffix.lower() == ".txt"
+    for path in sorted(p for p in find_paths(root, "*") if p.suffix.lower() == ".txt"
                        and p.is_file()):
         found = _clip_of(path)
         if found is None:
@@ -194,7 +195,7 @@ def _empty_set_folders(root: Path, clips: dict[str, Recording]) -> list[Recordin
     other folder holds that set's clips: an unpacking that failed."""
     have = {r.set for r in clips.values()}
     out = []
-    for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
+    for folder in sorted(p for p in find_paths(root, "*") if p.is_dir()):
         letter = folder_set(folder)
         if letter is None or letter in have or any(folder.iterdir()):
             continue

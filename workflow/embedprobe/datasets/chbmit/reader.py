@@ -32,6 +32,7 @@ from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals
 from embedprobe.datasets.listed import ListedRecording
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "chbmit"
 SEIZURE = "seizure"
@@ -130,7 +131,7 @@ def find_recordings(root: Path) -> list[Recording]:
                         fix="download CHB-MIT (physionet.org/content/chbmit) there, or write "
                             "the look-alike (the demo_data rule)")
     folders: dict[Path, list[Path]] = {}
-    for edf in root.rglob("*.edf"):
+    for edf in find_paths(root, "*.edf"):
         match = _FILE.match(edf.name)
         if not match:
             raise DataError(f"{edf}: not a CHB-MIT file name", fix=_FIX_NAME)
@@ -138,7 +139,7 @@ def find_recordings(root: Path) -> list[Recording]:
             raise DataError(f"{edf}: a {match['patient']} file in folder {edf.parent.name}",
                             fix=f"move it to {match['patient']}/")
         folders.setdefault(edf.parent, []).append(edf)
-    for summary in root.rglob("chb*-summary.txt"):  # a folder whose files are all missing
+    for summary in find_paths(root, "chb*-summary.txt"):  # a folder whose files are all missing
         if _FOLDER.match(summary.parent.name):
             folders.setdefault(summary.parent, [])
     recordings: dict[str, Recording] = {}

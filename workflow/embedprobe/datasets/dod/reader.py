@@ -61,6 +61,7 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
 from embedprobe.datasets.sleep_edf.reader import trim_wake
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "dod"
 CLASSES = ("healthy", "osa")
@@ -133,7 +134,7 @@ def find_recordings(root: Path) -> list[Recording]:
                         fix="unzip dodh.zip and dodo.zip (Zenodo record 15900394) there, or "
                             "write a look-alike: python scripts/make_demo_data.py " + str(root))
     found: dict[str, Recording] = {}
-    for path in sorted(root.rglob("*.h5")):
+    for path in find_paths(root, "*.h5"):
         if _is_macos_metadata(path, root):
             continue
         rec = _recording(path)

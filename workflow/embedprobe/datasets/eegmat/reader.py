@@ -43,6 +43,7 @@ from embedprobe.datasets.edf import (
     read_edf_signals,
     require_channels,
 )
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "eegmat"
 SFREQ = 500.0
@@ -102,7 +103,7 @@ def find_recordings(root: Path) -> list[Recording]:
                 "Subject35_2.edf, subject-info.csv), or let the demo_data rule write a "
                 "look-alike")
     found: dict[str, Recording] = {}
-    for path in root.rglob("Subject*_*.edf"):
+    for path in find_paths(root, "Subject*_*.edf"):
         match = _NAME.match(path.name)
         if not match:
             continue  # not an EEGMAT file name
@@ -165,7 +166,7 @@ def read_events(rec: Recording) -> list[Event]:
 def subjects_table(root: Path) -> dict[str, float]:
     """Subject ("Subject00") -> age in years, from subject-info.csv."""
     root = Path(root)
-    found = sorted(root.rglob(SUBJECT_INFO)) if root.is_dir() else []
+    found = find_paths(root, SUBJECT_INFO) if root.is_dir() else []
     if not found:
         raise DataError(f"no {SUBJECT_INFO} under {root} (the subjects' ages)",
                         fix=f"put {SUBJECT_INFO} from PhysioNet's eegmat 1.0.0 in {root}")

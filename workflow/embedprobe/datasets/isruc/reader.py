@@ -29,7 +29,7 @@ scorers' consensus, as the reference suite takes it (kkontras/NeuroAtlas,
 extensions/datasets/dataio/isruc.py `_consensus_stages`): an epoch both scored the same keeps
 that stage, an epoch they disagree on is dropped (counted as unscored, "scorers disagree").
 A stage file shorter than the recording's whole epochs is refused; lines past the end are
-dropped and counted.
+cut, with a `warning:` naming the recording's file (base.count_cut).
 
 The recording-level label (`CLASSES`, `recording_label`) is the reference's `diagnosis` label
 mode (adapters/isruc.py, DIAGNOSIS_TO_LABEL): the details table's diagnosis text grouped into
@@ -63,7 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, count_cut
 from embedprobe.datasets.edf import (
     ANNOTATIONS,
     EdfHeader,
@@ -73,6 +73,7 @@ from embedprobe.datasets.edf import (
 )
 from embedprobe.datasets.sleep_edf.reader import trim_wake
 from embedprobe.datasets.stage_files import read_stage_codes
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "isruc"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -182,7 +183,7 @@ def find_recordings(root: Path) -> list[Recording]:
                         fix="unpack the subgroupI/II/III archives of ISRUC-Sleep there, with "
                             "the Details_subgroup_*_Submission.xlsx tables")
     recordings: dict[str, Recording] = {}
-    for path in root.rglob("*.rec"):
+    for path in find_paths(root, "*.rec"):
         subgroup, number, night = _layout_of(root, path)
         stem = path.stem
         stage_files = (path.with_name(f"{stem}_1.txt"), path.with_name(f"{stem}_2.txt"))
@@ -325,7 +326,8 @@ def read_labels(
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """(starts: int64 sample of each kept 30 s epoch from the signal's start, labels: int64
     index into STAGES, sfreq) of the epochs both scorers gave one stage; `counts` gathers the
-    epochs left out (("unscored", "scorers disagree"), ("outside the recording", ""))."""
+    epochs left out (("unscored", "scorers disagree"), and the lines past the signal's end:
+    base.count_cut)."""
     _refuse_incomplete(rec)
     counts = Counter() if counts is None else counts
     header = read_edf_header(rec.rec)
@@ -334,9 +336,10 @@ def read_labels(
     epoch = round(EPOCH_SECONDS * sfreq)
     n_epochs = header.n_samples(labels[0]) // epoch
     first, second = (read_stage_file(p, n_epochs, rec) for p in rec.stage_files)
-    extra = max(len(first), len(second)) - n_epochs
-    if extra:
-        counts[("outside the recording", "")] += extra
+    longer, codes = max(zip(rec.stage_files, (first, second), strict=True),
+                        key=lambda pair: len(pair[1]))
+    count_cut(counts, rec.rec, longer, len(codes) - n_epochs,
+              header.n_samples(labels[0]) / sfreq, len(codes) * EPOCH_SECONDS, EPOCH_SECONDS)
     first, second = first[:n_epochs], second[:n_epochs]
     agree = first == second
     if not agree.all():

@@ -58,6 +58,7 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, span_within
 from embedprobe.datasets.mat import SubjectMat, channel_columns, file_key, loadmat, whosmat
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "nakanishi2015"
 READER_SETTINGS = ()
@@ -166,7 +167,7 @@ def find_recordings(root: Path) -> list[Recording]:
         raise DataError(f"Nakanishi 2015 folder {root} does not exist",
                         fix="put s1.mat ... s10.mat there (github.com/mnakanishi/12JFPM_SSVEP, "
                             "folder data/), or let the demo_data rule write a look-alike")
-    files = one_each(sorted(root.rglob("s*.mat")), _number)  # s1.mat and s01.mat: twice
+    files = one_each(find_paths(root, "s*.mat"), _number)  # s1.mat and s01.mat: twice
     recordings = []
     for number in sorted(files):
         blocks_of(files[number])

@@ -83,6 +83,7 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
 from embedprobe.datasets.sleep_edf.reader import trim_wake
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "physionet2018"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -196,7 +197,7 @@ def find_recordings(root: Path) -> list[Recording]:
                             "age-sex.csv), or write a look-alike: python "
                             f"scripts/make_demo_data.py {root}")
     found: dict[str, Recording] = {}
-    for header in sorted(root.rglob("*.hea")):
+    for header in find_paths(root, "*.hea"):
         name = header.stem
         if _TEST_NAME.match(name):
             continue
@@ -481,7 +482,7 @@ def subjects_table(root: Path) -> dict[str, float]:
     import pandas as pd
 
     root = Path(root)
-    found = sorted(root.rglob(SUBJECTS_TABLE)) if root.is_dir() else []
+    found = find_paths(root, SUBJECTS_TABLE) if root.is_dir() else []
     if not found:
         raise DataError(f"no {SUBJECTS_TABLE} under {root} (the records' ages)",
                         fix=f"put {SUBJECTS_TABLE} from PhysioNet's challenge-2018 1.0.0 in "

@@ -38,6 +38,7 @@ from pathlib import Path
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "physionet_mi"
 READER_SETTINGS = ("runs",)  # dataset entry keys passed to find_recordings
@@ -127,7 +128,7 @@ def find_recordings(root: Path, runs: Sequence[int] = IMAGERY_RUNS) -> list[Reco
                 "the demo_data rule write a look-alike",
         )
     found: dict[str, Recording] = {}
-    for path in root.rglob("S*R*.edf"):
+    for path in find_paths(root, "S*R*.edf"):
         match = _NAME.match(path.name)
         if not match:
             continue  # not an eegmmidb run name (the folder may hold other files)

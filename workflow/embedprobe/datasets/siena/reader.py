@@ -19,7 +19,11 @@ seizure belonging to the last file named; a note in parentheses after a time; tw
 one line (PN10: a clinical and an electric onset; "oppure", Italian for "or", between two ends):
 the seizure then covers both (earliest start, latest end); file names with the letter O for a
 zero (PNO6-1.edf) or without the file number where the patient has one file (PN01.edf,
-PN11-.edf).
+PN11-.edf; with that file absent, the name is its -1: PN01-1.edf, PhysioNet's name).
+
+A file the list names that is not there is an incomplete recording (`problem`, naming it): the
+index leaves it out with a `warning:` and runs on the others; `strict: true` refuses the
+dataset instead (registry.partial_allowed).
 
 Onsets count from the EDF header's start time (the first sample), not the list's registration
 time (they disagree for a few files): onset = seizure clock time - header clock time, modulo
@@ -40,6 +44,7 @@ from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import ANNOTATIONS, EdfHeader, read_edf_header, read_edf_signals
 from embedprobe.datasets.listed import ListedRecording
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "siena"
 SEIZURE = "seizure"
@@ -106,8 +111,10 @@ def _resolve_name(name: str, patient: str, patient_files: set[str]) -> str | Non
     name = name[:2].upper() + name[2:]
     if _FILE.match(name):
         return name if name.startswith(patient + "-") else None
-    if re.fullmatch(rf"{patient}-?\.edf", name, re.IGNORECASE) and len(patient_files) == 1:
-        return next(iter(patient_files))  # the number left out: the patient's only file
+    if re.fullmatch(rf"{patient}-?\.edf", name, re.IGNORECASE) and len(patient_files) <= 1:
+        # the number left out: the patient's only file; where it is absent, the only file such
+        # a list names is its -1 (PN01-1.edf, PN11-1.edf), so it is reported missing by name
+        return next(iter(patient_files), f"{patient}-1.edf")
     return None
 
 
@@ -158,7 +165,7 @@ def find_recordings(root: Path) -> list[Recording]:
                         fix="download Siena Scalp EEG (physionet.org/content/siena-scalp-eeg) "
                             "there, or write the look-alike (the demo_data rule)")
     folders: dict[Path, set[str]] = {}
-    for edf in root.rglob("*.edf"):
+    for edf in find_paths(root, "*.edf"):
         match = _FILE.match(edf.name)
         if not match:
             raise DataError(f"{edf}: not a Siena file name", fix=_FIX_NAME)
@@ -166,7 +173,7 @@ def find_recordings(root: Path) -> list[Recording]:
             raise DataError(f"{edf}: a {match['patient']} file in folder {edf.parent.name}",
                             fix=f"move it to {match['patient']}/")
         folders.setdefault(edf.parent, set()).add(edf.name)
-    for listing in root.rglob("Seizures-list-*.txt"):  # a folder whose files are all missing
+    for listing in find_paths(root, "Seizures-list-*.txt"):  # a folder whose files are all missing
         if _FOLDER.match(listing.parent.name):
             folders.setdefault(listing.parent, set())
     recordings: dict[str, Recording] = {}

@@ -8,7 +8,10 @@ name shares its first 6 characters (the scorer letters after them differ). Subje
 Labels follow the usual convention of the Sleep-EDF literature (Supratak et al. 2017,
 braindecode's SleepPhysionet): R&K stages 3 and 4 merge into N3; "Sleep stage ?" and
 "Movement time" are dropped; each hypnogram run is cut into 30 s epochs, and epochs that run
-past the end of the signal are dropped. The cassette files hold up to 20 h of wake around the
+past the end of the signal are cut, each PSG so cut named in a `warning:` (a PSG shorter than
+its hypnogram: SC4001E0 cut to its first 300 s keeps 10 epochs, its 24 h hypnogram's other
+2,640 scored epochs are cut; the index warns too of a night whose hypnogram holds no scored
+stage, which it leaves out). The cassette files hold up to 20 h of wake around the
 night, so by default only the epochs from 30 min before the first sleep epoch to 30 min after
 the last one are kept (`trim_wake_minutes`; None keeps every scored epoch).
 
@@ -28,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, count_cut
 from embedprobe.datasets.edf import read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "sleep_edf"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -111,7 +115,7 @@ def find_recordings(root: Path) -> list[Recording]:
             "python scripts/make_demo_data.py " + str(root),
         )
     hypnograms: dict[str, Path] = {}
-    for path in sorted(root.rglob("*-Hypnogram.edf")):
+    for path in find_paths(root, "*-Hypnogram.edf"):
         key = path.name[:6]
         if key in hypnograms:
             raise DataError(
@@ -120,7 +124,7 @@ def find_recordings(root: Path) -> list[Recording]:
             )
         hypnograms[key] = path
     recordings: dict[str, Recording] = {}
-    for psg in root.rglob("*-PSG.edf"):
+    for psg in find_paths(root, "*-PSG.edf"):
         stem = psg.name.removesuffix("-PSG.edf")
         match = _NAME.match(stem)
         if not match:
@@ -195,11 +199,13 @@ def epochs_from_annotations(
     sfreq: float,
     n_samples: int,
     counts: Counter | None = None,
+    signal: Path | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cut stage runs (onset s from PSG start, duration s) into 30 s epochs: (starts, labels).
 
     `counts`, when given, gathers what was left out: ("ignored", text) and ("unscored", text)
-    annotations, and ("past the end", "") epochs beyond the signal."""
+    annotations, ("outside the recording", "") epochs before the signal's start, and the
+    epochs past its end (a PSG cut short), which name `signal` (base.count_cut)."""
     epoch = round(EPOCH_SECONDS * sfreq)
     starts, labels = [], []
     counts = Counter() if counts is None else counts
@@ -224,9 +230,13 @@ def epochs_from_annotations(
             f"{source}: stage annotations overlap",
             fix="each 30 s epoch must have one stage; correct the hypnogram",
         )
-    inside = (starts_all >= 0) & (starts_all + epoch <= n_samples)
-    if not inside.all():
-        counts[("outside the recording", "")] += int((~inside).sum())
+    before, past = starts_all < 0, starts_all + epoch > n_samples
+    if before.any():
+        counts[("outside the recording", "")] += int(before.sum())
+    if past.any():
+        count_cut(counts, signal or source, source, int(past.sum()), n_samples / sfreq,
+                  (starts_all[past][-1] + epoch) / sfreq, EPOCH_SECONDS)
+    inside = ~before & ~past
     return starts_all[inside], labels_all[inside]
 
 
@@ -257,6 +267,7 @@ def _labels(rec: Recording, trim_wake_minutes: float | None, channels: Sequence[
         sfreq,
         header.n_samples(channels[0]),
         counts,
+        rec.psg,
     )
     starts, labels = trim_wake(starts, labels, sfreq, trim_wake_minutes)
     return header, sfreq, starts, labels
@@ -308,7 +319,7 @@ def read_events(rec: Recording) -> list[Event]:
 def subjects_table(root: Path) -> dict[str, float]:
     """Subject id ("SC00") -> age in years, from SC-subjects.xls as PhysioNet ships it."""
     root = Path(root)
-    found = sorted(root.rglob(SUBJECTS_TABLE)) if root.is_dir() else []
+    found = find_paths(root, SUBJECTS_TABLE) if root.is_dir() else []
     if not found:
         raise DataError(
             f"no {SUBJECTS_TABLE} under {root} (ages of the cassette subjects)",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from embedprobe.core.errors import UsageError
+from embedprobe.datasets.walk import find_paths
 
 MANIFEST = "MANIFEST.tsv"
 
@@ -22,7 +23,7 @@ def start_rewrite(root: Path, ours: Iterable[str], pattern: str, kind: str,
     (root / MANIFEST).unlink(missing_ok=True)
     key = key or (lambda f: f.relative_to(root).as_posix())
     ours = set(ours)
-    others = sorted(key(f) for f in root.rglob(pattern) if key(f) not in ours) \
+    others = sorted(key(f) for f in find_paths(root, pattern) if key(f) not in ours) \
         if root.is_dir() else []
     if others:
         raise UsageError(f"{root} holds {len(others)} {kind} files this look-alike would not "

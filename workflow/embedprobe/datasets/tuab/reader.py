@@ -44,6 +44,7 @@ from pathlib import Path
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "tuab"
 # The corpus's files come at several rates (250, 256, ... Hz); each recording is read and
@@ -123,7 +124,7 @@ def find_recordings(root: Path) -> list[Recording]:
     name not in the pattern, a recording there twice or a subject in both splits is refused."""
     folder = edf_folder(root)
     recordings: dict[str, Recording] = {}
-    for path in sorted(folder.rglob("*.edf")):
+    for path in find_paths(folder, "*.edf"):
         rec = _recording(path, folder)
         if rec.recording in recordings:
             raise DataError(f"recording {rec.recording} is there twice: "

@@ -26,7 +26,8 @@ Stage codes (the reference's UCDDB_STAGE_MAP and other public readers): 0 Wake, 
 artifact and indeterminate epochs are left out (counted as ("unscored", "artifact") and
 ("unscored", "indeterminate")); any other code is refused. A stage file that covers less of
 the recording than its whole 30 s epochs is refused (the scoring would end early, or belong
-to another night); lines past the signal's end are dropped and counted.
+to another night); lines past the signal's end are cut, with a `warning:` naming the
+recording's file (base.count_cut).
 
 The event list (its columns as the reference and other public readers of the real files read
 them: three header lines, then one fixed-width row per event):
@@ -68,11 +69,12 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, count_cut
 from embedprobe.datasets.edf import ANNOTATIONS, EdfHeader, read_edf_header, require_channels
 from embedprobe.datasets.isruc.reader import _read as read_rec_signals
 from embedprobe.datasets.sleep_edf.reader import trim_wake
 from embedprobe.datasets.stage_files import read_stage_codes
+from embedprobe.datasets.walk import find_paths
 
 FORMAT = "ucddb"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -183,7 +185,7 @@ def find_recordings(root: Path) -> list[Recording]:
                         fix="download PhysioNet's ucddb 1.0.0 there (ucddbNNN.rec, "
                             "_stage.txt, _respevt.txt, SubjectDetails.xls)")
     recordings: dict[str, Recording] = {}
-    for path in sorted(root.rglob("*.rec")):
+    for path in find_paths(root, "*.rec"):
         if not _NAME.match(path.name):
             raise DataError(f"{path}: not a UCDDB recording name",
                             fix="keep PhysioNet's names: ucddbNNN.rec (NNN: three digits)")
@@ -248,7 +250,8 @@ def read_labels(
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """(starts: int64 sample of each kept 30 s epoch from the signal's start, labels: int64
     index into STAGES, sfreq); `counts` gathers the epochs left out (("unscored",
-    "artifact"), ("unscored", "indeterminate"), ("outside the recording", ""))."""
+    "artifact"), ("unscored", "indeterminate")), and the codes past the signal's end, a
+    `warning:` of the index (base.count_cut)."""
     _refuse_incomplete(rec)
     counts = Counter() if counts is None else counts
     header = read_edf_header(rec.rec)
@@ -256,8 +259,8 @@ def read_labels(
     epoch = round(EPOCH_SECONDS * sfreq)
     n_epochs = header.n_samples(channels[0]) // epoch
     codes = read_stage_file(rec.stage_file, n_epochs, rec)
-    if len(codes) > n_epochs:
-        counts[("outside the recording", "")] += len(codes) - n_epochs
+    count_cut(counts, rec.rec, rec.stage_file, len(codes) - n_epochs,
+              header.n_samples(channels[0]) / sfreq, len(codes) * EPOCH_SECONDS, EPOCH_SECONDS)
     codes = codes[:n_epochs]
     for code, text in UNSCORED_CODE.items():
         if (codes == code).any():
@@ -331,7 +334,7 @@ def read_events(rec: Recording) -> list[Event]:
 
 
 def _table_path(root: Path) -> Path:
-    found = sorted(root.rglob(SUBJECTS_TABLE)) if root.is_dir() else []
+    found = find_paths(root, SUBJECTS_TABLE) if root.is_dir() else []
     if not found:
         raise DataError(f"no {SUBJECTS_TABLE} under {root} (the subjects' ages)",
                         fix=f"put {SUBJECTS_TABLE} from PhysioNet's ucddb in {root}")
