@@ -6,14 +6,16 @@ RNG or scikit-learn call written out."""
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from embedprobe.core.errors import UsageError
 from embedprobe.probing.folds import (
+    age_stratified_plan,
     ascending,
     chunk_plan,
     fold_split,
     loso_plan,
+    per_stratum_plan,
     stratified_plan,
     subject_groups,
 )
@@ -135,3 +137,91 @@ def test_a_class_smaller_than_the_folds_falls_back_to_kfold():
     plan = stratified_plan({p: p == "P03" for p in ids}, 5, 42)
     rest, test = list(KFold(5, shuffle=True, random_state=42).split(ids))[0]
     assert plan.members(0, "test") == sorted(ids[test])
+
+
+# --- brain age: the reference's age-stratified subject folds -----------------------------------
+def reference_age_folds(ages: dict, n_folds=5, seed=42):
+    """precomputed_embeddings._stratified_subject_splits written out: ids sorted as strings,
+    bins np.digitize - 1, StratifiedKFold where each present bin fills the splits (else KFold),
+    test split k, validation split k+1 of the same splitter over the rest."""
+    def splitter(labels, n):
+        if min(np.unique(labels, return_counts=True)[1]) >= n:
+            return StratifiedKFold(n, shuffle=True, random_state=seed)
+        return KFold(n, shuffle=True, random_state=seed)
+
+    ids = sorted(ages)
+    bins = np.digitize([ages[s] for s in ids], [0, 35, 50, 65, 80, 200]) - 1
+    folds = []
+    for k in range(n_folds):
+        kept, test = list(splitter(bins, n_folds).split(ids, bins))[k]
+        _, val = list(splitter(bins[kept], n_folds).split(kept, bins[kept]))[(k + 1) % n_folds]
+        folds.append(({ids[kept[i]] for i in val}, {ids[i] for i in test}))
+    return folds
+
+
+def test_brain_age_folds_are_the_references_age_stratified_draw():
+    rng = np.random.default_rng(3)
+    # 30 cassette-like subjects in four bins (the real SC table's bins: 20, 0, 22, 20, 16)
+    ages = {f"SC{i:02d}": float(a) for i, a in enumerate(
+        np.concatenate([rng.uniform(25, 34, 8), rng.uniform(50, 64, 8),
+                        rng.uniform(65, 79, 8), rng.uniform(80, 101, 6)]))}
+    plan = age_stratified_plan(ages, 5, 42, (0, 35, 50, 65, 80, 200))
+    for k, (val, test) in enumerate(reference_age_folds(ages)):
+        assert set(plan.members(k, "test")) == test
+        assert set(plan.members(k, "val")) == val
+    assert sorted(s for k in range(5) for s in plan.members(k, "test")) == sorted(ages)
+
+
+def test_brain_age_folds_fall_back_to_kfold_where_a_bin_is_short():
+    # one subject over 80: the reference's shared rule (make_subject_kfold) drops to KFold
+    ages = {f"SC{i:02d}": a for i, a in enumerate([26, 28, 30, 31, 33, 52, 55, 58, 60, 62,
+                                                   66, 70, 72, 75, 77, 90])}
+    plan = age_stratified_plan(ages, 5, 42, (0, 35, 50, 65, 80, 200))
+    for k, (val, test) in enumerate(reference_age_folds(ages)):
+        assert (set(plan.members(k, "val")), set(plan.members(k, "test"))) == (val, test)
+    with pytest.raises(UsageError, match="fix|subject"):
+        age_stratified_plan({"SC00": 30.0, "SC01": 40.0}, 5, 42, (0, 35, 50, 65, 80, 200))
+
+
+# --- ISRUC: each subgroup drawn on its own ------------------------------------------------------
+def reference_isruc_groups(subgroups: dict, classes: dict, n_folds=5, seed=42):
+    """adapters/isruc._patient_splits written out over the reference's zero-padded ids
+    ("I_002"): per subgroup, ids sorted as strings, StratifiedKFold on the diagnosis where
+    there are two classes or more and each has n_folds subjects, else a fresh RandomState."""
+    groups = {}
+    for members in subgroups.values():
+        members = sorted(members)
+        labels = [classes.get(m, "unknown") for m in members]
+        _, counts = np.unique(labels, return_counts=True)
+        if len(counts) > 1 and counts.min() >= n_folds:
+            tests = [t for _, t in StratifiedKFold(n_folds, shuffle=True, random_state=seed)
+                     .split(members, labels)]
+        else:
+            order = np.arange(len(members))
+            np.random.RandomState(seed).shuffle(order)
+            tests = np.array_split(order, n_folds)
+        groups.update({members[i]: k for k, t in enumerate(tests) for i in t})
+    return groups
+
+
+def test_isruc_folds_are_the_references_per_subgroup_draw():
+    # subgroup I: 12 subjects, osa 6 and plms 6 (stratified); II: 4; III: 7 healthy
+    ours = {"I": [f"I-{n}" for n in range(1, 13)], "II": [f"II-{n}" for n in range(1, 5)],
+            "III": [f"III-{n}" for n in range(1, 8)]}
+    theirs = {g: [f"{g}_{int(s.split('-')[1]):03d}" for s in ids] for g, ids in ours.items()}
+    diag = {**{f"I-{n}": "osa" if n % 2 else "plms" for n in range(1, 13)},
+            **{f"II-{n}": "osa" for n in range(1, 5)},
+            **{f"III-{n}": "healthy" for n in range(1, 8)}}
+    to_theirs = {o: t for g in ours for o, t in zip(ours[g], theirs[g], strict=True)}
+    expected = reference_isruc_groups(theirs, {to_theirs[s]: c for s, c in diag.items()})
+    subjects = [s for ids in ours.values() for s in ids]
+    plan = per_stratum_plan(subjects, 5, 42, "^(I+)-", diag)
+    for k in range(5):
+        assert {to_theirs[s] for s in plan.members(k, "test")} == {
+            t for t, g in expected.items() if g == k}
+        assert {to_theirs[s] for s in plan.members(k, "val")} == {
+            t for t, g in expected.items() if g == (k + 1) % 5}
+    # a fresh generator per subgroup: not the shared one of the generic chunks
+    shared = chunk_plan(subjects, 5, 42, "^(I+)-")
+    assert [shared.members(k, "test") for k in range(5)] != [
+        plan.members(k, "test") for k in range(5)]

@@ -1,10 +1,12 @@
 """The probes: the fast sleep-staging probe gives the reference protocol's answer; brain age."""
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
 from embedprobe.core.errors import DataError, UsageError
@@ -15,7 +17,7 @@ from embedprobe.probing.ridge import (
     ALPHA_GRID,
     age_bin_of,
     fit_age_fold,
-    stratified_folds,
+    inner_splits,
 )
 from embedprobe.probing.softmax import SoftmaxObjective, covariance_eigen, fit_softmax
 from embedprobe.probing.standardize import Standardizer
@@ -232,16 +234,71 @@ def test_age_fold_tells_progress_each_alpha_and_its_inner_mae():
     assert [(d, t) for d, t, _ in seen] == [(k, len(ALPHA_GRID)) for k in range(1, 9)]
     assert [m for _, _, m in seen] == [f"alpha={a:g}: inner MAE {inner[a]:.2f} years"
                                        for a in ALPHA_GRID]
-    # alpha by alpha, each over the same inner folds: the mean MAE of one alpha by hand
-    strata = age_bin_of(ages[:60])
-    by_hand = []
-    for test in stratified_folds(strata, 4, seed=42):
-        train = np.setdiff1d(np.arange(60), test)
-        scaler = StandardScaler().fit(X[train].astype(np.float64))
-        model = Ridge(alpha=5.0).fit(scaler.transform(X[train].astype(np.float64)), ages[train])
-        predicted = model.predict(scaler.transform(X[test].astype(np.float64)))
-        by_hand.append(np.mean(np.abs(predicted - ages[test])))
-    assert inner[5.0] == pytest.approx(np.mean(by_hand), rel=1e-12)
+
+
+REFERENCE_BINS = [0, 35, 50, 65, 80, 200]
+
+
+def reference_nested_cv(X, ages, grid=ALPHA_GRID):
+    """The reference's nested CV written out with scikit-learn: StratifiedKFold(4, shuffle,
+    43) on np.digitize(age, bins) - 1 (KFold where it raises), lowest mean inner MAE (first in
+    grid order), StandardScaler + Ridge refitted on every subject."""
+    bins = np.digitize(ages, REFERENCE_BINS) - 1
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            splits = list(StratifiedKFold(4, shuffle=True, random_state=43)
+                          .split(np.arange(len(ages)), bins))
+    except ValueError:
+        splits = list(KFold(4, shuffle=True, random_state=43).split(np.arange(len(ages))))
+    inner = {}
+    for alpha in grid:
+        errors = []
+        for train, test in splits:
+            scaler = StandardScaler().fit(X[train])
+            model = Ridge(alpha=alpha).fit(scaler.transform(X[train]), ages[train])
+            errors.append(np.mean(np.abs(model.predict(scaler.transform(X[test])) - ages[test])))
+        inner[alpha] = float(np.mean(errors))
+    best = min(grid, key=lambda a: inner[a])
+    return best, inner, splits
+
+
+def test_age_fold_is_the_references_nested_cv():
+    X, ages = subjects_with_age_signal(n=80)
+    X = X.astype(np.float64)
+    fold = fit_age_fold(X[:60], ages[:60], X[60:], ages[60:])
+    best, inner, _ = reference_nested_cv(X[:60], ages[:60])
+    assert fold["alpha"] == best
+    assert fold["inner_mae_by_alpha"] == pytest.approx(inner, rel=1e-10)
+    scaler = StandardScaler().fit(X[:60])
+    model = Ridge(alpha=best).fit(scaler.transform(X[:60]), ages[:60])
+    assert fold["predictions"] == pytest.approx(model.predict(scaler.transform(X[60:])),
+                                                rel=1e-10)
+
+
+def test_inner_splits_are_the_references_draw():
+    # 22 subjects, one bin with 2: scikit-learn only warns, so the draw stays stratified
+    ages = np.array([25, 30, 31, 33, 34, 45, 47, 52, 55, 58, 60, 61, 63, 66, 70, 72, 74, 77,
+                     79, 82, 90, 28], dtype=float)
+    bins = np.digitize(ages, REFERENCE_BINS) - 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        expected = list(StratifiedKFold(4, shuffle=True, random_state=43)
+                        .split(np.arange(22), bins))
+    got = inner_splits(ages)
+    assert [t.tolist() for _, t in got] == [t.tolist() for _, t in expected]
+    unstratified = list(KFold(4, shuffle=True, random_state=43).split(np.arange(22)))
+    assert [t.tolist() for _, t in got] != [t.tolist() for _, t in unstratified]
+    # every bin below 4 subjects: scikit-learn refuses, the reference falls back to KFold
+    few = np.array([25, 30, 40, 55, 70, 85], dtype=float)
+    expected = list(KFold(4, shuffle=True, random_state=43).split(np.arange(6)))
+    assert [t.tolist() for _, t in inner_splits(few)] == [t.tolist() for _, t in expected]
+
+
+def test_age_fold_ties_go_to_the_first_alpha_of_the_grid():
+    X, ages = subjects_with_age_signal(n=40)
+    fold = fit_age_fold(X[:30], ages[:30], X[30:], ages[30:], alpha_grid=(5, 5.0, 1))
+    assert list(fold["inner_mae_by_alpha"]) == [5.0, 1.0]  # a repeated alpha is fitted once
 
 
 def test_age_fold_on_noise_does_not_beat_the_mean_by_much():
@@ -251,17 +308,9 @@ def test_age_fold_on_noise_does_not_beat_the_mean_by_much():
     assert fold["metrics"]["mae"] > 0.85 * fold["baseline_mae"]
 
 
-def test_folds_respect_the_age_bins():
-    ages = np.array([20] * 9 + [40] * 7 + [55] * 3 + [70] * 12 + [85] * 2, dtype=float)
-    strata = age_bin_of(ages, AGE_BINS)
-    assert strata.tolist() == [0] * 9 + [1] * 7 + [2] * 3 + [3] * 12 + [4] * 2
-    folds = stratified_folds(strata, 4, seed=42)
-    assert sorted(np.concatenate(folds).tolist()) == list(range(len(ages)))
-    for stratum, size in enumerate([9, 7, 3, 12, 2]):
-        per_fold = [int(np.sum(strata[f] == stratum)) for f in folds]
-        assert sum(per_fold) == size
-        assert max(per_fold) - min(per_fold) <= 1, (stratum, per_fold)
-    assert max(map(len, folds)) - min(map(len, folds)) <= 1
+def test_age_bins_are_the_references_digitize():
+    ages = np.array([20, 34.9, 35, 49, 50, 64.5, 65, 79, 80, 101], dtype=float)
+    assert age_bin_of(ages, AGE_BINS).tolist() == (np.digitize(ages, REFERENCE_BINS) - 1).tolist()
 
 
 def test_ages_outside_the_bins_are_refused():

@@ -46,6 +46,7 @@ from embedprobe.pipeline.device import embed_device
 from embedprobe.pipeline.index import read_index
 from embedprobe.pipeline.protocol import preprocessing
 from embedprobe.pipeline.window_source import largest_part, part_spans
+from embedprobe.tasks.base import fold_entry
 from embedprobe.tasks.registry import task_for
 
 FLOAT64 = 8
@@ -252,7 +253,7 @@ def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str,
             fold_estimate = partial(
                 probe_estimate, config, task_for(bench["task"]), bench, sized.table, fold,
                 calibration=sized.calibration, limit=sized.limit, margin=sized.margin,
-                partitions=sized.partitions, entry=lookup(config, "datasets", dataset))
+                partitions=sized.partitions, entry=fold_entry(config, roots, dataset))
             jobs[job_key(benchmark, fold)] = fold_estimate(dim=sized.check.feature_dim)
             offer_pooled(jobs[job_key(benchmark, fold)][0], sized.check, model, fold_estimate)
     except UsageError as exc:

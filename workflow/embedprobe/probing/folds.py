@@ -17,6 +17,12 @@ same folds:
   training units. Plain `KFold` where the smallest class has fewer members than folds
   (`registry/splits.make_subject_kfold`); the paper's recording-level Siena split used
   `StratifiedKFold` regardless (`paper_stratified`).
+- per stratum (ISRUC's `adapters/isruc._patient_splits`, a dataset's `fold_draw: per_stratum`):
+  each stratum split on its own, `StratifiedKFold` on the subjects' class where every class has
+  at least `folds` subjects, else chunks of a fresh `RandomState(seed)` per stratum.
+- age-stratified (brain age: `adapters/precomputed_embeddings._stratified_subject_splits`):
+  the aged subjects sorted, `StratifiedKFold` on their age bin picks the test fold, the same
+  splitter over the rest picks validation fold k+1.
 - a manifest (`registry/fold_manifest`): `explicit` (each fold's train/val/test lists) or
   `partition` (each fold's test list; validation the next fold's, train the rest), read from JSON.
 """
@@ -116,6 +122,69 @@ def subject_groups(subjects, n_folds: int = 5, seed: int = 42,
         for chunk, indices in enumerate(np.array_split(order, n_folds)):
             groups.update({members[i]: chunk for i in indices})
     return groups
+
+
+def per_stratum_plan(subjects, n_folds: int, seed: int, strata_pattern: str,
+                     classes: dict[str, str] | None = None) -> FoldPlan:
+    """ISRUC's rule (`adapters/isruc._patient_splits`): each stratum (subgroup) is split on its
+    own, its subjects in ascending order: `StratifiedKFold(n_folds, shuffle=True,
+    random_state=seed)` on the subjects' class where the stratum holds two classes or more and
+    each has at least n_folds subjects, else a fresh `RandomState(seed)` shuffle cut into
+    n_folds chunks. Fold k tests split k and validates on split k+1 of every stratum. A subject
+    missing from `classes` counts as class "unknown", as the reference's does."""
+    from sklearn.model_selection import StratifiedKFold
+
+    unique = distinct(subjects)
+    require_units(len(unique), n_folds, "subjects")
+    classes = classes or {}
+    strata = subject_strata(unique, strata_pattern)
+    groups: dict[str, int] = {}
+    for name in sorted(set(strata.values())):
+        # ascending ids: the reference's zero-padded ids ("I_002" < "I_010") sort as strings
+        # in the order ours ("I-2" < "I-10") sort by number
+        members = [s for s in unique if strata[s] == name]
+        labels = [classes.get(s, "unknown") for s in members]
+        counts = Counter(labels)
+        if len(counts) > 1 and min(counts.values()) >= n_folds:
+            splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+            tests = [test for _, test in splitter.split(np.zeros(len(members)), labels)]
+        else:
+            order = np.arange(len(members))
+            np.random.RandomState(seed).shuffle(order)  # a fresh generator per stratum
+            tests = np.array_split(order, n_folds)
+        groups.update({members[i]: chunk for chunk, test in enumerate(tests) for i in test})
+    rule = (f"{n_folds} subject folds per stratum of {strata_pattern!r} (StratifiedKFold on "
+            f"the class where it can, else RandomState({seed}) chunks)")
+    return plan_from_groups(groups, n_folds, rule)
+
+
+def age_stratified_plan(ages: dict[str, float], n_folds: int, seed: int,
+                        age_bins) -> FoldPlan:
+    """Brain age's own folds (the reference's `_stratified_subject_splits`, which its
+    `cohort_protocols` apply to Sleep-EDF's cassette subjects): the subjects with an age, sorted
+    as strings, labelled by age bin (`np.digitize(age, age_bins) - 1`); fold k tests split
+    k % n of an outer splitter and validates on split (k+1) % m of the same splitter run over
+    fold k's other subjects. Each splitter is `StratifiedKFold(shuffle=True,
+    random_state=seed)` where every bin present holds at least its n splits, else `KFold`
+    (`registry/splits.make_subject_kfold`); n (and m) is n_folds, capped at the subjects."""
+    ids = sorted(str(s) for s in ages)
+    if len(ids) < 3:  # one tests, one validates, one trains
+        raise UsageError(f"{len(ids)} subject(s) with an age cannot be cut into folds",
+                         fix="brain age needs the ages of at least 3 subjects (the dataset's "
+                             "subjects table)")
+    bins = np.digitize([float(ages[s]) for s in ids], np.asarray(age_bins, float)) - 1
+    outer = max(2, min(n_folds, len(ids)))
+    parts = []
+    for k in range(n_folds):
+        kept, test = nth_split(len(ids), bins, outer, k % outer, seed, always_stratify=False)
+        inner = max(2, min(n_folds, len(kept)))
+        _, val = nth_split(len(kept), bins[kept], inner, (k + 1) % inner, seed,
+                           always_stratify=False)
+        role = {ids[i]: "test" for i in test} | {ids[kept[i]]: "val" for i in val}
+        parts.append({s: role.get(s, "train") for s in ids})
+    rule = (f"{n_folds} subject folds stratified on age bins {list(age_bins)} "
+            f"(StratifiedKFold, seed {seed})")
+    return FoldPlan(tuple(parts), "subject", rule)
 
 
 def chunk_plan(subjects, n_folds: int, seed: int, strata_pattern: str | None = None) -> FoldPlan:

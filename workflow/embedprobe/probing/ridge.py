@@ -1,11 +1,18 @@
 """The brain-age probe: StandardScaler + Ridge on one mean embedding per subject.
 
-Alpha from ALPHA_GRID by inner 4-fold CV (lowest mean MAE), outer 4-fold CV stratified on
-AGE_BINS gives an out-of-fold prediction for every subject; the scaler is fitted inside every
-training split.
+The reference's nested CV (`tasks/brain_age._run_ridge_nested_cv_subject` and
+`_inner_stratified_splits`): the outer fold's training subjects, in the order the caller gives
+(the reference's: its train subjects, then its validation subjects, each sorted), are split
+by `StratifiedKFold(4, shuffle=True, random_state=43)` on their age bin
+(`np.digitize(age, AGE_BINS) - 1`), or by `KFold(4, shuffle=True, random_state=43)` where
+scikit-learn refuses the bins (it does only when every bin holds fewer subjects than splits);
+alpha is the grid's lowest mean inner MAE (the first in grid order on a tie); the scaler and
+Ridge are refitted on all the outer-train subjects. The seed is the same in every outer fold.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -30,19 +37,25 @@ def age_bin_of(ages: np.ndarray, age_bins=AGE_BINS) -> np.ndarray:
     return np.searchsorted(edges, ages, side="right") - 1
 
 
-def stratified_folds(strata: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
-    """Test indices of n_folds folds; every stratum is dealt round-robin after a shuffle, so each
-    fold holds floor or ceil of its share of every stratum (also for strata smaller than n_folds).
-    """
-    rng = np.random.default_rng(seed)
-    fold_of = np.empty(len(strata), dtype=np.int64)
-    offset = 0
-    for stratum in np.unique(strata):
-        members = rng.permutation(np.flatnonzero(strata == stratum))
-        # Continue the deal where the last stratum stopped, so fold sizes stay balanced too.
-        fold_of[members] = (offset + np.arange(len(members))) % n_folds
-        offset += len(members)
-    return [np.flatnonzero(fold_of == k) for k in range(n_folds)]
+INNER_FOLDS = 4
+INNER_SEED = 43  # the reference task config's nested_cv_seed, the same for every outer fold
+
+
+def inner_splits(ages: np.ndarray, n_splits: int = INNER_FOLDS, seed: int = INNER_SEED,
+                 age_bins=AGE_BINS) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, validation) positions of the inner CV: StratifiedKFold on the age bins, KFold
+    where scikit-learn raises ValueError for them (every bin smaller than n_splits)."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    bins = age_bin_of(np.asarray(ages, dtype=np.float64), age_bins)
+    positions = np.arange(len(bins))
+    try:
+        with warnings.catch_warnings():  # "the least populated class has only 1 member"
+            warnings.simplefilter("ignore", UserWarning)
+            return list(StratifiedKFold(n_splits, shuffle=True, random_state=seed)
+                        .split(positions, bins))
+    except ValueError:
+        return list(KFold(n_splits, shuffle=True, random_state=seed).split(positions))
 
 
 def _ridge_predict(X_train, y_train, X_test, alpha: float) -> np.ndarray:
@@ -50,16 +63,15 @@ def _ridge_predict(X_train, y_train, X_test, alpha: float) -> np.ndarray:
     from sklearn.preprocessing import StandardScaler
 
     scaler = StandardScaler().fit(X_train)
-    model = Ridge(alpha=alpha).fit(scaler.transform(X_train), y_train)
+    model = Ridge(alpha=max(alpha, 1e-10)).fit(scaler.transform(X_train), y_train)
     return model.predict(scaler.transform(X_test))
 
 
-def _choose_alpha(X, ages, strata, alpha_grid, n_folds, seed,
-                  progress: Progress = None) -> tuple[float, dict]:
-    """Alpha with the lowest mean MAE over an inner stratified n_folds CV; `progress` is told
-    after each alpha's inner folds."""
-    folds = stratified_folds(strata, n_folds, seed)
-    splits = [(np.setdiff1d(np.arange(len(ages)), test), test) for test in folds]
+def _choose_alpha(X, ages, alpha_grid, n_folds, seed, progress: Progress = None,
+                  age_bins=AGE_BINS) -> tuple[float, dict]:
+    """Alpha with the lowest mean MAE over the inner CV (ties: the first in grid order);
+    `progress` is told after each alpha's inner folds."""
+    splits = inner_splits(ages, n_folds, seed, age_bins)
     alphas = list(dict.fromkeys(float(a) for a in alpha_grid))
     fits = FitCounter(progress, len(alphas))
     mean_error = {}
@@ -78,13 +90,13 @@ def fit_age_fold(
     ages_test,
     alpha_grid=ALPHA_GRID,
     age_bins=AGE_BINS,
-    n_inner: int = 4,
-    seed: int = 42,
+    n_inner: int = INNER_FOLDS,
+    seed: int = INNER_SEED,
     progress: Progress = None,
 ) -> dict:
-    """One outer fold of brain age: alpha by inner stratified CV on the training subjects
-    (mean embeddings), refit on all of them, score the test subjects in years. `progress` is
-    told after each alpha of the grid."""
+    """One outer fold of brain age: alpha by the inner CV on the training subjects (mean
+    embeddings, in the reference's order: they fix the inner draw), refit on all of them, score
+    the test subjects in years. `progress` is told after each alpha of the grid."""
     X_train = np.asarray(X_train, dtype=np.float64)
     ages_train = np.asarray(ages_train, dtype=np.float64)
     ages_test = np.asarray(ages_test, dtype=np.float64)
@@ -94,10 +106,10 @@ def fit_age_fold(
             f"fold; got {len(ages_train)} and {len(ages_test)}",
             fix="use a dataset with more subjects with known ages, or fewer folds",
         )
-    strata = age_bin_of(ages_train, age_bins)
+    age_bin_of(ages_train, age_bins)
     age_bin_of(ages_test, age_bins)  # a test age outside the bins is bad data too
-    alpha, inner = _choose_alpha(X_train, ages_train, strata, alpha_grid, n_inner, seed,
-                                 progress)
+    alpha, inner = _choose_alpha(X_train, ages_train, alpha_grid, n_inner, seed, progress,
+                                 age_bins)
     predictions = _ridge_predict(X_train, ages_train, np.asarray(X_test, np.float64), alpha)
     scores = (
         regression_scores(ages_test, predictions)

@@ -46,10 +46,33 @@ class FoldJob:
 
 def job_folds(task: Task, job: FoldJob):
     """The folds (probing.folds.FoldPlan) a probe job cuts: planned over its whole window table
-    with its dataset's settings (fold_manifest, fold_strata, split), whatever `job.groups` was
-    planned over. A dataset the config does not list has no settings: the task's rule."""
-    entry = job.config.get("datasets", {}).get(job.dataset, {})
-    return task.fold_groups(job.store.windows, job.bench, entry)
+    with its dataset's settings (fold_manifest, fold_strata, fold_draw, split), whatever
+    `job.groups` was planned over. A dataset the config does not list has no settings: the
+    task's rule."""
+    return task.fold_groups(job.store.windows, job.bench,
+                            fold_entry(job.config, job.roots, job.dataset))
+
+
+def fold_entry(config: dict, roots: dict, dataset: str) -> dict:
+    """The dataset's config entry as the fold rules read it: with `fold_draw: per_stratum`,
+    plus `subject_classes`, each subject's class by the reader (its first recording's; a
+    recording the reader cannot class counts as "unknown", as the reference's does)."""
+    entry = dict(config.get("datasets", {}).get(dataset, {}))
+    if entry.get("fold_draw") != "per_stratum":
+        return entry
+    from embedprobe.core.errors import DataError
+    from embedprobe.datasets.registry import find_dataset_recordings, reader_for
+
+    reader = reader_for(config, dataset)
+    classes: dict[str, str] = {}
+    for rec in find_dataset_recordings(config, roots, dataset):
+        if str(rec.subject) in classes:
+            continue
+        try:
+            classes[str(rec.subject)] = reader.recording_label(rec)
+        except DataError:  # no table row or no diagnosis: the reference's "unknown"
+            classes[str(rec.subject)] = "unknown"
+    return entry | {"subject_classes": classes}
 
 
 class Task:
@@ -106,10 +129,15 @@ class Task:
     def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
         """The reference's generic folds: subjects in ascending order, shuffled by
         RandomState(fold_seed) within each stratum of the dataset's `fold_strata`, cut into
-        `folds` chunks; fold k tests chunk k, validates on chunk k+1."""
-        from embedprobe.probing.folds import chunk_plan, refuse_split
+        `folds` chunks; fold k tests chunk k, validates on chunk k+1. `fold_draw: per_stratum`
+        (ISRUC's adapter): each stratum drawn on its own (probing/folds.per_stratum_plan)."""
+        from embedprobe.probing.folds import chunk_plan, per_stratum_plan, refuse_split
 
         refuse_split(entry, self.name)
+        if entry.get("fold_draw") == "per_stratum":
+            return per_stratum_plan(table["subject"], bench["folds"], bench["fold_seed"],
+                                    entry.get("fold_strata") or "^",
+                                    entry.get("subject_classes"))
         return chunk_plan(table["subject"], bench["folds"], bench["fold_seed"],
                           entry.get("fold_strata"))
 

@@ -1,7 +1,11 @@
 """Brain age: one mean embedding per subject, ridge regression on age, alpha by inner CV.
 
 It has no units of its own: it averages whatever windows the dataset's labelling task cut
-(sleep epochs on Sleep-EDF), and reads ages from the reader's subjects table.
+(sleep epochs on Sleep-EDF), and reads ages from the reader's subjects table. Its folds are its
+own, not the staging folds: the subjects with an age (on Sleep-EDF the cassette subjects: its
+subjects table holds theirs alone) in 5 folds stratified on age bins (probing/folds.
+age_stratified_plan, the reference's brain-age split); a dataset's `fold_manifest` replaces
+them.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import pandas as pd
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.registry import dataset_root, reader_for
-from embedprobe.probing.folds import fold_split
+from embedprobe.probing.folds import age_stratified_plan, fold_split
 from embedprobe.probing.metrics import regression_scores
 from embedprobe.probing.ridge import AGE_BINS, ALPHA_GRID, fit_age_fold
 from embedprobe.tasks.base import FoldJob, Task, job_folds
@@ -39,21 +43,28 @@ class BrainAge(Task):
                             fix="brain_age needs the cassette subjects table (SC-subjects.xls)")
         subjects, means = subjects[known], means[known]
         ages = np.array([ages_by_subject[s] for s in subjects], dtype=float)
-        masks = fold_split(job_folds(self, job), pd.DataFrame({"subject": subjects}), job.fold)
-        train = masks["train"] | masks["val"]  # alpha comes from inner CV, not the val group
+        entry = config.get("datasets", {}).get(dataset, {})
+        plan = (job_folds(self, job) if entry.get("fold_manifest") else
+                age_stratified_plan(dict(zip(subjects, ages, strict=True)), job.bench["folds"],
+                                    job.bench["fold_seed"], AGE_BINS))
+        masks = fold_split(plan, pd.DataFrame({"subject": subjects}), job.fold)
+        # alpha comes from inner CV over train + val, in the reference's order (its train
+        # subjects sorted, then its validation subjects sorted): the order fixes the inner draw
+        train = np.concatenate([sorted_positions(subjects, masks[p]) for p in ("train", "val")])
         probe = job.bench.get("probe", {})
         result = fit_age_fold(means[train], ages[train], means[masks["test"]],
                               ages[masks["test"]],
                               alpha_grid=tuple(probe.get("alpha_grid", ALPHA_GRID)),
-                              age_bins=AGE_BINS, seed=job.bench["fold_seed"] + job.fold,
-                              progress=job.progress)
+                              age_bins=AGE_BINS, progress=job.progress)
         record = {
-            "n_train": int(train.sum()), "n_test": int(masks["test"].sum()),
+            "n_train": len(train), "n_test": int(masks["test"].sum()),
+            "fold_rule": plan.rule,
             "test_subjects": subjects[masks["test"]].tolist(),
             "chosen": result["alpha"], "chosen_alpha": result["alpha"],
             "inner_mae_by_alpha": {str(a): v for a, v in result["inner_mae_by_alpha"].items()},
             "baseline_mae": result["baseline_mae"],
-            "method": "StandardScaler + Ridge, alpha by inner stratified 4-fold CV",
+            "method": "StandardScaler + Ridge, alpha by inner 4-fold CV stratified on age bins "
+                      "(seed 43)",
             "metrics": result["metrics"],
             # Per subject, so the aggregate can pool r and R2 over folds.
             "predictions": [{"subject": str(s), "age": float(a), "predicted": float(p)}
@@ -71,13 +82,21 @@ class BrainAge(Task):
         return {f"{m}_pooled": round(float(pooled[m]), 4) for m in self.pooled} | {
             "baseline_mae_mean": round(float(np.mean([f["baseline_mae"] for f in folds])), 4)}
 
+    def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
+        """None: the folds need each subject's age, which fit_fold reads (a dataset's
+        fold_manifest, which fold_groups reads first, needs none)."""
+        return None
+
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
                      dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
         """Streams subject means, then fits ridge on the fold's training and validation
-        subjects (one formula, probe_brain_age)."""
+        subjects (one formula, probe_brain_age): at most all subjects but the smallest test
+        fold (the age folds need the ages, which preflight does not read)."""
         subjects = table["subject"].astype(str).tolist()
         unique = sorted(set(subjects))
-        test = len(self.fold_groups(table, bench, entry).members(fold, "test"))
+        plan = self.fold_groups(table, bench, entry)
+        test = (len(plan.members(fold, "test")) if plan is not None
+                else len(unique) // bench["folds"])
         inputs = {"n": len(unique) - test, "p": dim,
                   "n_fits": len(bench.get("probe", {}).get("alpha_grid", ALPHA_GRID)) * 4,
                   } | subject_mean_inputs(config, subjects, dim)
@@ -90,6 +109,12 @@ class BrainAge(Task):
                 + ", ".join(f"{d}/{r.model} {r.baseline_mae_mean:.2f}"
                             for d, t in tables.items() for r in t.itertuples()
                             if pair_status(r) == "ok")]
+
+
+def sorted_positions(subjects: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Positions of the masked subjects, their ids in string order."""
+    positions = np.flatnonzero(mask)
+    return positions[np.argsort(subjects[positions].astype(str), kind="stable")]
 
 
 def subject_mean_inputs(config: dict, subjects, dim: int) -> dict:

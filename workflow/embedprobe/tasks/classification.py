@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.probing.folds import fold_split
-from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
+from embedprobe.probing.logistic import C_GRID, MAX_ITER, fit_logistic_probe
 from embedprobe.tasks.base import FoldJob, Task, job_folds
 
 
@@ -29,6 +29,7 @@ def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
         X[masks["test"]], y[masks["test"]],
         C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
         n_jobs=job.config["probe"]["n_jobs"], progress=job.progress,
+        max_iter=int(job.bench.get("probe", {}).get("max_iter", task.max_iter)),
     )
     record = {
         "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
@@ -84,6 +85,8 @@ class LogisticClassification(Task):
     """A task whose units each carry a class: one logistic probe per fold, sized as such,
     drawn as a confusion matrix. Sleep staging and motor imagery are such tasks; neither
     derives from the other."""
+
+    max_iter = MAX_ITER  # lbfgs's cap unless the benchmark's probe.max_iter sets one
 
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
         return fit_logistic_fold(job, self)

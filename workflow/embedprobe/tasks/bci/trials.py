@@ -26,6 +26,7 @@ import pandas as pd
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.registry import entry_unit_seconds
+from embedprobe.probing.logistic import BCI_MAX_ITER
 from embedprobe.tasks.base import Units
 from embedprobe.tasks.classification import LogisticClassification
 
@@ -40,6 +41,7 @@ class TrialTask(LogisticClassification):
     pair_figures = ("confusion",)
     sd_ddof = 0  # population SD over held-out subjects (every subject is tested once)
     draws_chance = True
+    max_iter = BCI_MAX_ITER  # the reference's BCI run lines: --max-iter 1000
     probe_step = "bci"  # its folds import scikit-learn's train_test_split (memory/baselines.py)
 
     def __init__(self, name: str, classes: tuple[str, ...], cut: str, offset_seconds: float,

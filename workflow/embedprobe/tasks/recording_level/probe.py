@@ -2,7 +2,7 @@
 
 The rows are the mean embedding of each unit's windows, or the mean and the SD concatenated
 (`mean_std`, the reference's `osa` preset). StandardScaler on the training units, then
-scikit-learn's LogisticRegression (lbfgs, max_iter 1000) per C of the grid: with one C (the
+scikit-learn's LogisticRegression (lbfgs, max_iter 10,000) per C of the grid: with one C (the
 sleep-diagnosis protocol, C = 1) the validation units join the training ones; with several the
 C with the best validation score (`select_on`: AUPRC or AUROC, the epilepsy protocol's AUPRC)
 is refitted on the training units alone, as the seizure probe does.
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.probing.logistic import MAX_ITER
 from embedprobe.probing.metrics import balanced_accuracy, macro_f1
 
-MAX_ITER = 1000
 AGGREGATIONS = ("mean", "mean_std")
 SELECTIONS = ("auprc", "auroc")
 CLASS_WEIGHTS = (None, "balanced")

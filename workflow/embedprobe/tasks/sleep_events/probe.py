@@ -3,11 +3,12 @@
 The reference's event benchmarks (NeuroAtlas sleep_arousal, sleep_respiratory, sleep_limb:
 `--probe-type linear --class-weight balanced --tune-c 1.0`): standardise on the training
 windows (probing/standardize.py), LogisticRegression(lbfgs, class_weight="balanced", C = 1,
-max_iter 1000) fitted on the training windows, scored on the test windows: AUPRC (average
-precision), macro F1 and balanced accuracy at probability 0.5, AUROC. A C grid of more than
-one value is chosen on validation AUPRC (the seizure probe's rule). A threshold whose training
-windows hold one class only is skipped with the reason, as the reference skips it; the fold's
-headline probe cannot be skipped (the fold would have no score): that is an error.
+max_iter 10,000: the reference probe's default) fitted on the training windows, scored on the
+test windows: AUPRC (average precision), macro F1 and balanced accuracy at probability 0.5,
+AUROC. A C grid of more than one value is chosen on validation AUPRC (the seizure probe's rule).
+A threshold whose training windows hold one class only is skipped with the reason, as the
+reference skips it; the fold's headline probe cannot be skipped (the fold would have no
+score): that is an error.
 
 The standardised training rows are made once and shared by every probe of the fold: the
 fold's peak is one fit's, however many fields and thresholds it runs.
@@ -20,10 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embedprobe.probing.logistic import MAX_ITER
 from embedprobe.probing.metrics import balanced_accuracy, macro_f1
 from embedprobe.probing.standardize import Standardizer
-
-MAX_ITER = 1000
 
 
 @dataclass(frozen=True)
