@@ -191,7 +191,7 @@ def test_reading_ahead_is_bounded_whatever_the_model_speed():
         whole_recordings = False  # parts of PART_WINDOWS: these recordings are one part each
 
         def __init__(self, table):  # no dataset: load() makes the windows
-            self.table = table
+            self.table, self.reader = table, None  # no format: nothing more to import
             self.lock = threading.Lock()
             self.started = self.taken = self.most_ahead = 0
 
