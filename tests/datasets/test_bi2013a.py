@@ -154,7 +154,9 @@ def test_a_missing_run_or_meta_is_named(demo, tmp_path):
         ("subject_02_Session2_run_3",
          "Session2/run_3.mat (subject_02, nonadaptive training) is missing")]
     assert missing[0].files == ()
-    config = {"datasets": {"bi": {"format": "bi2013a", "path": "bi", "expected_recordings": 4}}}
+    # a strict run refuses the partial dataset (a plain one runs on the complete runs)
+    config = {"datasets": {"bi": {"format": "bi2013a", "path": "bi", "expected_recordings": 4}},
+              "strict": True}
     with pytest.raises(DataError) as info:
         registry.require_data(config, {"data_root": str(tmp_path)}, "bi")
     assert "run_3.mat (subject_02, nonadaptive training) is missing" in info.value.message

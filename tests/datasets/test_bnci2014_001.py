@@ -115,8 +115,9 @@ def test_a_missing_session_is_named_and_refused(demo, tmp_path):
     assert [(r.recording, r.problem) for r in missing] == [
         ("A02E", "A02E.mat (session E of A02) is missing")]
     assert missing[0].files == ()
+    # a strict run refuses the partial dataset (a plain one runs on the complete sessions)
     config = {"datasets": {"bnci": {"format": "bnci2014_001", "path": "bnci",
-                                    "expected_recordings": 8}}}
+                                    "expected_recordings": 8}}, "strict": True}
     with pytest.raises(DataError) as info:
         registry.require_data(config, {"data_root": str(tmp_path)}, "bnci")
     assert "A02E.mat (session E of A02) is missing" in info.value.message and info.value.fix

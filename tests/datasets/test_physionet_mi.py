@@ -105,7 +105,8 @@ def test_default_runs_are_the_imagery_runs_and_missing_ones_are_named(demo):
     assert missing[0].files == ()
 
 
-def test_registry_knows_the_format_and_refuses_a_partial_download(demo):
+def test_registry_knows_the_format_and_refuses_a_partial_download_when_strict(demo):
+    """A partial download runs on its complete recordings; a strict run refuses it."""
     root, _, _ = demo
     config = {"datasets": {"mi": {"format": "physionet_mi", "path": root.name,
                                   "expected_recordings": 12}}}
@@ -113,8 +114,10 @@ def test_registry_knows_the_format_and_refuses_a_partial_download(demo):
     assert registry.FORMATS["physionet_mi"].reader is pm
     assert registry.FORMATS["physionet_mi"].lookalike \
         == "embedprobe.datasets.physionet_mi.lookalike"
+    complete = registry.require_data(config, roots, "mi")
+    assert complete and not any(p.name == "S001R08.edf" for p in complete)
     with pytest.raises(DataError) as info:
-        registry.require_data(config, roots, "mi")
+        registry.require_data(config | {"strict": True}, roots, "mi")
     assert "S001R08.edf (run 8 of S001) is missing" in info.value.message
     assert info.value.fix
 
