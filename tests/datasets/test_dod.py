@@ -160,24 +160,53 @@ def test_headers_and_signals_in_volts(demo):
     assert 5e-6 < np.sqrt(np.mean(signals.data[1] ** 2)) < 2e-4  # tens of microvolts
 
 
-def test_a_channel_the_cohort_does_not_record_is_refused(demo):
+# The reference's DEFAULT_CHANNELS (dataio/dod.py) and the HDF5 dataset each display name reads
+# (its _DOD_DISPLAY_TO_H5), written out here as the known answer.
+REFERENCE_UNION = (("C3", "C3_M2"), ("C4", "C4_M1"), ("F3-F4", "F3_F4"), ("F3", "F3_M2"),
+                   ("F3-O1", "F3_O1"), ("F4", "F4_M1"), ("F4-O2", "F4_O2"), ("FP1-F3", "FP1_F3"),
+                   ("FP1", "FP1_M2"), ("FP1-O1", "FP1_O1"), ("FP2-F4", "FP2_F4"),
+                   ("FP2", "FP2_M1"), ("FP2-O2", "FP2_O2"), ("O1", "O1_M2"), ("O2", "O2_M1"))
+
+
+def test_each_cohort_reads_as_the_references_15_channels_zero_filled(demo):
     root, _, nights = demo
-    rec = next(r for r in dod.find_recordings(root) if r.cohort == "dodh")
-    with pytest.raises(DataError, match="no channel O1_M2") as err:
-        dod.read_signals(rec, ["C3_M2", "O1_M2"])
-    assert str(rec.path) in err.value.message and "C3_M2, F3_F4" in err.value.fix
+    union = [h5 for _, h5 in REFERENCE_UNION]
+    assert dod.EEG_CHANNELS == tuple(union)
+    lacks = {"dodh": {"C4_M1", "O1_M2", "O2_M1"},
+             "dodo": {"F4_M1", "FP1_F3", "FP1_M2", "FP1_O1", "FP2_F4", "FP2_M1", "FP2_O2"}}
+    seen = set()
+    for rec, n in zip(dod.find_recordings(root), nights, strict=True):
+        signals = dod.read_signals(rec, union)
+        written = lookalike.signals(n)["eeg"]
+        assert signals.ch_names == union and signals.data.shape == (15, 60 * EPOCH)
+        zero = {c for c, row in zip(union, signals.data, strict=True) if not row.any()}
+        assert zero == lacks[rec.cohort] == set(dod.zero_filled(rec, union))
+        for row, name in enumerate(union):
+            if name not in zero:
+                np.testing.assert_allclose(signals.data[row], written[name] * 1e-6, rtol=1e-6,
+                                           atol=1e-12)
+        seen.add(rec.cohort)
+    assert seen == {"dodh", "dodo"}
 
 
-def test_the_channel_map_reads_what_every_recording_has(demo):
+def test_a_channel_outside_the_union_is_refused(demo):
     root, _, _ = demo
-    channels = [set(dod.read_header(r).channels) for r in dod.find_recordings(root)]
-    common = set.intersection(*channels)
-    assert common >= set(dod.COMMON_EEG)
-    plans = check_channel_map("dod", set(dod.COMMON_EEG))
-    assert plans["cbramod"].recorded == dod.COMMON_EEG
-    assert plans["labram"].model_names == ("C3", "FZ", "F3", "F4")
-    assert plans["biot"].recorded == ("F3_M2", "C3_M2")
-    assert len(plans["eegdino"].model_names) == 5
+    rec = next(r for r in dod.find_recordings(root) if r.cohort == "dodh")
+    with pytest.raises(DataError, match="no channel PZ_M1") as err:
+        dod.read_signals(rec, ["C3_M2", "PZ_M1"])
+    assert str(rec.path) in err.value.message and "C3_M2, C4_M1" in err.value.fix
+
+
+def test_the_channel_map_reads_the_references_union(demo):
+    plans = check_channel_map("dod", set(dod.EEG_CHANNELS))
+    assert plans["cbramod"].recorded == dod.EEG_CHANNELS
+    assert len(plans["eegdino"].model_names) == 15
+    # the reference's per_model names, the first-listed derivation of each name kept
+    assert plans["labram"].model_names == ("C3", "C4", "FZ", "F3", "F4", "FP1", "FP2", "O1",
+                                           "O2")
+    assert plans["labram"].recorded == ("C3_M2", "C4_M1", "F3_F4", "F3_M2", "F4_M1", "FP1_F3",
+                                        "FP2_F4", "O1_M2", "O2_M1")
+    assert set(plans["biot"].recorded) <= set(dod.EEG_CHANNELS)
 
 
 # --- bad inputs --------------------------------------------------------------------------------
@@ -379,3 +408,20 @@ def test_subject_means_separate_the_classes_and_epochs_the_stages(tmp_path):
         predicted[test] = probe().fit(features[~test], stages[~test]).predict(features[test])
     # 0.74 at seed 0 (0.60-0.81 at seeds 0-7); chance: 1 / the stages present
     assert balanced_accuracy_score(stages, predicted) > 2 / len(np.unique(stages))
+
+
+@pytest.mark.parametrize(("benchmark", "dataset"), [("sleep_diagnosis", "dod"),
+                                                    ("sleep_diagnosis_demo", "dod_demo")])
+def test_dod_diagnosis_aggregates_by_the_mean_as_the_reference_run_line(benchmark, dataset):
+    """run/default_runs.sh: `probe ... --dataset dod --task osa --aggregation mean`."""
+    from embedprobe.core.config import load_config
+    from embedprobe.tasks.recording_level.probe import ProbeSettings
+    from embedprobe.tasks.recording_level.sleep_diagnosis import TASK
+
+    config = load_config()
+    entry = config["datasets"][dataset]
+    settings = ProbeSettings.of(TASK.probe_defaults, config["benchmarks"][benchmark], entry)
+    assert settings.aggregation == "mean"
+    # the SD beside the mean stays an option on the dataset entry
+    assert ProbeSettings.of(TASK.probe_defaults, config["benchmarks"][benchmark],
+                            {**entry, "aggregation": "mean_std"}).aggregation == "mean_std"

@@ -36,6 +36,7 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     exclude = bool(config.get("exclude_bad_recordings"))
     counts: Counter = Counter()
     tables, problems, rates = {}, [], {}
+    filled: Counter = Counter()  # channel -> recordings that read it as zeros
     recordings = find_dataset_recordings(config, roots, dataset)
     partial = partial_allowed(config)
     usable = [r for r in recordings if not (r.problem and partial)]
@@ -52,6 +53,9 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
         if not len(units.starts):
             _warn_unlabelled(rec, task, left_out)
         rates[rec.recording] = units.sfreq
+        if hasattr(reader, "zero_filled"):  # DOD: the reference's union, never silently
+            for channel in reader.zero_filled(rec, channels):
+                filled[channel] += 1
         problems += scan(reader, rec, channels, units.starts,
                          round(epoch_seconds * units.sfreq))
         tables[rec.recording] = pd.DataFrame({
@@ -73,6 +77,10 @@ def build_index(config: dict, roots: dict, dataset: str, quality: list | None = 
     if quality is not None:
         quality += [[p.recording, p.channel, p.problem, p.detail, exclude] for p in problems]
     _note_left_out(dataset, counts)
+    if filled:
+        print(f"note: {dataset}: zero-filled where a recording lacks them (as the reference "
+              "does; the dataset's channel map names them): "
+              + ", ".join(f"{c} in {n}" for c, n in filled.items()), file=sys.stderr)
     kept = [t for rec, t in tables.items() if not (exclude and rec in flagged)]
     if not kept or not sum(len(t) for t in kept):
         raise DataError(f"dataset '{dataset}' has no labelled window"

@@ -45,7 +45,7 @@ import scipy.fft
 import scipy.signal
 
 from embedprobe.core.errors import UsageError
-from embedprobe.datasets.dod.reader import COHORTS, COMMON_EEG, EPOCH_SECONDS, HYPNOGRAM
+from embedprobe.datasets.dod.reader import COHORTS, DODH_EEG, DODO_EEG, EPOCH_SECONDS, HYPNOGRAM
 from embedprobe.datasets.sleep_edf import lookalike as sleep_edf
 from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
 
@@ -59,7 +59,8 @@ AGES = (25, 65)  # drawn alike for both classes
 QUANTUM_UV = 1 / 32
 CHUNK = 10 * EPOCH_SAMPLES
 UNIT = "uV"
-EEG_WRITTEN = {"dodh": (*COMMON_EEG, "FP1_F3"), "dodo": (*COMMON_EEG, "O1_M2")}
+# each cohort the derivations it records (12 and 8), so the reader's zero-filling is tested
+EEG_WRITTEN = {"dodh": DODH_EEG, "dodo": DODO_EEG}
 OTHER_WRITTEN = {"eog": ("EOG1",), "emg": ("EMG",)}
 # Each derivation from the Sleep-EDF look-alike's two: (Fpz-Cz weight, Pz-Oz weight, share of
 # the OSA overlay); short bipolar pairs see less of what both electrodes share.

@@ -23,8 +23,15 @@ reference suite's reader, kkontras/NeuroAtlas extensions/datasets/dataio/dod.py)
 
 DOD-H records 12 EEG derivations (C3_M2, F3_F4, F3_M2, F3_O1, F4_M1, F4_O2, FP1_F3, FP1_M2,
 FP1_O1, FP2_F4, FP2_M1, FP2_O2), DOD-O 8 (C3_M2, C4_M1, F3_F4, F3_M2, F3_O1, F4_O2, O1_M2,
-O2_M1); 5 are common to both. Channels are named as their datasets are ("C3_M2"); a channel
-is read only from the files that have it. The sampling rate is the dataset's `fs` attribute,
+O2_M1); 5 are common to both. Channels are named as their datasets are ("C3_M2").
+Zero-filling, an explicit step of this reader alone: the reference (dataio/dod.py
+DEFAULT_CHANNELS, read_dod_channels) hands every model the union of both cohorts, 15 EEG
+derivations in its order (EEG_CHANNELS: C3_M2, C4_M1, F3_F4, F3_M2, F3_O1, F4_M1, F4_O2, FP1_F3,
+FP1_M2, FP1_O1, FP2_F4, FP2_M1, FP2_O2, O1_M2, O2_M1), and fills those a file lacks with zeros;
+read_signals does the same for those 15 names only (any other missing channel is refused),
+read_header still reports what the file records, and zero_filled names what is filled (the
+index prints it as a `note:`; config/channel_maps/dod.yaml says which family reads what).
+The sampling rate is the dataset's `fs` attribute,
 else its group's, else the `description` entry of its path (dreem-learning-open reads it
 there); the unit likewise. The signals are in microvolts: an absent or empty unit is read as
 uV (the reference reports "uV"; dreem-learning-open's EDF converter writes uV), uV/mV/V are
@@ -78,7 +85,9 @@ SIGNAL_GROUPS = ("eeg", "eog", "emg")  # the file's groups, EEG first
 DODH_EEG = ("C3_M2", "F3_F4", "F3_M2", "F3_O1", "F4_M1", "F4_O2", "FP1_F3", "FP1_M2", "FP1_O1",
             "FP2_F4", "FP2_M1", "FP2_O2")
 DODO_EEG = ("C3_M2", "C4_M1", "F3_F4", "F3_M2", "F3_O1", "F4_O2", "O1_M2", "O2_M1")
-EEG_CHANNELS = tuple(sorted(set(DODH_EEG) | set(DODO_EEG)))  # 15: what either cohort records
+# 15: what either cohort records, in the reference's DEFAULT_CHANNELS order (its display names
+# C3, C4, F3-F4, F3, ... sort as these do); a file's missing ones are read as zeros
+EEG_CHANNELS = tuple(sorted(set(DODH_EEG) | set(DODO_EEG)))
 COMMON_EEG = tuple(c for c in DODH_EEG if c in DODO_EEG)  # 5: what every file records
 MACOS_METADATA = "__MACOSX"
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
@@ -315,23 +324,35 @@ def read_header(rec: Recording) -> RecordingHeader:
     return RecordingHeader(channels, sfreq, n_samples)
 
 
+def zero_filled(rec: Recording, channels: Sequence[str]) -> tuple[str, ...]:
+    """Those of `channels` that read_signals fills with zeros in this file: the EEG derivations
+    of the union (EEG_CHANNELS) that this file does not record."""
+    own = set(read_header(rec).channels)
+    return tuple(c for c in channels if c in EEG_CHANNELS and c not in own)
+
+
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
-    """The named channels as float32 volts; with a span only those samples."""
+    """The named channels as float32 volts; with a span only those samples. An EEG derivation
+    of the 15 (EEG_CHANNELS) that the file lacks is a row of zeros, as the reference's
+    read_dod_channels fills it (see zero_filled)."""
     with _open(rec.path) as h5:
         available = _signals(h5, rec.path)
-        missing = [c for c in channels if c not in available]
+        missing = [c for c in channels if c not in available and c not in EEG_CHANNELS]
         if missing:
             raise DataError(
                 f"{rec.path}: no channel {', '.join(missing)} (it has {', '.join(available)})",
-                fix="choose channels every recording has: DOD-H and DOD-O share "
-                    f"{', '.join(COMMON_EEG)} (config/channel_maps/dod.yaml)")
-        chosen = {c: available[c] for c in channels}
-        sfreq, n_samples = _rate_and_length(h5, rec.path, chosen)
+                fix="choose channels every recording has, or EEG derivations of either cohort "
+                    f"(zero-filled where absent: {', '.join(EEG_CHANNELS)}; "
+                    "config/channel_maps/dod.yaml)")
+        recorded = {c: available[c] for c in channels if c in available}
+        # rate and length from the recorded ones (the file's EEG when every one is filled)
+        sfreq, n_samples = _rate_and_length(h5, rec.path, recorded or _eeg(h5, rec.path))
         first, stop = span_within(span, n_samples)
-        data = np.empty((len(channels), stop - first), np.float32)
-        for row, (_name, dataset) in enumerate(chosen.items()):
-            scale = _volts_per_unit(h5, dataset, rec.path)
-            data[row] = np.asarray(dataset[first:stop], np.float64) * scale
+        data = np.zeros((len(channels), stop - first), np.float32)
+        for row, name in enumerate(channels):
+            if name in recorded:
+                scale = _volts_per_unit(h5, recorded[name], rec.path)
+                data[row] = np.asarray(recorded[name][first:stop], np.float64) * scale
     return Signals(sfreq, list(channels), data)
 
 
