@@ -15,7 +15,7 @@ import pandas as pd
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.registry import dataset_root, reader_for
-from embedprobe.probing.folds import age_stratified_plan, fold_split
+from embedprobe.probing.folds import age_stratified_plan, fold_split, require_units
 from embedprobe.probing.metrics import regression_scores
 from embedprobe.probing.ridge import AGE_BINS, ALPHA_GRID, fit_age_fold
 from embedprobe.tasks.base import FoldJob, Task, job_folds
@@ -95,6 +95,8 @@ class BrainAge(Task):
         subjects = table["subject"].astype(str).tolist()
         unique = sorted(set(subjects))
         plan = self.fold_groups(table, bench, entry)
+        if plan is None:  # the age folds: at least a subject a fold, as fit_fold will ask
+            require_units(len(unique), bench["folds"], "subjects")
         test = (len(plan.members(fold, "test")) if plan is not None
                 else len(unique) // bench["folds"])
         inputs = {"n": len(unique) - test, "p": dim,
