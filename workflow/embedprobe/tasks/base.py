@@ -107,14 +107,6 @@ class Task:
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         raise NotImplementedError
 
-    def model_window(self, entry: dict, bci_filtering: str) -> tuple[float, float]:
-        """(seconds from a unit's indexed start to the model window's start, the window's
-        seconds) for a model of this `bci_filtering` (core/variants.py): the unit as indexed,
-        unless the task's variants cut another stretch (motor imagery's no_filtering)."""
-        from embedprobe.datasets.registry import entry_unit_seconds
-
-        return 0.0, entry_unit_seconds(entry, self.name)
-
     def check_benchmark(self, config: dict, benchmark: str, bench: dict) -> None:
         """Refuse, when the config is read, settings of a benchmark this task cannot run."""
 

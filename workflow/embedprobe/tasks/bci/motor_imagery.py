@@ -3,9 +3,7 @@
 A trial starts `trial_offset_seconds` after its cue (default 1 s) and lasts the dataset's
 `epoch_seconds` (default 3 s): the 1-4 s window of the reference's default BCI variant (its
 confound control: after the visual evoked response to the cue, within the imagery period of
-both datasets: PhysioNet MMI cues last ~4.1 s, BNCI 2014-001's imagery 4 s). The no_filtering
-variants' models embed the whole trial, from the cue to 4 s after it, as the reference's do
-(TrialTask.model_window): a window of its own, in a store of its own.
+both datasets: PhysioNet MMI cues last ~4.1 s, BNCI 2014-001's imagery 4 s).
 """
 
 from __future__ import annotations
@@ -16,4 +14,4 @@ from embedprobe.tasks.bci.trials import TrialTask
 CLASSES = ("left_hand", "right_hand", "feet", "tongue", "hands")
 
 TASK = TrialTask("motor_imagery", CLASSES, cut="trial", offset_seconds=1.0,
-                 what="motor-imagery trial", whole_trial_unfiltered=True)
+                 what="motor-imagery trial")

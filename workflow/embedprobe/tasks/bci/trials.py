@@ -6,12 +6,7 @@ classes and how its events become units:
 
 - `cut="trial"` (motor imagery, ERP, SSVEP): one unit per event of a known class, starting
   `trial_offset_seconds` (the dataset entry's, else the paradigm's) after the event's onset and
-  lasting the dataset's `epoch_seconds` (else the task's unit length, core/units.py); with
-  `whole_trial_unfiltered` (motor imagery) the no_filtering variants' models embed the whole
-  trial instead, from the cue to the same end (the reference's run/default_runs.sh: confound
-  control cuts "the trial from 1 s after the cue", off is "the whole trial"; its guide: "the
-  trial from the cue to 4 s after it"): the index keeps one start per trial, the window source
-  moves it (model_window);
+  lasting the dataset's `epoch_seconds` (else the task's unit length, core/units.py);
 - `cut="tiles"` (cognitive state): each event of a known class, a stretch of one condition
   (EEGMAT: a whole file at rest or counting), tiled into consecutive units from its onset.
 
@@ -50,12 +45,11 @@ class TrialTask(LogisticClassification):
     probe_step = "bci"  # its folds import scikit-learn's train_test_split (memory/baselines.py)
 
     def __init__(self, name: str, classes: tuple[str, ...], cut: str, offset_seconds: float,
-                 what: str, whole_trial_unfiltered: bool = False):
+                 what: str):
         if cut not in CUTS:
             raise ValueError(f"cut {cut!r}: one of {CUTS}")
         self.name, self.classes, self.cut = name, classes, cut
         self.offset_seconds = offset_seconds
-        self.whole_trial_unfiltered = whole_trial_unfiltered
         self.what = what  # the units, as an error names them ("motor-imagery trial")
 
     def probe_memory(self, config: dict, bench: dict, table, fold: int, dim: int,
@@ -65,25 +59,9 @@ class TrialTask(LogisticClassification):
         _job_type, inputs, runtime = super().probe_memory(config, bench, table, fold, dim, entry)
         return "probe_bci", inputs, runtime
 
-    def offset(self, entry: dict) -> float:
-        """Seconds from an event's onset to its indexed unit's start."""
-        return float(entry.get("trial_offset_seconds", self.offset_seconds))
-
-    def model_window(self, entry: dict, bci_filtering: str) -> tuple[float, float]:
-        """The indexed trial; for a no_filtering model of a `whole_trial_unfiltered` paradigm
-        the whole trial: from the cue (offset seconds before the indexed start) to the indexed
-        trial's end."""
-        from embedprobe.core.variants import NO_FILTERING
-
-        start, seconds = super().model_window(entry, bci_filtering)
-        if self.whole_trial_unfiltered and bci_filtering == NO_FILTERING:
-            offset = self.offset(entry)
-            return start - offset, seconds + offset
-        return start, seconds
-
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         header = reader.read_header(rec)
-        offset = self.offset(entry)
+        offset = float(entry.get("trial_offset_seconds", self.offset_seconds))
         length = round(entry_unit_seconds(entry, self.name) * header.sfreq)
         starts, labels = [], []
         for event in reader.read_events(rec):
