@@ -14,11 +14,10 @@ from pathlib import Path
 from embedprobe.core import overrides
 from embedprobe.core.config import check_names, fill_defaults, load_config, lookup, resolve_roots
 from embedprobe.core.errors import (
-    STARTUP,
     EmbedprobeError,
     UsageError,
-    read_failure_record,
     remove_failure_record,
+    startup_fields,
     write_failure_record,
 )
 from embedprobe.core.overrides import apply_overrides, split_overrides
@@ -558,9 +557,9 @@ def main(argv=None) -> int:
     except Exception as exc:
         if output:
             write_failure_record(output, exc, args.command, startup_crashes)
-            record = read_failure_record(output) or {}
-            if record.get("category") == STARTUP:  # in words, above the traceback
-                print(f"error: {record['message']}\nfix: {record['fix']}", file=sys.stderr)
+            crash = startup_fields(exc, startup_crashes)
+            if crash:  # in words, above the traceback
+                print(f"error: {crash['message']}\nfix: {crash['fix']}", file=sys.stderr)
         raise
     if output and not code:  # this step now succeeded: its earlier failure is history
         remove_failure_record(output)

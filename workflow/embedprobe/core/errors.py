@@ -96,8 +96,9 @@ def crashed_import(error: BaseException) -> tuple[str, str] | None:
     return (bodies[0], bodies[-1]) if bodies else None
 
 
-def _startup_fields(error: BaseException, earlier_startup_crashes: int) -> dict:
-    """A start-up crash's record, in words: what crashed, and how often in a row."""
+def startup_fields(error: BaseException, earlier_startup_crashes: int) -> dict:
+    """A start-up crash's record fields, in words: what crashed, and how often in a row ({}
+    for any other failure)."""
     modules = crashed_import(error)
     if modules is None:
         return {}
@@ -138,7 +139,7 @@ def write_failure_record(output: str | Path, error: BaseException, step: str,
         "exception": type(error).__name__,
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "host": os.uname().nodename,
-    } | _startup_fields(error, earlier_startup_crashes)
+    } | startup_fields(error, earlier_startup_crashes)
     record_path.write_text(json.dumps(record, indent=2) + "\n")
     return record_path
 

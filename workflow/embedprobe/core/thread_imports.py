@@ -7,7 +7,7 @@ docstring table half built (`KeyError: 'verbose'` in `mne.utils.docs.fill_doc`) 
 threads imported MNE and the main thread imported braindecode, which imports MNE-BIDS
 (docs/measurements/2026-12-06-import-race.md). So a job imports, on its main thread, what its
 threads will import, and only then starts them: a thread then finds every module whole in
-`sys.modules` (tests/core/test_thread_imports.py runs the jobs with an import recorder).
+`sys.modules` (tests/pipeline/test_thread_imports.py runs the jobs with an import recorder).
 """
 
 from __future__ import annotations
