@@ -249,11 +249,12 @@ def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str,
     sized = sizing(config, dataset, model, check_path, index_path)
     jobs, not_sized = {}, {}
     try:
+        entry = fold_entry(config, roots, dataset)  # per_stratum reads the subjects' classes
         for fold in range(bench["folds"]):
             fold_estimate = partial(
                 probe_estimate, config, task_for(bench["task"]), bench, sized.table, fold,
                 calibration=sized.calibration, limit=sized.limit, margin=sized.margin,
-                partitions=sized.partitions, entry=fold_entry(config, roots, dataset))
+                partitions=sized.partitions, entry=entry)
             jobs[job_key(benchmark, fold)] = fold_estimate(dim=sized.check.feature_dim)
             offer_pooled(jobs[job_key(benchmark, fold)][0], sized.check, model, fold_estimate)
     except UsageError as exc:
