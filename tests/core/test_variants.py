@@ -230,3 +230,24 @@ def test_partial_results_pass_over_a_dataset_the_selected_folds_do_not_reach(con
         config[key] = str(tmp_path / key)
     config["folds"] = "4"
     assert partial_results(config, resolve_roots(config), since=0.0) == []
+
+
+def test_the_config_offers_only_the_protocol_options_the_code_takes():
+    """config/config.yaml's comment, the schema's enum and protocol.PROTOCOL_OPTIONS agree;
+    no_filtering is a BCI variant, not a protocol option (MOVED_OPTIONS names the fix)."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from embedprobe.pipeline.protocol import MOVED_OPTIONS, PROTOCOL_OPTIONS
+
+    root = Path(__file__).resolve().parents[2]
+    schema = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())
+    enum = schema["properties"]["protocol_options"]["items"]["enum"]
+    assert set(enum) == set(PROTOCOL_OPTIONS)
+    text = (root / "config/config.yaml").read_text()
+    block = text[text.index("# The protocol every recording"):text.index("protocol_options: ")]
+    offered = set(re.findall(r"\b([a-z]+_[a-z_]+) \(", block))
+    assert offered == set(PROTOCOL_OPTIONS)
+    assert not offered & set(MOVED_OPTIONS)

@@ -29,9 +29,11 @@ BCI_BENCHMARKS = {
     "bci_cognitive_demo": {"eegmat_demo": (4, 2, 0.6)},
 }
 VARIANTS = ("default", "token_flattening", "no_filtering", "no_filtering_token_flattening")
-# CBraMod's 1 s patch tokens of 200 features: a unit's tokens, by dataset
+# CBraMod's 1 s patch tokens of 200 features: a unit's tokens, by dataset (confound filtering;
+# the no_filtering variants take motor imagery's trial whole from the cue: one token more)
 TOKENS = {"bnci2014_001_demo": 3, "physionet_mi_demo": 3, "bnci2014_008_demo": 1,
           "nakanishi2015_demo": 4, "eegmat_demo": 4}
+WHOLE_TRIAL_TOKENS = {"bnci2014_001_demo": 4, "physionet_mi_demo": 4}
 MODEL = "cbramod_random"
 
 
@@ -170,12 +172,18 @@ def test_variants_that_share_preprocessing_and_pooling_share_a_store(bci_run):
             with open_embeddings(path) as store:
                 flat = "token" in variant
                 n = len(store.windows)
-                assert store.embeddings.shape == ((n, tokens, 200) if flat else (n, 200))
-                assert store.load().shape == (n, tokens * 200 if flat else 200)
-                key = json.loads(store.identity.preprocessing)
-                keys[variant] = key["preprocessing"]["filters"]
-        assert keys["default"] == keys["token_flattening"] != keys["no_filtering"]
-        assert keys["no_filtering"] == keys["no_filtering_token_flattening"]
+                count = (WHOLE_TRIAL_TOKENS.get(dataset, tokens)
+                         if variant.startswith("no_filtering") else tokens)
+                assert store.embeddings.shape == ((n, count, 200) if flat else (n, 200))
+                assert store.load().shape == (n, count * 200 if flat else 200)
+                keys[variant] = json.loads(store.identity.preprocessing)
+        filters = {v: key["preprocessing"]["filters"] for v, key in keys.items()}
+        assert filters["default"] == filters["token_flattening"] != filters["no_filtering"]
+        assert filters["no_filtering"] == filters["no_filtering_token_flattening"]
+        moved = {v: key.get("window_start_seconds", 0.0) for v, key in keys.items()}
+        whole = -1.0 if dataset in WHOLE_TRIAL_TOKENS else 0.0
+        assert moved == {"default": 0.0, "token_flattening": 0.0, "no_filtering": whole,
+                         "no_filtering_token_flattening": whole}
 
 
 @pytest.mark.parametrize("benchmark", BCI_BENCHMARKS)

@@ -9,7 +9,8 @@ from types import ModuleType
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError
 from embedprobe.core.overrides import rerun_with
-from embedprobe.core.units import UNIT_SECONDS
+from embedprobe.core.units import CONFOUND_CONTROL_SECONDS, UNIT_SECONDS
+from embedprobe.core.variants import NO_FILTERING
 from embedprobe.datasets.bi2013a import reader as bi2013a
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
 from embedprobe.datasets.bnci2014_008 import reader as bnci2014_008
@@ -106,6 +107,21 @@ def entry_unit_seconds(entry: dict, task: str | None = None) -> float:
     if "epoch_seconds" in entry:
         return float(entry["epoch_seconds"])
     return UNIT_SECONDS[task or labelling_task_name(entry)]
+
+
+def entry_window(entry: dict, bci_filtering: str) -> tuple[float, float]:
+    """(start, length) in seconds of what a model embeds from each unit of a dataset's entry,
+    the start relative to the unit's indexed start: the unit itself, except a motor-imagery
+    trial in the no_filtering variants (`bci_filtering: none`), which the reference takes
+    whole from the cue (its moabb_generic.resolve_confound_control drops the first second
+    only under confound filtering): moved back by the confound control's seconds, never past
+    the entry's cue (`trial_offset_seconds`), and lengthened as much."""
+    seconds = entry_unit_seconds(entry)
+    drop = CONFOUND_CONTROL_SECONDS.get(labelling_task_name(entry), 0.0)
+    if bci_filtering != NO_FILTERING or not drop:
+        return 0.0, seconds
+    drop = min(drop, float(entry.get("trial_offset_seconds", drop)))
+    return -drop, seconds + drop
 
 
 def find_dataset_recordings(config: dict, roots: dict, dataset: str,

@@ -11,7 +11,7 @@ from embedprobe.core.errors import ModelError, UsageError, WeightsError
 from embedprobe.core.hashing import sha256_file
 from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.core.variants import BCI_GROUP, CONFOUND, for_task, listed_models
-from embedprobe.datasets.registry import entry_unit_seconds, labelling_task_name
+from embedprobe.datasets.registry import entry_window, labelling_task_name
 from embedprobe.models import checkpoints, hub
 from embedprobe.models.architectures import ARCHITECTURES, MEAN, POOLINGS, READOUTS, TOKENS
 
@@ -59,7 +59,8 @@ class ModelSpec:
 def model_spec(config: dict, model_id: str, dataset: str | None = None) -> ModelSpec:
     """The model's settings for a dataset (None: the entry's own). Its window is the entry's
     `window_seconds_by_task` for the dataset's labelling task, else its `window_seconds`; a
-    unit (10 s seizure window, 3 s trial) shorter than that is taken whole: each family here
+    unit (10 s seizure window, 3 s trial, the no_filtering variants' 4 s motor-imagery trial:
+    datasets/registry.entry_window) shorter than that is taken whole: each family here
     takes any whole number of its patches, and nothing is padded or interpolated. The readout
     and the scaling follow the labelling task the same way (`readout_by_task`,
     `scaling_by_task`)."""
@@ -74,7 +75,8 @@ def model_spec(config: dict, model_id: str, dataset: str | None = None) -> Model
         dataset_entry = lookup(config, "datasets", dataset)
         task = labelling_task_name(dataset_entry)
         window = for_task(window_by_task, task) or entry["window_seconds"]
-        entry["window_seconds"] = min(window, entry_unit_seconds(dataset_entry))
+        unit = entry_window(dataset_entry, entry.get("bci_filtering", CONFOUND))[1]
+        entry["window_seconds"] = min(window, unit)
     if entry["architecture"] not in ARCHITECTURES:
         raise UsageError(
             f"model '{model_id}': unknown architecture '{entry['architecture']}'"

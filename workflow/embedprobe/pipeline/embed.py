@@ -91,12 +91,15 @@ class EmbedSettings:
 
 
 def preprocessing_key(spec: ModelSpec, plan: ChannelPlan, epoch_seconds: float,
-                      limit_batches: int | None, preprocessing: Preprocessing) -> str:
+                      limit_batches: int | None, preprocessing: Preprocessing,
+                      start_seconds: float = 0.0) -> str:
     """Everything besides the weights and windows that changes the embeddings."""
     # a token store says so; a pooled store's key stays what it was (its caches stay valid)
     pooling = {} if spec.pooling == MEAN else {"pooling": spec.pooling}
+    # a window moved from its indexed start (motor imagery's no_filtering trial) says so
+    moved = {"window_start_seconds": start_seconds} if start_seconds else {}
     return json.dumps(
-        pooling | {
+        pooling | moved | {
             "sfreq": spec.sfreq,
             "window_seconds": spec.window_seconds,
             "epoch_seconds": epoch_seconds,
@@ -231,7 +234,8 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
             windows_sha256=window_table_sha256(windows),
             preprocessing=preprocessing_key(spec, plan, source.epoch_seconds,
                                             settings.limit_batches,
-                                            source.recipe.preprocessing),
+                                            source.recipe.preprocessing,
+                                            source.recipe.start_seconds),
             weights_sha256=encoder.weights_sha256,
             code_version=__version__,
         )

@@ -37,7 +37,7 @@ from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory
 from embedprobe.core.thread_imports import import_before_threads
 from embedprobe.core.units import MIB
-from embedprobe.datasets.registry import FORMATS, find_dataset_recordings, unit_seconds
+from embedprobe.datasets.registry import FORMATS, entry_window, find_dataset_recordings
 from embedprobe.pipeline.channel_maps import ChannelPlan, derive_inputs, input_positions
 from embedprobe.pipeline.filters import apply_filters, average_reference
 from embedprobe.pipeline.filters import reach as filter_reach
@@ -165,8 +165,11 @@ class WindowRecipe:
     reader_format: str  # datasets/registry.FORMATS key
     plan: ChannelPlan  # the recorded channels read, and the model input each feeds
     sfreq: float  # the model's rate
-    epoch_seconds: float  # one window (the dataset's epoch_seconds)
+    epoch_seconds: float  # one window (the dataset's epoch_seconds, or the variant's trial)
     preprocessing: Preprocessing  # filters, normalisation, scaling (pipeline/protocol.py)
+    # seconds from a unit's indexed start to its window's (datasets/registry.entry_window: -1
+    # for motor imagery's no_filtering trial, which starts at the cue)
+    start_seconds: float = 0.0
 
     @property
     def channels(self) -> tuple[str, ...]:
@@ -194,6 +197,9 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
     filters' reach on each side, is read (trimmed wake and unscored time stay on disk),
     unless the protocol filters whole recordings."""
     starts = np.asarray(starts)
+    if recipe.start_seconds:  # the index's starts are at the recorded rate
+        rate = index_sfreq or FORMATS[recipe.reader_format].reader.read_header(rec).sfreq
+        starts = starts + int(round(recipe.start_seconds * rate))
     prep = recipe.preprocessing
     # first, so that a reader holds the whole recording or its part's stretch, not both
     statistic = (recording_statistic(recipe, rec, index_sfreq)
@@ -327,9 +333,9 @@ class WindowSource:
         self.reader = FORMATS[entry["format"]].reader
         found = find_dataset_recordings(config, roots, dataset)
         self.recordings = {r.recording: r for r in found}
-        self.epoch_seconds = unit_seconds(config, dataset)
+        start, self.epoch_seconds = entry_window(entry, spec.bci_filtering)
         self.recipe = WindowRecipe(entry["format"], plan, spec.sfreq, self.epoch_seconds,
-                                   preprocessing(config, dataset, spec))
+                                   preprocessing(config, dataset, spec), start)
         self.spec, self.plan, self.table = spec, plan, table
 
     @property
