@@ -14,7 +14,13 @@ SCRIPTS = PROJECT / "scripts"
 VENV_BIN = Path(sys.executable).parent
 
 
-def snakemake(workdir: Path, *args: str, config=(), timeout: int = 900,
+# A fixture's run ends there, failed: long enough for the bci_demo (243 s idle) on a loaded
+# 2-core machine, where it took 850 s and over 900 s (the limit before; the import-race page's
+# loaded runs, docs/measurements/2026-12-06-import-race.md), short of CI's 90 minutes.
+WORKFLOW_TIMEOUT_S = 2400
+
+
+def snakemake(workdir: Path, *args: str, config=(), timeout: int = WORKFLOW_TIMEOUT_S,
               env_extra=None) -> subprocess.CompletedProcess:
     """The real snakemake on the project's Snakefile, with every root inside `workdir`."""
     cmd = [
