@@ -116,8 +116,14 @@ def test_stratified_folds_put_both_classes_in_every_test_fold():
         assert not (masks["train"] & masks["test"]).any()
 
 
+def recording_option(config: dict, benchmark: str = "abnormal_eeg_demo") -> dict:
+    """The config with abnormal EEG's recording-level option on (its default probes windows)."""
+    config["benchmarks"][benchmark].setdefault("probe", {})["units"] = "recordings"
+    return config
+
+
 def test_the_probe_finds_the_class_signal_and_not_shuffled_labels(tmp_path):
-    config = load_config()
+    config = recording_option(load_config())
     table = recordings_table(40, official=True)
     real = run_folds(config, store_for(tmp_path, table, 1.5))
     assert all(r["metrics"]["auroc"] > 0.9 for r in real)
@@ -137,7 +143,7 @@ def test_the_probe_finds_the_class_signal_and_not_shuffled_labels(tmp_path):
 
 
 def test_mean_std_doubles_the_features_and_bad_settings_are_refused(tmp_path):
-    config = load_config()
+    config = recording_option(load_config())
     config["benchmarks"]["abnormal_eeg_demo"]["probe"]["aggregation"] = "mean_std"
     records = run_folds(config, store_for(tmp_path, recordings_table(30, official=True), 1.5))
     assert records[0]["n_features"] == 32 and records[0]["aggregation"] == "mean_std"

@@ -465,8 +465,9 @@ def recording_set(folder: Path, n_units: int, dim: int, aggregation: str = "mean
     import pandas as pd
 
     config = job_config(folder)
-    config["benchmarks"][RECORDING_BENCHMARK].setdefault("probe", {})["aggregation"] = \
-        aggregation
+    # probe_recording is abnormal EEG's recording-level option (its default probes windows)
+    config["benchmarks"][RECORDING_BENCHMARK].setdefault("probe", {}).update(
+        aggregation=aggregation, units="recordings")
     units = [f"R{k:05d}" for k in range(n_units)]
     names = np.repeat(units, ROWS_PER_UNIT)
     labels = np.repeat(np.arange(n_units) % 2, ROWS_PER_UNIT).astype(np.int8)

@@ -8,6 +8,14 @@ the staging embeddings of the same dataset); the probe job aggregates the window
 (probe.unit_features), fits one logistic probe per fold (probe.fit_units) and scores the test
 units: AUROC (binary labels; n/a for a multi-class label), balanced accuracy, macro F1.
 
+Abnormal EEG probes windows by default (`probe.units: windows`), as the reference does: its
+run lines probe TUAB and Bonn with the seizure-detection evaluator (kkontras/NeuroAtlas,
+extensions/tasks/_seizure_evaluation.py full_binary_probe), so each 10 s window, labelled with
+its recording's class, is a row of the seizure probe (tasks/seizure/probe.py: balanced class
+weights, C on validation AUPRC, max_iter 500, threshold on validation F1) and the headline is
+the test windows' AUROC. `probe.units: recordings` scores one mean embedding per recording
+instead (the clinical question, one decision per recording; off by default).
+
 The unit's class comes from the dataset's reader: `CLASSES` and `recording_label(rec)`.
 """
 
@@ -29,12 +37,16 @@ class RecordingLevel(Task):
     pooled = ("auroc",)  # over every fold's test units at once
     chosen_name = "C"
     pair_figures = ("roc",)
-    probe_step = "recording"  # its job imports scikit-learn and the dataset's reader
+    # None: the job type's own step measures the baseline (memory/baselines.JOB_STEP), the
+    # recording probe's or, for abnormal EEG's window-level default, the seizure probe's
+    probe_step: str | None = None
 
     def __init__(self, name: str, level: str, defines_units: bool, sd_ddof: int,
-                 probe_defaults: dict, dummy: float | None = None):
+                 probe_defaults: dict, dummy: float | None = None,
+                 units_options: tuple[str, ...] = ("recordings",)):
         self.name, self.level, self.defines_units = name, level, defines_units
         self.sd_ddof, self.probe_defaults, self.dummy = sd_ddof, probe_defaults, dummy
+        self.units_options = units_options  # what `probe.units` may be; the first: default
         # the fold rule reads the corpus's split from the session (split: official)
         self.stored_columns = ("session",) if defines_units else ()
 
@@ -73,6 +85,24 @@ class RecordingLevel(Task):
         return recording_level_plan(table, bench, entry)
 
     # --- probe -------------------------------------------------------------------------
+    def scored_units(self, bench: dict) -> str:
+        """`windows` (the seizure probe on every window) or `recordings` (one row per unit),
+        from the benchmark's `probe.units`; refused where the task offers no such probe."""
+        probe = bench.get("probe", {})
+        units = probe.get("units", self.units_options[0])
+        if units not in self.units_options:
+            raise UsageError(f"{self.name}: probe.units {units!r} is not one of "
+                             f"{', '.join(self.units_options)}",
+                             fix=f"set the benchmark's probe.units to {self.units_options[0]} "
+                                 "or leave it out")
+        mixed = sorted(k for k in ("aggregation", "class_weight", "select_on") if k in probe)
+        if units == "windows" and mixed:
+            raise UsageError(f"{self.name}: probe.{mixed[0]} sets the recording-level probe, "
+                             "but this benchmark probes windows (the seizure probe: balanced "
+                             "weights, C on validation AUPRC)",
+                             fix=f"set probe.units: recordings, or remove probe.{mixed[0]}")
+        return units
+
     def settings(self, bench: dict, entry: dict | None = None):
         from embedprobe.tasks.recording_level.probe import ProbeSettings
 
@@ -83,6 +113,8 @@ class RecordingLevel(Task):
         from embedprobe.probing.folds import fold_split
         from embedprobe.tasks.recording_level.probe import fit_units, unit_features
 
+        if self.scored_units(job.bench) == "windows":
+            return self.fit_windows(job)
         entry = job.config.get("datasets", {}).get(job.dataset, {})
         settings = self.settings(job.bench, entry)
         keys, X = unit_features(job.store, self.level, settings.aggregation)
@@ -114,6 +146,61 @@ class RecordingLevel(Task):
                  "class_names": np.array(classes)}
         return record, saved
 
+    def fit_windows(self, job: FoldJob) -> tuple[dict, dict]:
+        """The reference's probe of abnormal EEG: every window a row of the seizure probe, its
+        label its recording's class (class 1, abnormal or ictal, is the positive one); the test
+        windows' AUROC the headline. Event scores: a positive recording is one event from its
+        first window to its last, as the reference's runs of positive windows make it."""
+        from embedprobe.datasets.registry import reader_for, unit_seconds
+        from embedprobe.probing.folds import fold_split
+        from embedprobe.probing.metrics import balanced_accuracy, macro_f1
+        from embedprobe.tasks.seizure.scoring import RecordingTruth, WindowTimeline
+        from embedprobe.tasks.seizure.task import fit_window_probe
+
+        windows = job.store.windows
+        X = np.asarray(job.store.load(), dtype=np.float32)
+        y = windows["label"].to_numpy().astype(np.int64)
+        masks = fold_split(job_folds(self, job), windows, job.fold)
+        test = windows[masks["test"]]
+        window_s = unit_seconds(job.config, job.dataset)
+        # the k-th window of a recording at k window lengths (the reference reads array order)
+        place = test.groupby("recording")["start"].rank(method="first").to_numpy() - 1
+        truth = {}
+        for name, rows in test.groupby("recording"):
+            length = len(rows) * window_s
+            truth[name] = RecordingTruth(length, ((0.0, length),) if rows["label"].iat[0] else ())
+        timeline = WindowTimeline(test["recording"].to_numpy(), place * window_s, window_s, truth)
+        result = fit_window_probe(job, X, y, masks, timeline)
+        classes = reader_for(job.config, job.dataset).CLASSES
+        y_test = y[masks["test"]]
+        kept = ("auroc", "auprc", "sensitivity_at_fpr", "mcc", "ovlp_f1")
+        metrics = {k: float(result.test_metrics[k]) for k in kept} | {
+            "balanced_accuracy": balanced_accuracy(y_test, result.test_pred),
+            "macro_f1": macro_f1(y_test, result.test_pred)}
+        record = {
+            "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
+            "n_test": int(masks["test"].sum()), "unit": "window",
+            "n_features": X.shape[1],
+            "test_subjects": sorted(test["subject"].unique().tolist()),
+            "chosen": result.chosen_C, "chosen_C": result.chosen_C,
+            "threshold": result.threshold,
+            "val_score_by_C": {str(c): v for c, v in result.val_auprc_by_C.items()},
+            "select_on": "auprc", "class_weight": "balanced",
+            # non-empty where validation held one class (the smallest C, as the reference)
+            "validation_one_class": result.settings["validation_one_class"],
+            "converged_by_C": {str(c): v for c, v in result.converged_by_C.items()},
+            "classes": list(classes), "n_classes": 2,
+            "method": "StandardScaler + LogisticRegression(lbfgs, class_weight=balanced, "
+                      "max_iter=500) on windows, C on validation AUPRC, threshold on "
+                      "validation F1 (the seizure probe)",
+            "metrics": metrics,
+        }
+        proba = np.column_stack([1.0 - result.test_proba, result.test_proba])
+        saved = {"index": np.flatnonzero(masks["test"]), "y_true": y_test,
+                 "y_pred": result.test_pred, "proba": proba, "labels": np.array([0, 1]),
+                 "class_names": np.array(classes)}
+        return record, saved
+
     def unit_labels(self, job: FoldJob, keys: np.ndarray) -> np.ndarray:
         """Each unit's class index: its windows' label where the task cut them (abnormal EEG),
         else its recordings' class from the reader (one per subject)."""
@@ -126,7 +213,8 @@ class RecordingLevel(Task):
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
         from embedprobe.tasks.recording_level.probe import scores
 
-        rows = [p for f in folds for p in f["predictions"]]
+        # window-level folds keep no per-unit predictions in their records: nothing to pool
+        rows = [p for f in folds for p in f.get("predictions", [])]
         widths = {len(p["proba"]) for p in rows}
         if not rows or len(widths) != 1:  # folds trained on different class sets
             return {"auroc_pooled": float("nan")}
@@ -140,11 +228,17 @@ class RecordingLevel(Task):
     # --- preflight -----------------------------------------------------------------------
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
                      dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
-        """Streams the unit statistics (the brain-age stream, plus sums of squares for
-        mean_std), then fits the fold's units (job type probe_recording)."""
+        """Window-level (abnormal EEG's default): the seizure probe's job on the same store
+        and parts, so its calibrated job type probe_seizure. Recording-level: streams the unit
+        statistics (the brain-age stream, plus sums of squares for mean_std), then fits the
+        fold's units (job type probe_recording)."""
         from embedprobe.probing.folds import fold_split
         from embedprobe.tasks.brain_age import subject_mean_inputs
 
+        if self.scored_units(bench) == "windows":
+            from embedprobe.tasks.seizure.task import window_probe_memory
+
+            return window_probe_memory(self, config, bench, table, fold, dim, entry)
         settings = self.settings(bench, entry)
         keys = np.array(sorted(table[self.level].astype(str).unique()))
         units = unit_rows(table, self.level, keys)

@@ -21,6 +21,7 @@ once in threads (shared matrix, more buffers).
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -90,12 +91,16 @@ class SeizureProbeResult:
         }
 
 
-def _both_classes(name: str, y: np.ndarray) -> None:
+def _binary(name: str, y: np.ndarray) -> None:
     if not np.isin(y, (0, 1)).all():
         raise DataError(
             f"{name}: seizure labels must be 0 or 1, got {np.unique(y)[:5].tolist()}",
             fix="label each window 1 when it overlaps a seizure, else 0",
         )
+
+
+def _both_classes(name: str, y: np.ndarray) -> None:
+    _binary(name, y)
     if y.min() == y.max():
         raise DataError(
             f"{name}: every window is {'seizure' if y[0] else 'background'}; the probe needs "
@@ -143,7 +148,15 @@ def fit_seizure_probe(
     X_val, y_val = check_split("validation", X_val, y_val, X_train.shape[1])
     X_test, y_test = check_split("test", X_test, y_test, X_train.shape[1])
     _both_classes("train", y_train)
-    _both_classes("validation", y_val)
+    _binary("validation", y_val)
+    # A validation part of one class (a small corpus's subject fold) scores every C alike
+    # (AUPRC 0 without a positive window, 1 with only positives): the smallest C is chosen,
+    # as the reference's fit_lr_c_grid does (its first C of the grid), and the fold says so.
+    one_class = ("" if y_val.min() != y_val.max() else
+                 f"validation holds one class only ({'positive' if y_val[0] else 'negative'} "
+                 "windows): every C scores the same, the smallest is chosen (as the reference)")
+    if one_class:
+        print(f"warning: {one_class}", file=sys.stderr)
 
     scaler = Standardizer.fit(X_train)
     Z_train = scaler.transform(X_train)
@@ -155,7 +168,8 @@ def fit_seizure_probe(
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(Z_train, y_train)
         val_proba = _sigmoid(decision(X_val, scaler, model.coef_, model.intercept_)[:, 0])
-        auprc = float(average_precision_score(y_val, val_proba))
+        # one class: scikit-learn's value (0 or 1) without its undefined-recall warning
+        auprc = float(y_val[0]) if one_class else float(average_precision_score(y_val, val_proba))
         fits.step(f"C={C:g}: val AUPRC {auprc:.4f} ({int(model.n_iter_[0])} iterations)")
         return model, val_proba, auprc
 
@@ -190,6 +204,7 @@ def fit_seizure_probe(
             "threshold": "validation F1 over "
             f"{len(threshold_grid)} thresholds {min(threshold_grid):g}-{max(threshold_grid):g}",
             "max_fp_per_hour": max_fp_per_hour,
+            "validation_one_class": one_class,
             "event_rules": rules.as_dict(),
             "event_curve": {"thresholds": len(CURVE_THRESHOLDS),
                             "fa_grid_per_hour": [float(FA_GRID_PER_HOUR[0]),

@@ -82,7 +82,6 @@ class SeizureDetection(Task):
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
         from embedprobe.datasets.registry import find_dataset_recordings, reader_for
         from embedprobe.probing.folds import fold_split
-        from embedprobe.tasks.seizure.probe import fit_seizure_probe
         from embedprobe.tasks.seizure.scoring import RecordingTruth, WindowTimeline
 
         windows = job.store.windows
@@ -105,13 +104,7 @@ class SeizureDetection(Task):
         timeline = WindowTimeline(test["recording"].to_numpy(),
                                   test["start"].to_numpy() / test["recording"].map(sfreq)
                                   .to_numpy(), window_s, truth)
-        probe = job.bench.get("probe", {})
-        result = fit_seizure_probe(
-            X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
-            X[masks["test"]], y[masks["test"]], timeline,
-            C_grid=tuple(probe.get("C_grid", C_GRID)),
-            max_fp_per_hour=float(probe.get("fixed_fp_per_hour", 1.0)),
-            n_jobs=job.config["probe"]["n_jobs"], progress=job.progress)
+        result = fit_window_probe(job, X, y, masks, timeline)
         record = {
             "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
             "n_test": int(masks["test"].sum()),
@@ -141,13 +134,7 @@ class SeizureDetection(Task):
 
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
                      dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
-        inputs = fold_part_sizes(self, bench, table, fold, entry) | {
-            "dim": dim,
-            "n_jobs": config["probe"]["n_jobs"],
-            "n_fits": len(bench.get("probe", {}).get("C_grid", C_GRID)),
-            "on_cluster": bool(config.get("memory_on_cluster")),
-        }
-        return "probe_seizure", inputs, probe_runtime_minutes(inputs)
+        return window_probe_memory(self, config, bench, table, fold, dim, entry)
 
     def plot_pair(self, figure: str, prediction_files: list[Path], title: str,
                   out: Path) -> None:
@@ -177,6 +164,34 @@ class SeizureDetection(Task):
             notes.append("Mean of the per-fold event_auc (not the headline): "
                          + ", ".join(means) + ".")
         return notes
+
+
+def fit_window_probe(job: FoldJob, X: np.ndarray, y: np.ndarray, masks: dict, timeline):
+    """The seizure probe (probe.fit_seizure_probe) on one fold's windows, with the benchmark's
+    probe settings: the one place a benchmark's `probe:` reaches it (seizure detection and
+    abnormal EEG's window-level default both fit through here)."""
+    from embedprobe.tasks.seizure.probe import fit_seizure_probe
+
+    probe = job.bench.get("probe", {})
+    return fit_seizure_probe(
+        X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
+        X[masks["test"]], y[masks["test"]], timeline,
+        C_grid=tuple(probe.get("C_grid", C_GRID)),
+        max_fp_per_hour=float(probe.get("fixed_fp_per_hour", 1.0)),
+        n_jobs=job.config["probe"]["n_jobs"], progress=job.progress)
+
+
+def window_probe_memory(task: Task, config: dict, bench: dict, table: pd.DataFrame, fold: int,
+                        dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
+    """The job type probe_seizure and its inputs for a job that loads every window of the
+    store and fits fit_window_probe on the fold's parts (the task's folds size them)."""
+    inputs = fold_part_sizes(task, bench, table, fold, entry) | {
+        "dim": dim,
+        "n_jobs": config["probe"]["n_jobs"],
+        "n_fits": len(bench.get("probe", {}).get("C_grid", C_GRID)),
+        "on_cluster": bool(config.get("memory_on_cluster")),
+    }
+    return "probe_seizure", inputs, probe_runtime_minutes(inputs)
 
 
 TASK = SeizureDetection()
