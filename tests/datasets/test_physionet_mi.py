@@ -215,3 +215,24 @@ def test_unknown_settings_are_refused():
     assert plans[0].annotations == ((0.0, 60.2, "T0"),) and plans[0].seconds == 61
     run = dataclasses.replace(plans[0], run=4)
     assert run.cues() == []
+
+
+def test_the_references_six_subjects_are_left_out_unless_the_entry_keeps_them(demo, tmp_path):
+    """The reference reads 103 of the 109 subjects (its dataio/bci.py SUBJECTS_PHYSIONET_MI:
+    range(1, 110) without 88, 90, 92, 100, 104, 106); `exclude_subjects: []` keeps them."""
+    root, _, _ = demo
+    for subject in ("S001", "S088", "S106", "S107"):
+        (tmp_path / subject).mkdir()
+        shutil.copy(root / "S001" / "S001R04.edf", tmp_path / subject / f"{subject}R04.edf")
+    reference = [s for s in range(1, 110) if s not in {88, 90, 92, 100, 104, 106}]
+    assert [int(s[1:]) for s in pm.REFERENCE_EXCLUDED] == sorted(set(range(1, 110))
+                                                                  - set(reference))
+    assert [r.subject for r in pm.find_recordings(tmp_path, runs=[4])] == ["S001", "S107"]
+    config = {"datasets": {"mi": {"format": "physionet_mi", "path": tmp_path.name,
+                                  "runs": [4]}}}
+    roots = {"data_root": str(tmp_path.parent)}
+    found = registry.find_dataset_recordings(config, roots, "mi")
+    assert [r.subject for r in found] == ["S001", "S107"]
+    config["datasets"]["mi"]["exclude_subjects"] = []
+    found = registry.find_dataset_recordings(config, roots, "mi")
+    assert [r.subject for r in found] == ["S001", "S088", "S106", "S107"]
