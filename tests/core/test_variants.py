@@ -137,7 +137,7 @@ def test_loso_counts_the_subjects_of_each_dataset(config):
     assert fold_count(changed, "mi_variants", "physionet_mi_demo") == 5
     assert fold_count(changed, "mi_variants") == "loso"
     assert benchmark_folds(changed, "mi_variants", "physionet_mi_demo") == [0, 1, 2, 3, 4]
-    assert fold_count(config, "bci_motor_imagery", "physionet_mi") == 109  # its `subjects`
+    assert fold_count(config, "bci_motor_imagery", "physionet_mi") == 103  # its `subjects`
     changed["folds"] = [4]
     with pytest.raises(UsageError, match="outside"):
         benchmark_folds(changed, "mi_variants", "bnci2014_001_demo")
