@@ -94,9 +94,16 @@ def test_C_and_threshold_are_what_scikit_learn_chooses(fold):
     np.testing.assert_allclose(result.test_proba, test, atol=1e-4)
 
 
-def test_a_validation_split_without_seizures_is_refused(fold):
+def test_a_validation_split_without_seizures_takes_the_smallest_C_and_says_so(fold, capsys):
+    """The reference's fit_lr_c_grid scores every C alike on a one-class validation part and
+    keeps its first (smallest) C; the fold warns and records why, where it used to refuse."""
     (X_tr, y_tr, _), (X_va, y_va, _), (X_te, y_te, timeline) = fold
-    with pytest.raises(DataError, match="validation: every window is background"):
-        fit_seizure_probe(X_tr, y_tr, X_va, np.zeros_like(y_va), X_te, y_te, timeline)
+    result = fit_seizure_probe(X_tr, y_tr, X_va, np.zeros_like(y_va), X_te, y_te, timeline)
+    assert result.chosen_C == 0.001
+    assert set(result.val_auprc_by_C.values()) == {0.0}
+    assert result.settings["validation_one_class"].startswith(
+        "validation holds one class only (negative windows)")
+    assert "warning: validation holds one class only" in capsys.readouterr().err
+    assert result.test_metrics["auroc"] > 0.9  # the test part is still scored with that C
     with pytest.raises(DataError, match="train: seizure labels must be 0 or 1"):
         fit_seizure_probe(X_tr, y_tr * 2, X_va, y_va, X_te, y_te, timeline)
