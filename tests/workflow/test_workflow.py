@@ -76,6 +76,11 @@ def test_demo_end_to_end(demo_run):
                           .read_text())
         assert fold["fold"] == k and fold["status"] == "ok"
         assert fold["n_train"] > 0 and fold["n_val"] > 0 and fold["n_test"] > 0
+        # every C of the grid is recorded with its iterations, under the reference's cap
+        assert set(fold["iterations_by_C"]) == {"0.001", "0.01", "0.1", "1.0", "10.0", "100.0"}
+        assert fold["max_iter"] == 10_000
+        assert all(0 < n <= 10_000 for n in fold["iterations_by_C"].values())
+        assert fold["converged_by_C"]["1.0"] is True
     assert "kappa" in run.stdout + run.stderr
 
 

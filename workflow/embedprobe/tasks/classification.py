@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.probing.folds import fold_split
-from embedprobe.probing.logistic import C_GRID, MAX_ITER, fit_logistic_probe
+from embedprobe.probing.logistic import C_GRID, MAX_ITER, by_C_json, fit_logistic_probe
 from embedprobe.tasks.base import FoldJob, Task, job_folds
 
 
@@ -24,12 +24,12 @@ def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
     X = np.asarray(job.store.load(), dtype=np.float32)
     masks = fold_split(job_folds(task, job), windows, job.fold)
     y = windows["label"].to_numpy().astype(np.int64)
+    max_iter = int(job.bench.get("probe", {}).get("max_iter", task.max_iter))
     result = fit_logistic_probe(
         X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
         X[masks["test"]], y[masks["test"]],
         C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
-        n_jobs=job.config["probe"]["n_jobs"], progress=job.progress,
-        max_iter=int(job.bench.get("probe", {}).get("max_iter", task.max_iter)),
+        n_jobs=job.config["probe"]["n_jobs"], progress=job.progress, max_iter=max_iter,
     )
     record = {
         "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
@@ -37,8 +37,12 @@ def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
         "test_subjects": sorted(windows["subject"][masks["test"]].unique().tolist()),
         "chosen": result.chosen_C, "chosen_C": result.chosen_C,
         "val_kappa": result.val_kappa,
-        "val_kappa_by_C": {str(c): k for c, k in result.val_kappa_by_C.items()},
+        "val_kappa_by_C": by_C_json(result.val_kappa_by_C),
         "method": result.method,
+        # whether a cap below the reference's (10,000) would have stopped a fit (methods.md)
+        "max_iter": max_iter,
+        "iterations_by_C": by_C_json(result.iterations_by_C),
+        "converged_by_C": by_C_json(result.converged_by_C),
         "n_classes": int(len(np.unique(y))),
         "metrics": {k: float(v) for k, v in result.test_metrics.items()},
     }
