@@ -388,22 +388,75 @@ def test_a_table_in_the_subgroup_folder_is_found(subject):
     assert isruc.recording_label(rec) == "osa"
 
 
-def test_a_recording_without_an_eeg_channel_is_incomplete(subject):
-    """Subgroup I's subject 8 has no F3/F4."""
-    root, rec = subject
-    edf = edfio.read_edf(rec.rec)
-    edf.drop_signals(["F3-M2", "F4-M1"])
-    edf.write(rec.rec)
-    rec = isruc.find_recordings(root)[0]
-    assert rec.problem == "1.rec has no EEG channel F3-M2, F4-M1"
+@pytest.fixture(scope="module")
+def subgroup_i_8(tmp_path_factory):
+    """Subgroup I up to subject 8, whose file (as the real one) has no F3 and F4."""
+    root = tmp_path_factory.mktemp("isruc-i8")
+    settings = {"subgroup_I": 8, "subgroup_II": 0, "subgroup_III": 0, "hours": 1 / 6, "seed": 3}
+    lookalike.write_lookalike(root, settings)
+    return root
+
+
+def test_subject_i_8_reads_its_missing_f3_f4_as_zeros_as_the_reference(subgroup_i_8):
+    """The reference's resolve_and_read_channels zero-fills a montage channel a file lacks."""
+    rec = by_id(subgroup_i_8)["I-8"]
+    assert read_edf_header(rec.rec).labels == ("C3-M2", "O1-M2", "C4-M1", "O2-M1")
+    assert rec.problem == "" and rec.absent == ("F3-M2", "F4-M1")
+    assert isruc.zero_filled(rec, isruc.EEG_CHANNELS) == ("F3-M2", "F4-M1")
+    assert isruc.zero_filled(by_id(subgroup_i_8)["I-7"], isruc.EEG_CHANNELS) == ()
+    signals = isruc.read_signals(rec, ["F3-M2", "C3-M2", "F4-M1"])
+    assert signals.ch_names == ["F3-M2", "C3-M2", "F4-M1"] and signals.sfreq == 200
+    assert signals.data.shape == (3, EPOCHS * EPOCH)
+    assert not signals.data[[0, 2]].any()
+    np.testing.assert_array_equal(signals.data[1], isruc.read_signals(rec, ["C3-M2"]).data[0])
+    assert np.abs(signals.data[1]).max() > 10e-6  # the recorded channel is real EEG
+    only_filled = isruc.read_signals(rec, ["F4-M1"], span=(0, EPOCH))
+    assert only_filled.data.shape == (1, EPOCH) and not only_filled.data.any()
+    starts, labels, sfreq = isruc.read_labels(rec)
+    assert len(starts) == len(labels) > 0 and sfreq == 200
+    with pytest.raises(DataError, match="no channel E1-M2"):
+        isruc.read_signals(rec, ["E1-M2"])  # only the six EEG channels are filled
+
+
+def test_the_index_notes_the_zero_filled_channels(subgroup_i_8, capsys):
+    from embedprobe.core.config import load_config
+    from embedprobe.pipeline.index import build_index
+
+    config = load_config()
+    config["datasets"]["isruc_demo"].update(path=subgroup_i_8.name)
+    config["datasets"]["isruc_demo"].pop("expected_recordings", None)
+    roots = {"data_root": str(subgroup_i_8.parent), "cache_root": "", "results_root": "",
+             "weights_root": ""}
+    index = build_index(config, roots, "isruc_demo")
+    assert set(index["recording"]) == {f"I-{n}" for n in range(1, 9)}
+    err = capsys.readouterr().err
+    assert "note: isruc_demo: zero-filled where a recording lacks them" in err
+    assert "F3-M2 in 1" in err and "F4-M1 in 1" in err
+
+
+def test_zero_fill_missing_false_makes_the_recording_incomplete(subgroup_i_8):
+    rec = {r.recording: r for r in isruc.find_recordings(subgroup_i_8, zero_fill_missing=False)
+           }["I-8"]
+    assert rec.problem == "8.rec has no EEG channel F3-M2, F4-M1" and rec.absent == ()
     with pytest.raises(DataError) as err:
         isruc.read_signals(rec, ["F3-M2"])
     assert str(rec.rec) in err.value.message and "no channel F3-M2" in err.value.message
-    assert err.value.fix
     with pytest.raises(DataError) as err:
         isruc.read_labels(rec)
     assert str(rec.rec) in err.value.message and "no EEG channel F3-M2" in err.value.message
-    assert "allow_partial=true" in err.value.fix and "stage" not in err.value.fix
+    assert "allow_partial=true" in err.value.fix and "zero_fill_missing: true" in err.value.fix
+
+
+def test_a_recording_without_any_eeg_channel_is_incomplete(subject):
+    root, rec = subject
+    edf = edfio.read_edf(rec.rec)
+    edf.drop_signals(list(edf.labels))
+    edf.append_signals(edfio.EdfSignal(np.zeros(EPOCHS * 30 * 10), 10, label="ECG"))
+    edf.write(rec.rec)
+    rec = isruc.find_recordings(root)[0]
+    assert rec.problem == "1.rec has no EEG channel " + ", ".join(isruc.EEG_CHANNELS)
+    with pytest.raises(DataError, match="no EEG channel F3-M2"):
+        isruc.read_labels(rec)
 
 
 def test_a_file_outside_the_layout_is_refused(subject):

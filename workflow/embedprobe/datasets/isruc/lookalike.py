@@ -9,7 +9,9 @@
 Each .rec is plain EDF (no annotation signal) with the six EEG channels at 200 Hz in the real
 files' order, F3, C3, O1, F4, C4, O2 against the contralateral mastoid, in uV; every third
 recording spells the mastoids A1/A2 ("F3-A2"), the others M1/M2 ("F3-M2"), as the real files
-do (the EOG, EMG, ECG, respiration and SaO2 signals of the real files are left out: small).
+do (the EOG, EMG, ECG, respiration and SaO2 signals of the real files are left out: small);
+subgroup I's subject 8 has no F3 and F4, as its real file (NO_FRONTAL), when the settings
+reach it.
 The stage files hold one code per 30 s epoch of the whole recording (0 W, 1 N1, 2 N2, 3 N3,
 5 REM); scorer 2 mostly agrees with scorer 1 (about one epoch in ten differs, mostly next to a
 stage change, by one step). The tables: two title rows, the header row Subject, Age, Sex,
@@ -58,6 +60,7 @@ from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_
 SFREQ = 200
 LAYOUT = ("F3-M2", "C3-M2", "O1-M2", "F4-M1", "C4-M1", "O2-M1")
 LAYOUT_A = ("F3-A2", "C3-A2", "O1-A2", "F4-A1", "C4-A1", "O2-A1")
+NO_FRONTAL = ("I", 8)  # the real subgroup I subject whose file lacks F3 and F4
 PHYSICAL_RANGE = (-1000.0, 1000.0)  # uV
 DEFAULTS = {"subgroup_I": 6, "subgroup_II": 0, "subgroup_III": 4, "hours": 0.5, "seed": 0,
             "diagnoses": ["SAOS"]}
@@ -166,6 +169,14 @@ def _night(rng: np.random.Generator, hours: float, age: int) -> np.ndarray:
     return codes[begin: begin + WAKE_BEFORE + n_sleep + WAKE_AFTER]
 
 
+def _layout(position: int, subject: tuple[str, int]) -> tuple[str, ...]:
+    """Every third recording spells the mastoids A1/A2; NO_FRONTAL's file lacks F3 and F4."""
+    layout = LAYOUT_A if position % 3 == 2 else LAYOUT
+    if subject == NO_FRONTAL:
+        return tuple(label for label in layout if label[:2] not in ("F3", "F4"))
+    return layout
+
+
 def plan(settings: dict) -> list[RecordingPlan]:
     """Every recording's names, subject, class, layout and both scorers' stages (no signal)."""
     s = settings_of(settings)
@@ -184,7 +195,7 @@ def plan(settings: dict) -> list[RecordingPlan]:
                                         dt.time(22, int(rng.integers(60)), int(rng.integers(60))))
             plans.append(RecordingPlan(
                 subgroup, number, night, diagnosis, DIAGNOSES.get(diagnosis, CLASSES[0]), age,
-                sex, start, LAYOUT_A if len(plans) % 3 == 2 else LAYOUT, stages, scorer_1,
+                sex, start, _layout(len(plans), (subgroup, number)), stages, scorer_1,
                 _scorer_2(rng, scorer_1)))
     return plans
 

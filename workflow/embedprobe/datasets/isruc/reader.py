@@ -20,8 +20,12 @@ at 200 Hz against the contralateral mastoid, spelled two ways: "F3-A2", "C3-A2",
 96 M, 28 A); one file (subgroup I, 40) holds the electrodes and both mastoids unreferenced
 ("F3", "A2", ...), one (subgroup I, 8) has no F3/F4. The reader gives
 every file the M spelling: an A label is renamed, an unreferenced pair is derived (F3-M2 =
-F3 - A2, as the electrodes share the recorder's reference). A recording without one of the six
-EEG channels is incomplete (`problem`): allow_partial=true leaves it out.
+F3 - A2, as the electrodes share the recorder's reference). An EEG channel of the six that a
+file lacks is read as zeros, as the reference's reader fills it (dataio/isruc.py
+`resolve_and_read_channels`, so subject I-8 is staged on four channels and two rows of zeros);
+the index names what was filled in a `note:` (zero_filled). `zero_fill_missing: false` on the
+dataset's entry makes such a recording incomplete instead (`problem`: allow_partial=true leaves
+it out). A file with none of the six is incomplete either way.
 
 A stage file holds one code per line per 30 s epoch from the start of the recording: 0 W,
 1 N1, 2 N2, 3 N3, 5 REM (AASM: no stage 4); any other code is refused. The label is the two
@@ -91,6 +95,7 @@ DIAGNOSES = {"SAOS": "osa", "RONCOPATIA": "snoring", "D. Afectiva": "affective_d
              "PLMS": "plms", "EPILEPSIA": "epilepsy", "S. PERNAS INQUIETAS": "rls",
              "Parasomnia": "parasomnia", "SRVAS": "uars"}
 UNSCORED, DISAGREE = "unscored", "scorers disagree"
+READER_SETTINGS = ("zero_fill_missing",)  # dataset entry keys passed to find_recordings
 HEALTHY_SUBGROUP = "III"
 
 _CLASS_OF_TEXT = {**{c.casefold(): c for c in CLASSES},
@@ -120,6 +125,7 @@ class Recording:
     stage_files: tuple[Path, Path]  # scorer 1's and scorer 2's (either may be missing)
     details: Path  # the subgroup's details table (may be missing)
     problem: str = ""  # why the recording is incomplete; "" when complete
+    absent: tuple[str, ...] = ()  # EEG channels the file lacks, read as zeros
 
     @property
     def subject(self) -> str:
@@ -161,22 +167,30 @@ def _details_path(root: Path, subgroup: str) -> Path:
     return next((p for p in candidates if p.is_file()), candidates[0])
 
 
-def _problem(rec_path: Path, stage_files: tuple[Path, Path]) -> str:
+def _absent(rec_path: Path) -> tuple[str, ...]:
+    """The six EEG channels the file neither records nor derives."""
+    try:
+        sources = _sources(read_edf_header(rec_path))
+    except DataError:
+        return ()  # an unreadable file is refused, naming it, when it is read
+    return tuple(c for c in EEG_CHANNELS if c not in sources)
+
+
+def _problem(rec_path: Path, stage_files: tuple[Path, Path], absent: tuple[str, ...],
+             zero_fill_missing: bool) -> str:
     missing = [p.name for p in stage_files if not p.is_file()]
     if missing:
         return f"{rec_path.name} has no {' or '.join(missing)} beside it (the scorers' stages)"
-    try:
-        absent = [c for c in EEG_CHANNELS if c not in _sources(read_edf_header(rec_path))]
-    except DataError:
-        return ""  # an unreadable file is refused, naming it, when it is read
-    if absent:
+    if absent and (not zero_fill_missing or len(absent) == len(EEG_CHANNELS)):
         return f"{rec_path.name} has no EEG channel {', '.join(absent)}"
     return ""
 
 
-def find_recordings(root: Path) -> list[Recording]:
+def find_recordings(root: Path, zero_fill_missing: bool = True) -> list[Recording]:
     """Every .rec under root in the documented layout, sorted by recording id; a recording
-    without both stage files or without one of the six EEG channels is marked `problem`."""
+    without both stage files, or without any of the six EEG channels, is marked `problem`; one
+    without some of them reads those as zeros (the reference's), or with `zero_fill_missing`
+    false is marked `problem` too."""
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"ISRUC-Sleep folder {root} does not exist",
@@ -188,8 +202,11 @@ def find_recordings(root: Path) -> list[Recording]:
         stem = path.stem
         stage_files = (path.with_name(f"{stem}_1.txt"), path.with_name(f"{stem}_2.txt"))
         rid = f"{subgroup}-{number}" + (f"-{night}" if subgroup == "II" else "")
+        absent = _absent(path)
+        problem = _problem(path, stage_files, absent, zero_fill_missing)
         recordings[rid] = Recording(rid, subgroup, number, night, path, stage_files,
-                                    _details_path(root, subgroup), _problem(path, stage_files))
+                                    _details_path(root, subgroup), problem,
+                                    () if problem else absent)
     return [recordings[k] for k in sorted(recordings)]
 
 
@@ -229,17 +246,18 @@ def _sources(header: EdfHeader) -> dict[str, tuple[str, str | None]]:
 
 
 def _recorded(rec: Recording, header: EdfHeader, channels: Sequence[str]):
-    """The sources of the wanted channels and the recorded labels they read, refusing a
-    channel the file neither records nor derives."""
+    """The sources of the wanted channels (None for one read as zeros) and the recorded
+    labels they read, refusing a channel the file neither records, derives nor fills."""
     sources = _sources(header)
-    missing = [c for c in channels if c not in sources]
+    missing = [c for c in channels if c not in sources and c not in rec.absent]
     if missing:
         raise DataError(f"{rec.rec}: no channel {', '.join(missing)}; it has "
                         f"{', '.join(sources)}",
                         fix="choose channels this recording has (the reader names the EEG "
                             f"{', '.join(EEG_CHANNELS)}), or leave it out (allow_partial=true)")
-    wanted = [sources[c] for c in channels]
-    labels = list(dict.fromkeys(lab for pair in wanted for lab in pair if lab is not None))
+    wanted = [sources.get(c) for c in channels]
+    labels = list(dict.fromkeys(lab for pair in wanted if pair for lab in pair
+                                if lab is not None))
     return wanted, labels
 
 
@@ -284,15 +302,25 @@ def read_header(rec: Recording) -> RecordingHeader:
     return RecordingHeader(tuple(sources), header.sfreq(eeg), header.n_samples(eeg))
 
 
+def zero_filled(rec: Recording, channels: Sequence[str]) -> tuple[str, ...]:
+    """Those of `channels` that read_signals gives as zeros in this file (see the module)."""
+    return tuple(c for c in channels if c in rec.absent)
+
+
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
     """The named channels in volts (float32); a derived one is the difference of its two
-    recorded electrodes."""
+    recorded electrodes; an EEG channel the file lacks (zero_filled) is a row of zeros."""
     header = read_edf_header(rec.rec)
     wanted, labels = _recorded(rec, header, channels)
+    if not labels:  # every wanted channel is filled: the file's EEG gives rate and length
+        labels = [next(pair[0] for c in EEG_CHANNELS if (pair := _sources(header).get(c)))]
     recorded = _read(rec, header, labels, span)
     row = {label: i for i, label in enumerate(labels)}
-    data = np.empty((len(wanted), recorded.data.shape[1]), np.float32)
-    for i, (plus, minus) in enumerate(wanted):
+    data = np.zeros((len(wanted), recorded.data.shape[1]), np.float32)
+    for i, pair in enumerate(wanted):
+        if pair is None:
+            continue
+        plus, minus = pair
         data[i] = recorded.data[row[plus]]
         if minus is not None:
             data[i] -= recorded.data[row[minus]]
@@ -309,7 +337,8 @@ def _refuse_incomplete(rec: Recording) -> None:
     if not rec.problem:
         return
     if all(p.is_file() for p in rec.stage_files):  # a channel is missing
-        fix = ("leave this recording out (allow_partial=true), or choose channels every "
+        fix = ("leave this recording out (allow_partial=true), read its missing EEG as zeros "
+               "as the reference does (zero_fill_missing: true), or choose channels every "
                "recording has")
     else:
         fix = (f"put {rec.stage_files[0].name} and {rec.stage_files[1].name} from the "
