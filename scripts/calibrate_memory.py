@@ -43,7 +43,7 @@ that fell).
 
 Usage:
   python scripts/calibrate_memory.py --quick          # the shipped table
-  python scripts/calibrate_memory.py --quick --jobs embed_cpu   # its embed runs alone (474 s)
+  python scripts/calibrate_memory.py --quick --jobs embed_cpu   # its embed runs alone
   python scripts/calibrate_memory.py                  # more and larger runs
   python scripts/calibrate_memory.py --quick --out /tmp/cal.yaml --no-drift
 """
@@ -266,12 +266,13 @@ PLANS = {
     # subject_means: (rows, width); embed_repeats: runs of each embed job (their median is its
     # typical peak; refit.fit_constants)
     "quick": {
-        # the same embed job peaks 10-20% apart between runs (BIOT: its readers' filter copies
-        # and its batches' activations coincide or not): three runs each
+        # the same embed job peaks apart between runs (BIOT: its readers' filter copies and its
+        # batches' activations coincide or not; docs/measurements/2026-12-05-typical-run.md):
+        # three runs each
         "embed_repeats": 3,
-        # forward passes that grow by ~50 MB (CBraMod, LaBraM), ~200 MB (LUNA, CodeBrain) and
-        # ~600 MB (BIOT) at batch 32: the factor and the freed heap a pass reuses are told apart
-        # only by passes on both sides of that heap
+        # forward passes grow by family (small for CBraMod and LaBraM, more for LUNA and
+        # CodeBrain, most for BIOT; docs/measurements/2026-12-05-typical-run.md): the factor and
+        # the freed heap a pass reuses are told apart only by passes on both sides of that heap
         "embed": [("biot_random", 0.5), ("cbramod_random", 1.0), ("labram_random", 0.25),
                   ("luna_random", 0.25), ("codebrain_random", 0.25)],
         "embed_seizure": [("biot_random", 600, 1), ("cbramod_random", 256, 2)],
@@ -548,8 +549,9 @@ def calibrate(mode: str, workdir: Path, old: dict,
     for step in dict.fromkeys(JOB_STEP[job] for job in selected if job in JOB_STEP):
         # as preflight measures it on a node (baselines.measured_step_baseline: `python -c`
         # with the step's imports), so the fitted constants carry what the job adds beyond
-        # exactly that; a child of this script would also hold the script's own imports
-        # (~4.5 MB more, and every probe estimate ~4.5 MB short where preflight measures)
+        # exactly that; a child of this script would also hold the script's own imports (every
+        # probe estimate then short where preflight measures:
+        # docs/measurements/2026-12-01-check-baseline.md)
         run = measure([sys.executable, "-c", STEP_IMPORTS[step]], f"imports {step}")
         _print_run("imports", step, run)
         baseline[step] = run.peak_bytes

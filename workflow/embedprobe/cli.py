@@ -400,7 +400,8 @@ def parser() -> argparse.ArgumentParser:
                                                               "checkpoint in models.yaml)")
     p.add_argument("--out", help="also write the report lines here (the weights rule's output)")
 
-    p = sub.add_parser("demo-data", help="generate the demo dataset in Sleep-EDF format")
+    p = sub.add_parser("demo-data", help="write a dataset's look-alike in its "
+                                        "publisher's layout (its `generator:` settings)")
     p.add_argument("--dataset", required=True)
 
     p = sub.add_parser("index", help="list every labelled window of a dataset")
@@ -460,7 +461,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("tables", nargs="+")
 
     p = sub.add_parser("pair-figure", help="a task's figure of one (dataset, model) over its "
-                                           "test folds (sleep staging: confusion)")
+                                           "test folds (the task's pair_figures)")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--figure", required=True, help="one of the task's pair_figures")
     p.add_argument("--title", default="")
