@@ -9,7 +9,11 @@ import pytest
 
 from embedprobe.reporting.chance import chance_level
 from embedprobe.tasks.registry import task_for
-from embedprobe.tasks.sleep_events.overlap import merged_intervals, overlap_seconds
+from embedprobe.tasks.sleep_events.overlap import (
+    field_overlap_seconds,
+    merged_intervals,
+    overlap_seconds,
+)
 from embedprobe.tasks.sleep_events.probe import EventProbe, event_scores, fit_event_probes
 
 
@@ -35,6 +39,46 @@ def test_overlap_matches_a_sample_count_on_random_spans():
         covered[(grid >= a) & (grid < b)] = True
     by_count = covered[:len(starts) * 30000].reshape(len(starts), 30000).sum(1) / 1000
     assert np.allclose(overlap_seconds(starts, 30, spans), by_count, atol=2e-3)
+
+
+def test_a_field_of_several_kinds_sums_them_capped_at_the_epoch_as_the_reference():
+    """The reference's readers (dataio/ucddb.py, dataio/physionet2026.py) add each kind's share
+    of the epoch and clip the sum at 1: an obstructive apnea 5-25 s inside a hypopnea 0-30 s
+    makes 20 + 30 = 50 s, capped at 30; a central apnea 40-50 s beside a hypopnea 45-55 s
+    makes 10 + 10 = 20 s where their union is 15 s; nothing in the third epoch. Written here as
+    the reference's fractions (overlap / 30, summed, np.clip 0..1, x 30 s)."""
+    spans = {"apnea_obstructive": [(5, 25)], "apnea_central": [(40, 50)],
+             "hypopnea": [(0, 30), (45, 55)]}
+    starts = np.array([0.0, 30.0, 60.0])
+    fractions = np.zeros(3)
+    for kind_spans in spans.values():
+        for a, b in kind_spans:
+            for ep, s0 in enumerate(starts):
+                fractions[ep] += max(0.0, min(b, s0 + 30) - max(a, s0)) / 30
+    reference = np.clip(fractions, 0.0, 1.0) * 30
+    got = field_overlap_seconds(starts, 30, spans)
+    assert got.tolist() == reference.tolist() == [30.0, 20.0, 0.0]
+    assert field_overlap_seconds(starts, 30, spans, "union").tolist() == [30.0, 15.0, 0.0]
+    # one kind: the same either way (a kind is the union of its own spans)
+    one = {"hypopnea": [(0, 30), (10, 20)]}
+    assert field_overlap_seconds(starts, 30, one).tolist() == [30.0, 0.0, 0.0]
+
+
+def test_respiratory_event_any_is_the_references_rdi_without_periodic_breathing():
+    fields = task_for("sleep_respiratory").fields
+    assert set(fields["respiratory_event_any"]) == set(fields["rdi"])
+    assert "periodic_breathing" not in fields["respiratory_event_any"]
+
+
+def test_an_unknown_field_overlap_is_refused_with_the_choices():
+    from embedprobe.core.errors import UsageError
+    from embedprobe.tasks.sleep_events.task import field_overlap
+
+    assert field_overlap({}) == "capped_sum"
+    assert field_overlap({"probe": {"field_overlap": "union"}}) == "union"
+    with pytest.raises(UsageError, match="capped_sum, union") as error:
+        field_overlap({"probe": {"field_overlap": "max"}})
+    assert "field_overlap: capped_sum" in error.value.fix
 
 
 def test_event_scores_by_hand():

@@ -4,8 +4,10 @@ respiratory_event_detection defaults): one probe per event field and threshold (
 
 Fields as the reference's: each apnea type, hypopnea, RERA, periodic breathing, and the sums
 `apnea_any` (the three apneas), `ahi` (apneas and hypopneas), `rdi` (ahi and RERAs) and
-`respiratory_event_any` (all of them). A sum here is the union of its events' spans (an event
-inside another counts once); the reference adds the fractions and caps them at the epoch.
+`respiratory_event_any` (its PhysioNet reader's `rdi.copy()`, its UCDDB reader's `ahi.copy()`:
+periodic breathing is in neither, and UCDDB scores no RERA). A sum adds its kinds' seconds and
+caps them at the epoch, as the reference's readers do (overlap.py; `field_overlap: union`
+counts overlapping events once).
 """
 
 from embedprobe.tasks.sleep_events.task import SleepEvents
@@ -20,5 +22,5 @@ TASK = SleepEvents(
             "hypopnea": ("hypopnea",), "rera": ("rera",),
             "periodic_breathing": ("periodic_breathing",), "apnea_any": APNEAS,
             "rdi": (*AHI, "rera"),
-            "respiratory_event_any": (*AHI, "rera", "periodic_breathing")},
+            "respiratory_event_any": (*AHI, "rera")},
     thresholds=(0.0, 1.0, 3.0, 5.0, 7.0, 10.0), headline=("ahi", 10.0))

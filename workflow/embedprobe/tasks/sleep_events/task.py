@@ -76,7 +76,8 @@ class SleepEvents(Task):
         windows = job.store.windows
         masks = fold_split(job_folds(self, job), windows, job.fold)
         probes, skipped = self.probes(job.bench, reader)
-        overlaps = window_overlaps(job, reader, windows, {p.field for p in probes}, self.fields)
+        overlaps = window_overlaps(job, reader, windows, {p.field for p in probes}, self.fields,
+                                   field_overlap(job.bench))
         C_grid = tuple(float(c) for c in job.bench.get("probe", {}).get("C_grid", [1.0]))
         X = np.asarray(job.store.load(), dtype=np.float32)
         results = fit_event_probes(X, masks, overlaps, probes, C_grid, job.progress)
@@ -159,12 +160,27 @@ def annotated_kinds(reader, kinds: tuple[str, ...], task: str) -> None:
                              "benchmark's datasets (docs/usage.md, the datasets table)")
 
 
+def field_overlap(bench: dict) -> str:
+    """How a field of several kinds counts its seconds (the benchmark's `probe:
+    field_overlap`; overlap.py)."""
+    from embedprobe.tasks.sleep_events.overlap import FIELD_OVERLAPS
+
+    how = bench.get("probe", {}).get("field_overlap", FIELD_OVERLAPS[0])
+    if how not in FIELD_OVERLAPS:
+        raise UsageError(f"probe field_overlap: {how} is not one of {', '.join(FIELD_OVERLAPS)}",
+                         fix=f"write field_overlap: {FIELD_OVERLAPS[0]} (the reference's) or "
+                             "union in the benchmark's probe settings")
+    return how
+
+
 def window_overlaps(job: FoldJob, reader, windows: pd.DataFrame, fields: set[str],
-                    kinds_of: dict[str, tuple[str, ...]]) -> dict[str, np.ndarray]:
+                    kinds_of: dict[str, tuple[str, ...]],
+                    how: str) -> dict[str, np.ndarray]:
     """Seconds of each field's events in every window of the store, recording by recording
-    (starts are samples at the recording's rate, from its signal file's first sample)."""
+    (starts are samples at the recording's rate, from its signal file's first sample); a field
+    of several kinds counts them as `how` says (overlap.field_overlap_seconds)."""
     from embedprobe.datasets.registry import find_dataset_recordings, unit_seconds
-    from embedprobe.tasks.sleep_events.overlap import overlap_seconds
+    from embedprobe.tasks.sleep_events.overlap import field_overlap_seconds
 
     seconds = unit_seconds(job.config, job.dataset)
     out = {f: np.zeros(len(windows)) for f in fields}
@@ -178,6 +194,7 @@ def window_overlaps(job: FoldJob, reader, windows: pd.DataFrame, fields: set[str
         starts = windows["start"].to_numpy()[rows] / sfreq
         events = reader.read_events(rec)
         for field in fields:
-            spans = [(e.onset, e.end) for e in events if e.description in kinds_of[field]]
-            out[field][rows] = overlap_seconds(starts, seconds, spans)
+            spans = {kind: [(e.onset, e.end) for e in events if e.description == kind]
+                     for kind in kinds_of[field]}
+            out[field][rows] = field_overlap_seconds(starts, seconds, spans, how)
     return out
