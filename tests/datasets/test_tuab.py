@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+from pathlib import Path
 
 import edfio
 import mne
@@ -81,8 +82,8 @@ def test_every_recording_its_class_and_split_are_recovered(demo):
     recordings = tuab.find_recordings(root)
     assert [r.recording for r in recordings] == [p.recording for p in plans]
     for rec, plan in zip(recordings, plans, strict=True):
-        assert (rec.subject, rec.session, rec.problem) == (
-            plan.subject, f"{plan.split}/{plan.session_name}", "")
+        assert (rec.subject, rec.patient, rec.session, rec.problem) == (
+            plan.recording, plan.subject, f"{plan.split}/{plan.session_name}", "")
         assert re.fullmatch(r"(train|eval)/s\d{3}_t\d{3}", rec.session)
         assert tuab.split_of(rec) == plan.split and tuab.recording_label(rec) == plan.label
         assert rec.files == (root / plan.relative,) == (rec.signal_path,)
@@ -95,9 +96,10 @@ def test_every_recording_its_class_and_split_are_recovered(demo):
 def test_subjects_as_the_corpus_has_them(demo):
     """A subject with two sessions and one with both classes in train (as the corpus has);
     eval subjects only in eval; a session's file other than t000."""
-    recordings = tuab.find_recordings(demo[0])
+    recordings = tuab.find_recordings(demo[0], subject_id="patient")
     by_subject = {}
     for rec in recordings:
+        assert rec.subject == rec.patient
         by_subject.setdefault(rec.subject, []).append(rec)
     assert len(by_subject) == 10
     both = [s for s, recs in by_subject.items() if {r.label for r in recs} == set(tuab.CLASSES)]
@@ -105,6 +107,60 @@ def test_subjects_as_the_corpus_has_them(demo):
     assert max(len(recs) for recs in by_subject.values()) == 2
     assert all(len({r.split for r in recs}) == 1 for recs in by_subject.values())
     assert sum(r.session.endswith("_t001") for r in recordings) == 1
+
+
+def test_each_file_is_its_own_subject_as_the_references_reader_has_it(demo):
+    """The reference's dataio/tuab.py takes the path part after the montage folder as the
+    subject (v2's patient folder); in v3.0.1's flat layout that part is the file: a patient's
+    two files are two subjects. subject_id: patient groups them."""
+    root, _, plans = demo
+    by_file = tuab.find_recordings(root)
+    assert [r.subject for r in by_file] == [Path(p.relative).stem for p in plans]
+    assert len({r.subject for r in by_file}) == len(plans)
+    two = [p for p in {r.patient for r in by_file}
+           if sum(r.patient == p for r in by_file) == 2]
+    # the patient with two sessions and the one with a file of each class: two subjects each
+    # by file, one by patient
+    assert len(two) == 2
+    by_patient = tuab.find_recordings(root, subject_id="patient")
+    assert len({r.subject for r in by_patient}) == len(plans) - 2
+    assert all(sum(r.subject == p for r in by_patient) == 2 for p in two)
+
+
+def test_the_official_folds_validate_on_the_references_draw_over_files(demo):
+    """The reference's TUAB adapter (`adapters/tuab.py` `_train_val_subject_split`): the train
+    subjects (here files) sorted, labelled abnormal when any recording is, and
+    `registry/splits.make_subject_kfold(5, labels, seed=42)`: StratifiedKFold(5, shuffle=True,
+    random_state=42) where each class has 5 subjects, else KFold with the same arguments (this
+    look-alike's 4 + 4 train files); fold k validates on split k, and the eval files test every
+    fold. Computed here with scikit-learn."""
+    import pandas as pd
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    from embedprobe.probing.folds import recording_level_plan
+
+    recordings = tuab.find_recordings(demo[0])
+    table = pd.DataFrame({"recording": [r.recording for r in recordings],
+                          "subject": [r.subject for r in recordings],
+                          "session": [r.session for r in recordings],
+                          "label": [tuab.CLASSES.index(r.label) for r in recordings]})
+    plan = recording_level_plan(table, {"folds": 5, "fold_seed": 42}, {"split": "official"})
+    train = sorted(r.subject for r in recordings if r.split == "train")
+    labels = [int(any(r.label == "abnormal" for r in recordings if r.subject == s))
+              for s in train]
+    kind = StratifiedKFold if min(labels.count(0), labels.count(1)) >= 5 else KFold
+    splits = kind(5, shuffle=True, random_state=42).split(train, labels)
+    for k, (_, val) in enumerate(splits):
+        assert plan.members(k, "val") == sorted(train[i] for i in val)
+        assert plan.members(k, "test") == sorted(r.subject for r in recordings
+                                                 if r.split == "eval")
+
+
+def test_an_unknown_subject_id_is_refused_with_the_choices(demo):
+    from embedprobe.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="subject_id: recording is not one of file, patient"):
+        tuab.find_recordings(demo[0], subject_id="recording")
 
 
 def test_signals_are_volts_of_the_written_electrodes(demo):

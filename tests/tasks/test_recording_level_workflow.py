@@ -72,7 +72,8 @@ def test_tuab_eval_subjects_test_every_fold(recording_run):
         fold = json.loads((workdir / f"results/abnormal_eeg_demo/tuab_demo/biot_random/"
                            f"fold{k}.json").read_text())
         assert fold["test_subjects"] == evals
-        # 6 abnormal and 5 normal train subjects: stratified validation parts of both classes
+        # 6 abnormal and 7 normal train files, each its own subject (the reference's): stratified
+        # validation parts of both classes
         assert fold["validation_one_class"] == ""
 
 

@@ -28,10 +28,18 @@ vary by file ("EEG EKG1-REF", "EEG ROC-REF", "PHOTIC-REF", "IBI", ...; not every
 a scalp electrode). Rates vary between files (250 Hz, 256 Hz, ...): each recording reports its
 own. The 21 electrodes of the TCP montage (the 19 of the 10-20 system and the ear
 electrodes A1, A2) are EEG_CHANNELS; a recording without one of them is refused. The corpus has
-no events: read_events gives []. Recording id = file stem (aaaaamye_s001_t000); subject = the
+no events: read_events gives []. Recording id = file stem (aaaaamye_s001_t000); patient = the
 8-letter id; session = the split and the file's session and token, "train/s001_t000" (the
 index keeps the session, so the abnormal-EEG folds read the corpus's split from it:
 probing/folds.official_plan); split_of(rec) = "train" or "eval".
+
+Subject (the unit folds are drawn over): the file, as the reference's reader has it
+(`dataio/tuab.py` `discover_tuab_recordings` takes the path part after the montage folder as
+the subject, written for v2's `<montage>/<patient>/<session>/` folders; in v3.0.1's flat layout
+that part is the file name), so a patient's sessions are separate subjects and can fall in
+training and validation of one fold (the test set, TUAB's eval patients, shares no patient with
+training either way). `subject_id: patient` on the dataset's entry makes the 8-letter patient
+the subject, so validation is patient-disjoint too.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedprobe.core.errors import DataError
+from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals, require_channels
 from embedprobe.datasets.walk import find_paths
@@ -62,16 +70,19 @@ EEG_CHANNELS = tuple(f"EEG {e}-REF" for e in ELECTRODES)
 _NAME = re.compile(r"^(?P<subject>[a-z]{8})_(?P<session>s\d{3})_(?P<token>t\d{3})\.edf$")
 _LAYOUT = f"{EDF_FOLDER}/{{train,eval}}/{{normal,abnormal}}/{MONTAGE}/<subject>_sNNN_tNNN.edf"
 _FIX_LAYOUT = f"keep TUAB v3.0.x's layout: {_LAYOUT}"
+SUBJECT_IDS = ("file", "patient")  # a recording's subject: the first is the reference's
+READER_SETTINGS = ("subject_id",)  # dataset entry keys passed to find_recordings
 
 
 @dataclass(frozen=True)
 class Recording:
     recording: str  # file stem, e.g. "aaaaamye_s001_t000"
     edf: Path
-    subject: str  # "aaaaamye"
+    subject: str  # the file stem (the reference's) or, under subject_id: patient, "aaaaamye"
     session: str  # "train/s001_t000": the split, then the file's session and token
     split: str  # "train" or "eval"
     label: str  # "normal" or "abnormal"
+    patient: str  # "aaaaamye"
     problem: str = ""  # a TUAB recording is one file: never incomplete
 
     @property
@@ -96,7 +107,7 @@ def edf_folder(root: Path) -> Path:
                         "and edf/), or write the look-alike (the demo_data rule)")
 
 
-def _recording(path: Path, folder: Path) -> Recording:
+def _recording(path: Path, folder: Path, subject_id: str) -> Recording:
     """One file's recording, its place in the layout checked (a DataError names the file)."""
     parts = path.relative_to(folder).parts
     if len(parts) > 4 and parts[2] == MONTAGE:
@@ -115,17 +126,24 @@ def _recording(path: Path, folder: Path) -> Recording:
     if not match:
         raise DataError(f"{path}: not a TUAB file name (<subject>_sNNN_tNNN.edf, an 8-letter "
                         "subject id, e.g. aaaaamye_s001_t000.edf)", fix=_FIX_LAYOUT)
-    return Recording(path.stem, path, match["subject"],
-                     f"{parts[0]}/{match['session']}_{match['token']}", parts[0], parts[1])
+    patient = match["subject"]
+    return Recording(path.stem, path, patient if subject_id == "patient" else path.stem,
+                     f"{parts[0]}/{match['session']}_{match['token']}", parts[0], parts[1],
+                     patient)
 
 
-def find_recordings(root: Path) -> list[Recording]:
-    """Every recording under root's edf/ folder, sorted by id. A file outside the layout, a
-    name not in the pattern, a recording there twice or a subject in both splits is refused."""
+def find_recordings(root: Path, subject_id: str = SUBJECT_IDS[0]) -> list[Recording]:
+    """Every recording under root's edf/ folder, sorted by id, its subject as `subject_id`
+    says (the module's docstring). A file outside the layout, a name not in the pattern, a
+    recording there twice or a patient in both splits is refused."""
+    if subject_id not in SUBJECT_IDS:
+        raise UsageError(f"subject_id: {subject_id} is not one of {', '.join(SUBJECT_IDS)}",
+                         fix="write subject_id: file (the reference's) or patient in the TUAB "
+                             "dataset's entry (config/datasets.yaml)")
     folder = edf_folder(root)
     recordings: dict[str, Recording] = {}
     for path in find_paths(folder, "*.edf"):
-        rec = _recording(path, folder)
+        rec = _recording(path, folder, subject_id)
         if rec.recording in recordings:
             raise DataError(f"recording {rec.recording} is there twice: "
                             f"{recordings[rec.recording].edf} and {path}",
@@ -138,12 +156,12 @@ def find_recordings(root: Path) -> list[Recording]:
 
 
 def _check_subjects_in_one_split(recordings) -> None:
-    """TUAB keeps every subject in one split: eval subjects never train."""
+    """TUAB keeps every patient in one split: eval patients never train."""
     first: dict[str, Recording] = {}
     for rec in recordings:
-        seen = first.setdefault(rec.subject, rec)
+        seen = first.setdefault(rec.patient, rec)
         if seen.split != rec.split:
-            raise DataError(f"subject {rec.subject} is in both TUAB splits: {seen.edf} and "
+            raise DataError(f"subject {rec.patient} is in both TUAB splits: {seen.edf} and "
                             f"{rec.edf}", fix="TUAB's train and eval subjects are disjoint: "
                             "remove the file that is not TUAB's, or download TUAB v3.0.1 again")
 
