@@ -14,7 +14,7 @@ them resident and fragments; fixed, every large tensor is mapped and unmapped (t
 what is live, each batch pays the page faults: why the steps do not set it). "mmap threshold
 16 MiB" and "32 MiB" fix it higher (32 MiB is glibc's most, where the raised threshold stops):
 only blocks that large are mapped. Every mode but the last two keeps embed's own release of the
-freed heap after each batch of 0.5 s or more (memory/allocator.FreedHeapRelease); "no heap
+freed heap after each batch of 0.5 s or more (measure/allocator.FreedHeapRelease); "no heap
 release" turns it off, "heap release each batch" releases after every batch, however short
 (`--modes` picks; the default runs the first three).
 
@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.measure.peaks import run_measured  # noqa: E402
 from embedprobe.memory import workloads  # noqa: E402
-from embedprobe.memory.peaks import run_measured  # noqa: E402
 from embedprobe.memory.preflight import run_preflight  # noqa: E402
 
 MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"},

@@ -67,8 +67,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from embedprobe.core.probe_forms import eigen_preconditioner  # noqa: E402
 from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.measure.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
+from embedprobe.measure.limits import available_memory_limit  # noqa: E402
+from embedprobe.measure.peaks import MeasuredRun, self_peak_rss  # noqa: E402
 from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS  # noqa: E402
 from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
 from embedprobe.memory.estimate import (  # noqa: E402
@@ -78,9 +80,6 @@ from embedprobe.memory.estimate import (  # noqa: E402
     job_constants,
 )
 from embedprobe.memory.formulas import FINISH_BLOCK_COPIES, FLOAT32  # noqa: E402
-from embedprobe.memory.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
-from embedprobe.memory.limits import available_memory_limit  # noqa: E402
-from embedprobe.memory.peaks import MeasuredRun, self_peak_rss  # noqa: E402
 from embedprobe.memory.refit import FITTED, fit_constants, rounded  # noqa: E402
 from embedprobe.memory.workloads import (  # noqa: E402
     AGE_BENCHMARK,
@@ -114,6 +113,7 @@ from embedprobe.memory.workloads import (  # noqa: E402
     write_estimate,
     write_store,
 )
+from embedprobe.probing.probe_forms import eigen_preconditioner  # noqa: E402
 
 RESULT_TAG = "RESULT "
 RUNS_FILE = "calibration_runs.json"  # in --workdir: every fitted run, its inputs and peaks
@@ -399,7 +399,7 @@ def measure_probe_job(job: str, inputs: dict, estimate_file: Path, key: str, arg
 
 
 def measure_probe_logistic(plan, workdir: Path) -> list[dict]:
-    """The staging probe job; past the eigen form's width (core/probe_forms) on a token store
+    """The staging probe job; past the eigen form's width (probing/probe_forms) on a token store
     (tokens of 200 or 2,048 values) with C 0.001 and 0.01 only: one fit at a time either way,
     and strong penalties converge in minutes on 2 cores where C = 100 would take an hour."""
     runs = []

@@ -89,12 +89,12 @@ sys.path.insert(0, str(ROOT / "workflow"))
 
 from embedprobe.core.config import load_config  # noqa: E402
 from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.measure.limits import job_memory_limit  # noqa: E402
+from embedprobe.measure.peaks import MeasuredRun, run_measured  # noqa: E402
 from embedprobe.memory import workloads  # noqa: E402
 from embedprobe.memory.baselines import probe_baseline_inputs  # noqa: E402
 from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
 from embedprobe.memory.estimate import fit_knobs  # noqa: E402
-from embedprobe.memory.limits import job_memory_limit  # noqa: E402
-from embedprobe.memory.peaks import MeasuredRun, run_measured  # noqa: E402
 
 MEDIAN_TARGET = 0.05
 UNDER_TARGET = -0.10

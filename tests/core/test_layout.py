@@ -20,13 +20,10 @@ PACKAGE = paths.PACKAGE
 # development.md). The index labels units with the dataset's task, so tasks sit below pipeline;
 # the fold job reads the store, so it is pipeline's. The API (DataFrames of what the commands
 # print) sits just below cli, which prints them.
-RANKS = {"core": 0, "datasets": 1, "models": 1, "probing": 2, "reporting": 3, "tasks": 4,
-         "pipeline": 5, "memory": 6, "smk": 7, "api": 8, "cli": 9}
-# memory's measuring and modelling leaves import only core (and each other), so that check
-# (pipeline) may measure peaks and read the calibration table without a circle.
-MEMORY_LEAVES = {"cgroups", "limits", "peaks", "gpu", "allocator", "formulas", "estimate",
-                 "calibration"}
-LEAF_RANK = 0.5
+# measure (peaks, limits, cgroups, the GPU, the allocator) sits just above core: check and
+# embed (pipeline) measure, and the memory model (memory) reads what they measured.
+RANKS = {"core": 0, "measure": 0.5, "datasets": 1, "models": 1, "probing": 2, "reporting": 3,
+         "tasks": 4, "pipeline": 5, "memory": 6, "smk": 7, "api": 8, "cli": 9}
 
 
 def module_name(path: Path) -> str:
@@ -72,8 +69,6 @@ def rank(name: str) -> float:
     parts = name.split(".")
     if len(parts) < 2:
         return -1  # embedprobe itself (__version__)
-    if parts[1] == "memory" and len(parts) > 2 and parts[2] in MEMORY_LEAVES:
-        return LEAF_RANK
     return RANKS[parts[1]]
 
 

@@ -348,6 +348,10 @@ def test_the_baseline_steps_name_registered_job_types_and_known_steps():
     assert set(JOB_STEP) <= set(estimates.JOB_TYPES)
     assert set(JOB_STEP.values()) <= set(STEP_IMPORTS)
     assert set(FITTED) <= set(JOB_STEP)  # every job type the calibration fits has a baseline
+    # both are views of the one job-type table
+    assert JOB_STEP == {n: t.step for n, t in estimates.JOB_TYPES.items() if t.step}
+    assert FITTED == {n: t.fitted for n, t in estimates.JOB_TYPES.items() if t.fitted}
+    assert JOB_STEP["probe_bci"] == "bci" and FITTED["embed_cpu"][0] == "recording_copies"
 
 
 def test_the_calibration_tables_name_only_registered_job_types():
@@ -403,9 +407,9 @@ def test_every_task_sizes_its_probe_with_a_registered_job_type():
         job_type, inputs, _ = task.probe_memory(config, bench, table, 0, 16)
         assert job_type in estimates.JOB_TYPES, benchmark
         assert estimate(job_type, inputs, CALIBRATION, None).total > 0
-        step = task.probe_step or JOB_STEP[job_type]  # None: the job type's own step
-        assert step in STEP_IMPORTS
-        assert JOB_STEP[job_type] == step, benchmark
+        # the job type names the step whose imports its baseline is (no task names its own)
+        assert JOB_STEP[job_type] in STEP_IMPORTS, benchmark
+        assert not hasattr(task, "probe_step"), benchmark
     assert seen == set(TASKS)
 
 
@@ -414,7 +418,7 @@ def test_the_logistic_probes_blocks_follow_its_splits_and_form():
     token store's 24,576 features that is the difference between 2.4 GB and a few MB. From a
     split of 8,192 rows (and 2,048 training rows) on, the calibrated blocks are unchanged; past
     the eigen form's width the diagonal form's own constant counts, and no p x p matrix."""
-    from embedprobe.core.probe_forms import EIGEN_MAX_FEATURES, block_share
+    from embedprobe.probing.probe_forms import EIGEN_MAX_FEATURES, block_share
 
     constants = {**estimates.DEFAULT_CONSTANTS["probe_logistic"], "block_rows": 24_000.0,
                  "wide_block_rows": 6_000.0}

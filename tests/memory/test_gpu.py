@@ -212,7 +212,7 @@ def test_preflight_takes_the_measured_context_reserve_and_host_baseline(pair, tm
 
 
 def test_gpu_memory_readers_parse_and_say_why_they_cannot(monkeypatch):
-    from embedprobe.memory import gpu
+    from embedprobe.measure import gpu
 
     apps = "4242, 1349\n4242, 10\n77, [N/A]\nno, thing\n"
     assert gpu.parse_compute_apps(apps) == {4242: 1359 * MIB}

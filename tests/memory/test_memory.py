@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from embedprobe.core.units import MIB
-from embedprobe.memory.limits import (
+from embedprobe.measure.limits import (
     available_memory_limit,
     cgroup_memory_limit,
     host_memory_total,
     job_memory_limit,
 )
-from embedprobe.memory.peaks import (
+from embedprobe.measure.peaks import (
     cgroup_memory_peak,
     measure_peak_growth,
     run_measured,
@@ -194,7 +194,7 @@ def test_runs_table_follows_its_header(tmp_path):
 
 ARENA_PROBE = """
 import ctypes, sys, threading
-from embedprobe.memory.allocator import use_one_malloc_arena
+from embedprobe.measure.allocator import use_one_malloc_arena
 print(use_one_malloc_arena())
 def work():
     blocks = [bytearray(200_000) for _ in range(50)]  # past glibc's first-malloc lazy paths
@@ -222,7 +222,7 @@ def test_jobs_allocate_from_one_malloc_arena_unless_told_otherwise(env, one_aren
 
 HEAP_PROBE = """
 import ctypes, sys
-from embedprobe.memory.allocator import FreedHeapRelease
+from embedprobe.measure.allocator import FreedHeapRelease
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
@@ -257,7 +257,7 @@ def test_freed_heap_pages_go_back_to_the_kernel_between_batches(setting, release
 def test_the_heap_is_released_after_slow_batches_only():
     """A release and its page faults cost ~20 ms: a few percent of a 0.5 s batch, a fifth of
     a fast model's 0.1 s one (whose passes reuse their freed blocks anyway)."""
-    from embedprobe.memory.allocator import FreedHeapRelease
+    from embedprobe.measure.allocator import FreedHeapRelease
 
     now = [100.0]
     heap = FreedHeapRelease(0.5, clock=lambda: now[0])
@@ -271,8 +271,9 @@ def test_the_heap_is_released_after_slow_batches_only():
 
 # ------------------------------------------------------------------------- the module layers
 
-LEAVES = ("limits", "peaks", "gpu", "cgroups", "allocator", "formulas", "estimate",
-          "calibration")
+# the memory model's modules that preflight, the runs record and the workflow's resources
+# callables build on
+MODEL = ("formulas", "estimate", "calibration")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -289,16 +290,23 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-def test_memory_leaves_import_only_core_and_each_other():
-    """The measuring and modelling leaves need nothing of the pipeline: preflight, the runs
-    record and the workflow's resources callables build on them, never the other way."""
-    memory = PROJECT / "workflow" / "embedprobe" / "memory"
-    allowed = ("embedprobe.core", *(f"embedprobe.memory.{leaf}" for leaf in LEAVES))
-    for leaf in LEAVES:
-        ours = {m for m in imported_modules(memory / f"{leaf}.py")
+def test_measuring_imports_only_core_and_the_model_nothing_of_the_pipeline():
+    """The measuring package (peaks, limits, cgroups, the GPU, the allocator) needs only core,
+    so that check and embed measure without importing the memory model; the model (formulas,
+    estimate, calibration) needs nothing of the pipeline: preflight, the runs record and the
+    workflow's resources callables build on them, never the other way."""
+    package = PROJECT / "workflow" / "embedprobe"
+    for path in (package / "measure").glob("*.py"):
+        ours = {m for m in imported_modules(path) if m.split(".")[0] == "embedprobe"}
+        assert all(m.startswith(("embedprobe.core", "embedprobe.measure")) for m in ours), (
+            path.name, sorted(ours))
+    allowed = ("embedprobe.core", "embedprobe.measure", "embedprobe.probing.probe_forms",
+               *(f"embedprobe.memory.{module}" for module in MODEL))
+    for module in MODEL:
+        ours = {m for m in imported_modules(package / "memory" / f"{module}.py")
                 if m.split(".")[0] == "embedprobe" and m != "embedprobe.memory"}
-        assert all(m.startswith(allowed) for m in ours), (leaf, sorted(ours))
-    for path in memory.glob("*.py"):
+        assert all(m.startswith(allowed) for m in ours), (module, sorted(ours))
+    for path in (package / "memory").glob("*.py"):
         assert not {m for m in imported_modules(path)
                     if m.startswith(("embedprobe.smk", "embedprobe.cli"))}, path.name
 

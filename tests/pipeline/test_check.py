@@ -111,8 +111,12 @@ def setup(demo_root, tmp_path_factory):
 def passed(setup, demo_root):
     """The random-init BIOT on the demo, a full 32-window batch; and what it touched."""
     config, roots = setup
+    from embedprobe.memory.calibration import table_baseline_of_check
+
     with touched_under(demo_root) as seen:
         result = check_pair(config, roots, DATASET, "biot_random", 32)
+    # the command's own step: the table's figure beside the measured one (cli.cmd_check)
+    result.table_baseline_bytes = table_baseline_of_check(config, result)
     return result, seen
 
 

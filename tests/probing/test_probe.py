@@ -326,7 +326,7 @@ def test_kappa_of_the_fast_probe_is_the_metrics_kappa(hard_set):
 
 
 def test_wide_rows_take_the_diagonal_form_and_reach_sklearns_objective(monkeypatch):
-    """Above core/probe_forms.EIGEN_MAX_FEATURES no p x p matrix is made (a flattened token
+    """Above probing/probe_forms.EIGEN_MAX_FEATURES no p x p matrix is made (a flattened token
     store: 6,000-250,000 features); the fit still ends at scikit-learn's criterion, at an
     objective no higher than scikit-learn's own fit. The threshold is lowered here so that a
     small set exercises the form."""
@@ -355,8 +355,8 @@ def test_the_probe_on_flattened_tokens_fits_past_the_threshold(monkeypatch):
     features: the probe makes no eigen preconditioner, every fit meets the criterion and the
     chosen C scores above chance on test (the diagonal form's objective against scikit-learn's
     is the test above)."""
-    from embedprobe.core.probe_forms import EIGEN_MAX_FEATURES
     from embedprobe.probing import logistic
+    from embedprobe.probing.probe_forms import EIGEN_MAX_FEATURES
 
     made = []
     monkeypatch.setattr(logistic, "covariance_eigen",

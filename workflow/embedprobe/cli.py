@@ -24,7 +24,7 @@ from embedprobe.core.overrides import apply_overrides, split_overrides
 from embedprobe.core.paths import output_path
 from embedprobe.core.selection import with_fold_count
 from embedprobe.core.units import MIB
-from embedprobe.memory.allocator import use_one_malloc_arena
+from embedprobe.measure.allocator import use_one_malloc_arena
 
 
 def job_config(args) -> tuple[dict, dict]:
@@ -177,6 +177,7 @@ def cmd_check(args, config, roots):
     import time
 
     from embedprobe.core.model_aliases import expand_models
+    from embedprobe.memory.calibration import table_baseline_of_check
     from embedprobe.pipeline.check import (
         check_pair,
         closing_notes,
@@ -206,6 +207,7 @@ def cmd_check(args, config, roots):
     for dataset in datasets:
         for model in models:
             result = check_pair(config, roots, dataset, model, args.batch_size)
+            result.table_baseline_bytes = table_baseline_of_check(config, result)
             results.append(result)
             write_result(result, Path(args.out) if args.out else
                          output_path("check", roots, dataset=dataset, model=model))

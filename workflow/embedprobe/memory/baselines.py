@@ -13,7 +13,8 @@ import subprocess
 import sys
 from functools import cache
 
-from embedprobe.memory.peaks import run_measured
+from embedprobe.measure.peaks import run_measured
+from embedprobe.memory.estimate import JOB_TYPES
 
 # What each step's job imports before its data: its interpreter-and-libraries baseline.
 STEP_IMPORTS = {
@@ -50,14 +51,10 @@ STEP_IMPORTS = {
     "hypnogram": "import embedprobe.cli, embedprobe.pipeline.fold_job, embedprobe.memory.runs, "
                  "embedprobe.datasets.registry, embedprobe.tasks.hypnogram.task",
 }
-# The step whose imports are each job type's baseline (keys: estimate.JOB_TYPES, checked by
-# tests/memory/test_estimates.py): preflight's default for a probe job type (a task may name its own
-# step), the calibration's for every job type it fits. embed_gpu's is measured by the check
-# job (CUDA initialised), none of these.
-JOB_STEP = {"embed_cpu": "embed", "probe_logistic": "probe", "probe_bci": "bci",
-            "probe_ridge": "ridge", "aggregate_subject_mean": "probe", "probe_brain_age": "ridge",
-            "probe_seizure": "seizure", "probe_recording": "recording",
-            "probe_events": "events", "probe_hypnogram": "hypnogram"}
+# The step whose imports are each job type's baseline (its `step` in estimate.JOB_TYPES):
+# preflight's for a probe job, the calibration's for every job type it fits. embed_gpu's is
+# measured by the check job (CUDA initialised), none of these.
+JOB_STEP = {name: t.step for name, t in JOB_TYPES.items() if t.step}
 
 
 @cache
@@ -69,8 +66,8 @@ def measured_step_baseline(step: str) -> int | None:
     return run.peak_bytes if run.ok else None
 
 
-def probe_baseline_inputs(job_type: str, step: str | None = None) -> dict:
-    """{"measured_baseline_bytes": ...} for a probe job type (or a task's own `step`, when its
-    job imports more than the type's usual job), measured here; {} if it fails."""
-    measured = measured_step_baseline(step or JOB_STEP[job_type])
+def probe_baseline_inputs(job_type: str) -> dict:
+    """{"measured_baseline_bytes": ...} for a probe job type (what its step imports), measured
+    here; {} if it fails."""
+    measured = measured_step_baseline(JOB_STEP[job_type])
     return {"measured_baseline_bytes": measured} if measured else {}

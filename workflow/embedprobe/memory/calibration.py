@@ -33,6 +33,15 @@ def embed_baseline_from_table(config: dict, cuda: bool, weights_bytes: int) -> i
     return int(embed_baseline({"weights_bytes": weights_bytes}, c))
 
 
+def table_baseline_of_check(config: dict, result) -> int:
+    """What the calibration table in use takes for the embed baseline `check` measured on this
+    node (a pipeline.check.CheckResult; 0 where the forward pass did not run)."""
+    if not result.baseline_bytes:
+        return 0
+    return embed_baseline_from_table(config, result.device.startswith("cuda"),
+                                     result.n_params * 4)
+
+
 def load_calibration(path: str | Path = CALIBRATION_PATH) -> dict:
     """The calibration table; constants it lacks are filled from the defaults and listed.
 

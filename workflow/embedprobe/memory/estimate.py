@@ -9,8 +9,9 @@ included), because that is what a scheduler kills on. Constants come from
 config/memory_calibration.yaml (calibration.py reads it; scripts/calibrate_memory.py fits it).
 
 JOB_TYPES is the one list of memory job types: the calibration table, the refit
-(refit.FITTED), the measured baselines (baselines.JOB_STEP), the calibration script and the
-tasks' probe jobs name only job types registered here (tests/memory/test_estimates.py checks them).
+(refit.FITTED: each type's `fitted`), the measured baselines (baselines.JOB_STEP: each type's
+`step`), the calibration script and the tasks' probe jobs name only job types registered here
+(tests/memory/test_estimates.py checks them).
 """
 
 from __future__ import annotations
@@ -142,6 +143,11 @@ class JobType:
     # constants that enter through the larger of two amounts (embed's reader part): the
     # estimate is convex, not linear, in them; refit fits it on its tangents
     convex: tuple[str, ...] = ()
+    # the step whose imports its job's measured baseline is (baselines.STEP_IMPORTS); "" where
+    # the job's baseline is not measured apart
+    step: str = ""
+    # the constants scripts/calibrate_memory.py fits on its runs (refit.FITTED)
+    fitted: tuple[str, ...] = ()
 
 
 _EMBED_REQUIRED = ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
@@ -170,6 +176,10 @@ COMMON_CONSTANTS = MappingProxyType({"cluster_wrapper_bytes": 300 * MIB})  # 2 x
 _TYPES = [
     JobType(
         "embed_cpu",
+        step="embed",
+        # fitted on the calibration's runs (refit.fit_constants); the rest are measured
+        # (baselines), structural (what the code holds) or keep their value
+        fitted=("recording_copies", "window_copies", "activation_factor", "reused_heap_bytes"),
         terms=EMBED_CPU_TERMS,
         required=(*_EMBED_REQUIRED, "batch_activation_bytes"),
         defaults=_EMBED_DEFAULTS,
@@ -200,11 +210,16 @@ _TYPES = [
         knobs=("batch_size",), cheaper=_cheaper_device, fill=_activations_at_batch),
     JobType(
         "probe_logistic",
+        step="probe",
+        # fit_data_copies stays structural (1): the fast probe keeps one standardised copy;
+        # with 3:1:1 folds it would be collinear with embeddings_copies anyway
+        fitted=("overhead_bytes", "embeddings_copies", "window_row_bytes", "workspace_factor",
+                "block_rows", "wide_block_rows", "square_copies"),
         terms=PROBE_LOGISTIC_TERMS, required=_LOGISTIC_REQUIRED, defaults=_LOGISTIC_DEFAULTS,
         constants=MappingProxyType({
             "baseline_bytes": 250 * MIB, "overhead_bytes": 0.0, "embeddings_copies": 2.0,
             "window_row_bytes": 200.0, "fit_data_copies": 1.0, "workspace_factor": 3.0,
-            # wide_block_rows: the diagonal form's (core/probe_forms), no covariance blocks
+            # wide_block_rows: the diagonal form's (probing/probe_forms), no covariance blocks
             "block_rows": 12288.0, "wide_block_rows": 12288.0, "square_copies": 3.0}),
         knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
     # The motor-imagery probe: the staging probe's fit over trials, in a job that also imports
@@ -212,12 +227,17 @@ _TYPES = [
     # "bci"); its constants are the staging probe's, unless the table fits its own.
     JobType(
         "probe_bci",
+        step="bci",
         terms=PROBE_LOGISTIC_TERMS, required=_LOGISTIC_REQUIRED, defaults=_LOGISTIC_DEFAULTS,
         constants=MappingProxyType({}), composed_of=("probe_logistic",),
         knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
     # The seizure probe (seizure_probe.fit_seizure_probe, formulas.PROBE_SEIZURE_TERMS).
     JobType(
         "probe_seizure",
+        step="seizure",
+        # fit_data_copies structural, as the staging probe's
+        fitted=("overhead_bytes", "embeddings_copies", "window_row_bytes", "workspace_factor",
+                "block_rows"),
         terms=PROBE_SEIZURE_TERMS,
         required=("n_train", "n_val", "n_test", "dim"),
         defaults=MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32}),
@@ -228,6 +248,8 @@ _TYPES = [
         knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
     JobType(
         "probe_ridge",
+        step="ridge",
+        fitted=("overhead_bytes", "data_copies", "gram_factor", "kernel_factor"),
         terms=PROBE_RIDGE_TERMS,
         required=("n", "p"), defaults=_RIDGE_DEFAULTS,
         constants=MappingProxyType({
@@ -237,6 +259,8 @@ _TYPES = [
         knobs=("ridge_form", "n_jobs"), cheaper=_cheaper_ridge, resolved_knobs=_ridge_knobs),
     JobType(
         "aggregate_subject_mean",
+        step="probe",
+        fitted=("overhead_bytes", "chunk_copies", "index_row_bytes"),
         terms=SUBJECT_MEAN_JOB_TERMS,
         required=("dim", "chunk_rows", "n_subjects", "n_rows"), defaults=MappingProxyType({}),
         constants=MappingProxyType({
@@ -251,6 +275,10 @@ _TYPES = [
     # arena); its constants are its parts', unless the table fits its own.
     JobType(
         "probe_brain_age",
+        step="ridge",
+        # its own constants over its parts', fitted on the real job
+        fitted=("overhead_bytes", "data_copies", "gram_factor", "kernel_factor",
+                "chunk_copies"),
         terms=BRAIN_AGE_TERMS,
         required=("n", "p", "dim", "chunk_rows", "n_subjects", "n_rows"),
         defaults=_RIDGE_DEFAULTS, constants=MappingProxyType({}),
@@ -261,6 +289,8 @@ _TYPES = [
     # aggregate_subject_mean's, unless the table fits its own.
     JobType(
         "probe_recording",
+        step="recording",
+        fitted=("overhead_bytes", "chunk_copies", "data_copies", "sd_copies"),
         terms=RECORDING_TERMS,
         required=("n_units", "n", "p", "dim", "chunk_rows", "n_subjects", "n_rows",
                   "n_classes"),
@@ -274,6 +304,8 @@ _TYPES = [
     # the event annotations; its constants start from the seizure probe's.
     JobType(
         "probe_events",
+        step="events",
+        fitted=("overhead_bytes", "embeddings_copies", "window_row_bytes"),
         terms=PROBE_SEIZURE_TERMS,
         required=("n_train", "n_val", "n_test", "dim"),
         defaults=MappingProxyType({"n_jobs": 1, "n_fits": 1, "dtype_bytes": FLOAT32}),
@@ -281,6 +313,8 @@ _TYPES = [
     # The hypnogram job (tasks/hypnogram): the window table and a staging fold's predictions.
     JobType(
         "probe_hypnogram",
+        step="hypnogram",
+        fitted=("overhead_bytes", "window_row_bytes"),
         terms=HYPNOGRAM_TERMS,
         required=("n_rows",), defaults=MappingProxyType({}),
         constants=MappingProxyType({"baseline_bytes": 250 * MIB, "overhead_bytes": 0.0,

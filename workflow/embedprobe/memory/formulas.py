@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from embedprobe.core.probe_forms import block_share, eigen_preconditioner
+from embedprobe.probing.probe_forms import block_share, eigen_preconditioner
 
 FLOAT32 = 4
 FLOAT64 = 8
@@ -397,7 +397,7 @@ PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
     *_PROBE_START, *_PROBE_ROWS,
     ("solver workspace per parallel fit",
      lambda i, c: parallel_fits(i) * _logistic_workspace(i, c)),
-    # the fitted blocks in the share the splits fill (core/probe_forms.block_share): a BCI fold
+    # the fitted blocks in the share the splits fill (probing/probe_forms.block_share): a BCI fold
     # of a few hundred trials at a token store's 24,576 features would count 2.4 GB of blocks
     # that are never made; from 8,192 rows a split on, the calibrated block_rows unchanged.
     # The diagonal form (wide rows) gathers no covariance blocks: its own wide_block_rows.
@@ -405,7 +405,7 @@ PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
      lambda i, c: (c["block_rows"] if eigen_preconditioner(i["dim"]) else c["wide_block_rows"])
      * block_share(i["n_train"], i["n_val"], i["n_test"]) * i["dim"] * FLOAT32),
     # The covariance, its eigenvectors and eigh's workspace, plus each fit's scaling.
-    # (none above core/probe_forms.EIGEN_MAX_FEATURES: the diagonal form)
+    # (none above probing/probe_forms.EIGEN_MAX_FEATURES: the diagonal form)
     ("preconditioner (p x p float64)",
      lambda i, c: (c["square_copies"] + parallel_fits(i)) * i["dim"] ** 2 * FLOAT64
      if eigen_preconditioner(i["dim"]) else 0),

@@ -30,14 +30,14 @@ from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.units import MIB
 from embedprobe.core.variants import pooled_variant, split_variant
 from embedprobe.datasets.registry import find_dataset_recordings, reader_for
-from embedprobe.memory.baselines import probe_baseline_inputs
-from embedprobe.memory.calibration import calibration_path, load_calibration
-from embedprobe.memory.estimate import fit_knobs
-from embedprobe.memory.limits import (
+from embedprobe.measure.limits import (
     cluster_memory_limit_mb,
     job_memory_limit,
     running_under_scheduler,
 )
+from embedprobe.memory.baselines import probe_baseline_inputs
+from embedprobe.memory.calibration import calibration_path, load_calibration
+from embedprobe.memory.estimate import fit_knobs
 from embedprobe.memory.records import job_key
 from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.channel_maps import channel_plan
@@ -161,7 +161,7 @@ def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, ma
     """The probe job's estimate and runtime: its task names the job type and its inputs
     (`entry`: the dataset's config entry, whose fold manifest or strata size the folds)."""
     job_type, inputs, runtime = task.probe_memory(config, bench, table, fold, dim, entry)
-    baseline = probe_baseline_inputs(job_type, task.probe_step)
+    baseline = probe_baseline_inputs(job_type)
     estimate = fit_knobs(job_type, inputs | baseline, calibration, limit,
                          margin, partitions)
     return estimate, runtime

@@ -44,31 +44,9 @@ from embedprobe.memory.estimate import (
 )
 from embedprobe.memory.records import estimate_path
 
-# What each job's fit sets: constants fitted on its runs. The rest are measured (baselines),
-# structural (what the code holds) or keep their value (not measurable here). Its keys are the
-# job types scripts/calibrate_memory.py fits, in the order of its --jobs (estimate.JOB_TYPES
-# owns the job types; tests/memory/test_estimates.py checks these against it).
-FITTED = {
-    "embed_cpu": ("recording_copies", "window_copies", "activation_factor", "reused_heap_bytes"),
-    # fit_data_copies stays structural (1): the fast probe keeps one standardised copy; with
-    # 3:1:1 folds it would be collinear with embeddings_copies anyway
-    "probe_logistic": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
-                       "workspace_factor", "block_rows", "wide_block_rows", "square_copies"),
-    "probe_ridge": ("overhead_bytes", "data_copies", "gram_factor", "kernel_factor"),
-    "aggregate_subject_mean": ("overhead_bytes", "chunk_copies", "index_row_bytes"),
-    # the brain-age job as the workflow runs it (subject means streamed, then ridge): its own
-    # constants over its parts', fitted on the real job
-    "probe_brain_age": ("overhead_bytes", "data_copies", "gram_factor", "kernel_factor",
-                        "chunk_copies"),
-    # the seizure probe (scikit-learn's lbfgs per C); fit_data_copies structural as above
-    "probe_seizure": ("overhead_bytes", "embeddings_copies", "window_row_bytes",
-                      "workspace_factor", "block_rows"),
-    # the recording-level probe (unit statistics streamed, then lbfgs over the unit rows)
-    "probe_recording": ("overhead_bytes", "chunk_copies", "data_copies", "sd_copies"),
-    # the sleep-event probes (the seizure probe's terms, their own overhead and row copies)
-    "probe_events": ("overhead_bytes", "embeddings_copies", "window_row_bytes"),
-    "probe_hypnogram": ("overhead_bytes", "window_row_bytes"),
-}
+# What each job's fit sets: its job type's `fitted` constants (estimate.JOB_TYPES owns them).
+# Its keys are the job types scripts/calibrate_memory.py fits, in the order of its --jobs.
+FITTED = {name: t.fitted for name, t in JOB_TYPES.items() if t.fitted}
 
 
 def _with_intercept(names) -> tuple[str, ...]:

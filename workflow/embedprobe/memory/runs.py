@@ -22,8 +22,8 @@ from pathlib import Path
 
 from embedprobe.core.paths import output_path
 from embedprobe.core.units import MIB
-from embedprobe.memory.limits import job_owns_cgroup
-from embedprobe.memory.peaks import cgroup_memory_peak, self_peak_rss
+from embedprobe.measure.limits import job_owns_cgroup
+from embedprobe.measure.peaks import cgroup_memory_peak, self_peak_rss
 
 SAMPLE_SECONDS = 0.5
 OOM_SHARE = 0.8

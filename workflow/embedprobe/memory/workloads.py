@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from embedprobe.memory.peaks import MeasuredRun, run_measured, signal_name
+from embedprobe.measure.peaks import MeasuredRun, run_measured, signal_name
 
 # The folder that holds the package (workflow/): the children's PYTHONPATH.
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
@@ -265,7 +265,7 @@ def store_writer_growth(path: Path, n_windows: int, row: tuple[int, ...],
     """The embed job's store alone, as embed writes it: a writer with batches of random rows
     appended, then its finish(). (What the writer grew while appending, what finish() grew
     beyond that), in bytes; the window table is made before either."""
-    from embedprobe.memory.peaks import measure_peak_growth
+    from embedprobe.measure.peaks import measure_peak_growth
     from embedprobe.pipeline import store as cache
 
     table = window_table(np.zeros(n_windows, dtype=np.int8))

@@ -27,9 +27,9 @@ from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, UsageError
 from embedprobe.core.units import MIB
 from embedprobe.datasets.registry import data_status, fix_for, partial_allowed, reader_for
-from embedprobe.memory.allocator import release_freed_heap
-from embedprobe.memory.gpu import GpuMemoryUnavailable, cuda_context_bytes, gpu_batch_peaks
-from embedprobe.memory.peaks import measure_peak_growth, resident_now, self_peak_rss
+from embedprobe.measure.allocator import release_freed_heap
+from embedprobe.measure.gpu import GpuMemoryUnavailable, cuda_context_bytes, gpu_batch_peaks
+from embedprobe.measure.peaks import measure_peak_growth, resident_now, self_peak_rss
 from embedprobe.models.registry import (
     ModelSpec,
     checkpoint_against_pair,
@@ -79,7 +79,9 @@ class CheckResult:
     # This node's embed baseline: resident memory with the libraries loaded, the model built
     # and its first call made, before the batch (preflight uses it over the shipped table).
     baseline_bytes: int = 0
-    table_baseline_bytes: int = 0  # the shipped table's figure for the same, to compare
+    # the calibration table's figure for the same, to compare; memory's to fill (the caller:
+    # check measures, the memory model sits above it)
+    table_baseline_bytes: int = 0
     host: str = ""
     # On a GPU (embed.device cuda): the allocator's peaks per batch size (allocated, and
     # reserved: what it holds from the driver), the CUDA context and the GPU's memory.
@@ -321,16 +323,7 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
     result.process_peak_bytes = self_peak_rss()
     result.peak_mb = round(result.process_peak_bytes / MIB, 1)
     result.host = socket.gethostname()
-    result.table_baseline_bytes = _table_baseline(config, result)
     return _judge_output(result, output, len(windows))
-
-
-def _table_baseline(config: dict, result: CheckResult) -> int:
-    """What the shipped calibration table would take for this node's measured baseline."""
-    from embedprobe.memory.calibration import embed_baseline_from_table
-
-    return embed_baseline_from_table(config, result.device.startswith("cuda"),
-                                     result.n_params * 4)
 
 
 def _measure_gpu(result: CheckResult, encoder, windows: np.ndarray, device) -> np.ndarray:

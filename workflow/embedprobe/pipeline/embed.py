@@ -27,7 +27,7 @@ from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.progress import Progress
 from embedprobe.core.thread_imports import import_before_threads
 from embedprobe.core.units import MIB
-from embedprobe.memory.allocator import HEAP_RELEASE_MIN_BATCH_S, FreedHeapRelease
+from embedprobe.measure.allocator import HEAP_RELEASE_MIN_BATCH_S, FreedHeapRelease
 from embedprobe.models.architectures import ARCHITECTURES, MEAN
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import MODEL_IMPORTS, ModelSpec, model_spec

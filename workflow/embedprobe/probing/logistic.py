@@ -27,7 +27,7 @@ Memory (beyond the caller's X_train/X_val/X_test, at the peak of `fit_logistic_p
   C-contiguous input), plus transients: about 50 bytes x n_train of loss buffers per fit running
   (x n_jobs), or one 8,192-row float32 block while standardising or scoring (2,048-row float64
   blocks while fitting the scaler), and a few p x p float64 matrices (none above
-  core/probe_forms.EIGEN_MAX_FEATURES: the diagonal preconditioner). Validation and test are
+  probing/probe_forms.EIGEN_MAX_FEATURES: the diagonal preconditioner). Validation and test are
   never copied whole. search_rows=N adds one N x p float32 subsample. No float64 n x p array.
   reference: float32 standardised copies of all three splits, plus StandardScaler.fit's transient
   float64 n_train x p temporary (scikit-learn computes the variance of float32 input in float64).
@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embedprobe.core.errors import DataError, UsageError
-from embedprobe.core.probe_forms import CHUNK_ROWS
 from embedprobe.probing.metrics import classification_scores, cohen_kappa
+from embedprobe.probing.probe_forms import CHUNK_ROWS
 from embedprobe.probing.softmax import (
     SoftmaxFit,
     covariance_eigen,

@@ -15,7 +15,7 @@ preconditioned parameterisation W = M V S, where
   * M is an orthonormal basis of the class contrasts (sum-to-zero over classes): the optimum has
     zero-sum class weights, and the common direction, which only has the tiny penalty curvature
     1/(C n), would stall L-BFGS.
-Wide rows (more than core/probe_forms.EIGEN_MAX_FEATURES features: flattened token stores, where
+Wide rows (more than probing/probe_forms.EIGEN_MAX_FEATURES features: flattened token stores, where
 the p x p matrices would outgrow the rows) take the diagonal
 form instead, S = diag((k + 1/(C n))^-1/2): a standardised feature has unit variance, and the
 p x p eigenvectors (p^2 float64, several times) would cost more memory than the rows themselves;
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from embedprobe.core.probe_forms import CHUNK_ROWS, FIT_CHUNK_ROWS, eigen_preconditioner
+from embedprobe.probing.probe_forms import CHUNK_ROWS, FIT_CHUNK_ROWS, eigen_preconditioner
 
 SOFTMAX_CURVATURE = 0.2
 
@@ -159,7 +159,7 @@ def fit_softmax(Z, y, n_classes, C, eigen, *, tol: float, max_iter: int,
 def covariance_eigen(Z: np.ndarray, rows: np.ndarray | None = None):
     """Eigen-decomposition (values, vectors) of the standardised rows' covariance, for the
     preconditioner; `rows` picks the rows to use, gathered a small block at a time (no copy).
-    None above core/probe_forms.EIGEN_MAX_FEATURES features: the diagonal form."""
+    None above probing/probe_forms.EIGEN_MAX_FEATURES features: the diagonal form."""
     if not eigen_preconditioner(Z.shape[1]):
         return None
     rows = np.arange(len(Z)) if rows is None else rows

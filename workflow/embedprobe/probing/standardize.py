@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embedprobe.core.probe_forms import CHUNK_ROWS, FIT_CHUNK_ROWS
+from embedprobe.probing.probe_forms import CHUNK_ROWS, FIT_CHUNK_ROWS
 
 
 @dataclass

@@ -96,8 +96,6 @@ class Task:
     # a fixed score of a trivial predictor on the headline (the reference's `metrics.dummy`):
     # gives the normalised score (mean - dummy) / (1 - dummy); None: no normalised score
     dummy: float | None = None
-    # what the probe job imports (baselines.STEP_IMPORTS), measured by preflight as its baseline
-    probe_step: str = "probe"
     # index columns the store keeps beside recording, subject, start and label, for the task
     # whose units the index holds (abnormal EEG's session: TUAB's official split); none for
     # the others, so their caches' window tables (and keys) stay as they were

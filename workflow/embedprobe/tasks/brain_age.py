@@ -29,7 +29,6 @@ class BrainAge(Task):
     chosen_name = "alpha"
     lower_is_better = True
     defines_units = False
-    probe_step = "ridge"
     sd_ddof = 0  # population SD over folds, as the reference's brain_age
 
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:

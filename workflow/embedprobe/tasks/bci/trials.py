@@ -42,7 +42,6 @@ class TrialTask(LogisticClassification):
     sd_ddof = 0  # population SD over held-out subjects (every subject is tested once)
     draws_chance = True
     max_iter = BCI_MAX_ITER  # the reference's BCI run lines: --max-iter 1000
-    probe_step = "bci"  # its folds import scikit-learn's train_test_split (memory/baselines.py)
 
     def __init__(self, name: str, classes: tuple[str, ...], cut: str, offset_seconds: float,
                  what: str):

@@ -43,7 +43,6 @@ class SleepHypnogram(Task):
     defines_units = False
     sd_ddof = 0
     headline_over_folds = "one value over every fold's test recordings pooled (no SD)"
-    probe_step = "hypnogram"
 
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         raise UsageError("task 'sleep_hypnogram' cuts no windows of its own",

@@ -37,9 +37,6 @@ class RecordingLevel(Task):
     pooled = ("auroc",)  # over every fold's test units at once
     chosen_name = "C"
     pair_figures = ("roc",)
-    # None: the job type's own step measures the baseline (memory/baselines.JOB_STEP), the
-    # recording probe's or, for abnormal EEG's window-level default, the seizure probe's
-    probe_step: str | None = None
 
     def __init__(self, name: str, level: str, defines_units: bool, sd_ddof: int,
                  probe_defaults: dict, dummy: float | None = None,

@@ -52,9 +52,6 @@ class SeizureDetection(Task):
     chosen_name = "C"
     pair_figures = ("roc_pr", "event_curve")
     classes = ("background", SEIZURE)
-    # its job imports scikit-learn and timescoring (its baseline); its memory is the
-    # probe_seizure job type (scikit-learn's lbfgs per C, not the fast probe's preconditioner)
-    probe_step = "seizure"
 
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         """Every whole non-overlapping window of the recording, from its first sample."""

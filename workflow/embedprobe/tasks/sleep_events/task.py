@@ -33,7 +33,6 @@ class SleepEvents(Task):
     defines_units = False  # the dataset's sleep-staging windows
     sd_ddof = 0  # population SD, as every sleep benchmark of the reference
     draws_chance = True  # the share of positive test windows differs by dataset
-    probe_step = "events"  # its job imports scikit-learn and the dataset's reader
 
     def __init__(self, name: str, fields: dict[str, tuple[str, ...]],
                  thresholds: tuple[float, ...], headline: tuple[str, float]):

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from embedprobe.memory.cgroups import (
+from embedprobe.measure.cgroups import (
     CGROUP_ROOT,
     PROC_ROOT,
     memory_cgroup_dirs,

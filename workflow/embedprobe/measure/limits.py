@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from embedprobe.core.units import MIB
-from embedprobe.memory.cgroups import (
+from embedprobe.measure.cgroups import (
     CGROUP_ROOT,
     PROC_ROOT,
     memory_cgroup_dirs,
