@@ -350,7 +350,7 @@ def cmd_results(args, config, roots):
 def cmd_status(args, config, roots):
     """Each job of a target's plan with its verdict (done, failed, running, ...)."""
     from embedprobe.api.tables import status_records
-    from embedprobe.pipeline.status import format_status
+    from embedprobe.smk.status import format_status
 
     rows, notes = status_records(config, roots, args.target, not args.no_scheduler,
                                  args.configfile or (), args.config or ())

@@ -67,7 +67,7 @@ def status_records(config: dict, roots: dict, target: str = "all", scheduler: bo
                    configfile=(), assignments=(), workdir: Path | None = None
                    ) -> tuple[list[dict], list[str]]:
     """(one row per job of the target with its verdict, notes): `embedprobe status`."""
-    from embedprobe.pipeline.status import job_status
+    from embedprobe.smk.status import job_status
 
     return job_status(known_target(config, target), config, roots,
                       Path(workdir or Path.cwd()), configfile, assignments, scheduler)
@@ -116,7 +116,7 @@ def plan(target: str = "all", configfile=(), config=(),
          workdir: str | Path | None = None) -> pd.DataFrame:
     """One row per job `snakemake -n TARGET` would start (empty when all is up to date):
     rule, jobid, local, the wildcards, output, reason, threads, resources."""
-    from embedprobe.pipeline.status import planned_jobs
+    from embedprobe.smk.status import planned_jobs
 
     loaded, _ = settings(configfile, config)
     return pd.DataFrame(planned_jobs(known_target(loaded, target), Path(workdir or Path.cwd()),

@@ -22,8 +22,8 @@ import pytest
 from embedprobe.api import tables
 from embedprobe.core.errors import OutOfMemory, write_failure_record
 from embedprobe.core.paths import output_path
-from embedprobe.pipeline import status
 from embedprobe.pipeline.store import CacheIdentity, EmbeddingWriter, window_table_sha256
+from embedprobe.smk import status
 
 from helpers.results import roots_in
 from helpers.slurm import slurm_unavailable
