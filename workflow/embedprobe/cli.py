@@ -359,6 +359,17 @@ def cmd_status(args, config, roots):
         print(note, file=sys.stderr)
 
 
+def cmd_data(args, config, roots):
+    """`data status`: each dataset's state, recordings, folder and fix (exit 1 unless every
+    one is found)."""
+    from embedprobe.api.tables import availability_records
+    from embedprobe.datasets.availability import exit_code, format_availability
+
+    rows = availability_records(config, roots, args.names)
+    print(json.dumps(rows, indent=2) if args.format == "json" else format_availability(rows))
+    return exit_code(rows)
+
+
 COMMANDS = {
     "fetch-weights": cmd_fetch_weights,
     "demo-data": cmd_demo_data,
@@ -375,6 +386,7 @@ COMMANDS = {
     "calibrate": cmd_calibrate,
     "results": cmd_results,
     "status": cmd_status,
+    "data": cmd_data,
 }
 
 
@@ -507,6 +519,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-scheduler", action="store_true",
                    help="read the files only: do not ask squeue or condor_q")
     p.add_argument("--format", choices=("table", "json"), default="table")
+
+    p = sub.add_parser("data", help="the datasets on disk: `data status` says which are where")
+    actions = p.add_subparsers(dest="data_action", required=True)
+    q = actions.add_parser("status", help="per dataset: found, partial, missing or error, its "
+                                          "complete recordings against the expected count, "
+                                          "the folder looked in and the fix")
+    q.add_argument("names", nargs="*", metavar="NAME",
+                   help="datasets, benchmarks or target groups (default: every dataset)")
+    q.add_argument("--format", choices=("table", "json"), default="table")
 
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
     p.add_argument("--benchmark", required=True)

@@ -8,6 +8,7 @@
     tables.plan("demo")                       # the jobs `snakemake -n demo` would start
     tables.check("demo")                      # the pairs' check JSONs (results/check/)
     tables.memory()                           # the runs table (results/memory/runs.tsv)
+    tables.data_status(["demo"])              # embedprobe data status demo --format json
 
 A frame's rows are the objects the command's `--format json` prints (a test keeps the two
 equal). Every function takes the settings as the commands do: `configfile=[...]` (like
@@ -73,6 +74,14 @@ def status_records(config: dict, roots: dict, target: str = "all", scheduler: bo
                       Path(workdir or Path.cwd()), configfile, assignments, scheduler)
 
 
+def availability_records(config: dict, roots: dict, names=()) -> list[dict]:
+    """One row per dataset the names select: what `embedprobe data status --format json`
+    prints."""
+    from embedprobe.datasets.availability import availability
+
+    return availability(config, roots, list(names))
+
+
 def check_records(config: dict, roots: dict, benchmark: str, dataset: str | None = None,
                   model: str | None = None) -> list[dict]:
     """The check JSON of every pair of the benchmark that has one (results/check/), as
@@ -127,6 +136,13 @@ def check(benchmark: str, dataset: str | None = None, model: str | None = None,
           configfile=(), config=()) -> pd.DataFrame:
     """The check result of every pair of the benchmark that has been checked."""
     return pd.DataFrame(check_records(*settings(configfile, config), benchmark, dataset, model))
+
+
+def data_status(names=(), configfile=(), config=()) -> pd.DataFrame:
+    """One row per dataset (datasets, or those of benchmarks and target groups; none: every
+    one): state (found, partial, missing, error), complete recordings against the expected
+    count, the folder looked in, what is wrong and the fix."""
+    return pd.DataFrame(availability_records(*settings(configfile, config), names))
 
 
 def memory(configfile=(), config=()) -> pd.DataFrame:

@@ -169,6 +169,9 @@ def partial_allowed(config: dict) -> bool:
 def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
     entry = lookup(config, "datasets", dataset)
     if "generator" in entry:
+        if status.state == "missing":  # a look-alike is written when a benchmark needs it
+            return (f"embedprobe demo-data --dataset {dataset}   # or run a benchmark that "
+                    "lists it: its demo_data rule writes it")
         return f"delete {status.root} and rerun: the demo_data rule regenerates it"
     put = (f"put the {dataset} files under {status.root} (or point --config data_root=... "
            "or EMBEDPROBE_DATA_ROOT at the folder that holds them)")

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from embedprobe.core.errors import EmbedprobeError, UsageError, read_failure_record
 from embedprobe.core.paths import failure_record, pattern
+from embedprobe.core.text import aligned_rows
 
 # The rules whose jobs `status` lists, and the output (core/paths.py name) that stands for the job.
 STATUS_RULES = {
@@ -380,11 +381,10 @@ def format_status(rows: list[dict]) -> str:
     columns = ["rule", "benchmark", "dataset", "model", "fold", "verdict", "detail"]
     shown = [{**r, "benchmark": r["benchmark"] or r["target"]} for r in rows]  # leaderboard's
     cells = [[str(r[c]) if r[c] not in (None, "") else "-" for c in columns] for r in shown]
-    widths = [max(len(c), *(len(line[i]) for line in cells)) if cells else len(c)
-              for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
-    for row, line in zip(rows, cells, strict=True):
-        lines.append("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+    header, *body = aligned_rows(columns, cells)
+    lines = [header]
+    for row, line in zip(rows, body, strict=True):
+        lines.append(line)
         if row["fix"]:
             lines.append(f"  fix: {row['fix']}")
     return "\n".join([*lines, counts_line(rows)])

@@ -1,0 +1,12 @@
+"""Text the commands print: columns aligned to their widest cell."""
+
+from __future__ import annotations
+
+
+def aligned_rows(columns, cells: list[list[str]]) -> list[str]:
+    """The header line, then one line per row of `cells`, each column as wide as its widest
+    cell (header included), separated by two spaces, trailing blanks cut."""
+    widths = [max(len(c), *(len(line[i]) for line in cells)) if cells else len(c)
+              for i, c in enumerate(columns)]
+    return ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip()
+            for line in [list(columns), *cells]]
