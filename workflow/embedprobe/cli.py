@@ -370,6 +370,15 @@ def cmd_data(args, config, roots):
     return exit_code(rows)
 
 
+def cmd_list(args, config, roots):
+    """The benchmarks, models or datasets of the config, a row each."""
+    from embedprobe.api.listings import format_listing, listing
+
+    rows = listing(config, roots, args.kind)
+    print(json.dumps(rows, indent=2) if args.format == "json" else format_listing(args.kind, rows))
+    return 0
+
+
 COMMANDS = {
     "fetch-weights": cmd_fetch_weights,
     "demo-data": cmd_demo_data,
@@ -387,6 +396,7 @@ COMMANDS = {
     "results": cmd_results,
     "status": cmd_status,
     "data": cmd_data,
+    "list": cmd_list,
 }
 
 
@@ -528,6 +538,12 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("names", nargs="*", metavar="NAME",
                    help="datasets, benchmarks or target groups (default: every dataset)")
     q.add_argument("--format", choices=("table", "json"), default="table")
+
+    p = sub.add_parser("list", help="the config's benchmarks (task, datasets, models, folds, "
+                                    "variants), models (family, weights and whether they are "
+                                    "here, rate, window, aliases) or datasets (format, state)")
+    p.add_argument("kind", choices=("benchmarks", "models", "datasets"))
+    p.add_argument("--format", choices=("table", "json"), default="table")
 
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
     p.add_argument("--benchmark", required=True)

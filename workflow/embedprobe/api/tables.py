@@ -9,6 +9,7 @@
     tables.check("demo")                      # the pairs' check JSONs (results/check/)
     tables.memory()                           # the runs table (results/memory/runs.tsv)
     tables.data_status(["demo"])              # embedprobe data status demo --format json
+    tables.listing("models")                  # embedprobe list models --format json
 
 A frame's rows are the objects the command's `--format json` prints (a test keeps the two
 equal). Every function takes the settings as the commands do: `configfile=[...]` (like
@@ -143,6 +144,14 @@ def data_status(names=(), configfile=(), config=()) -> pd.DataFrame:
     one): state (found, partial, missing, error), complete recordings against the expected
     count, the folder looked in, what is wrong and the fix."""
     return pd.DataFrame(availability_records(*settings(configfile, config), names))
+
+
+def listing(kind: str, configfile=(), config=()) -> pd.DataFrame:
+    """One row per benchmark, model or dataset of the config (`kind`): what `embedprobe list
+    KIND --format json` prints."""
+    from embedprobe.api.listings import listing as rows_of
+
+    return pd.DataFrame(rows_of(*settings(configfile, config), kind))
 
 
 def memory(configfile=(), config=()) -> pd.DataFrame:

@@ -1,0 +1,61 @@
+"""`embedprobe list benchmarks|models|datasets`: the config's catalogue a row each, with the
+weights' and data's states from their owners (as check and the plan see them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from embedprobe.api import tables
+from embedprobe.core.config import load_config
+from embedprobe.core.variants import listed_models
+
+
+def run_list(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "embedprobe.cli", "list", *args],
+                          capture_output=True, text=True)
+
+
+def test_models_with_their_family_weights_state_and_aliases(tmp_path):
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "biot.pt").write_bytes(b"\0")  # a local file: found
+    setting = [f"weights_root={weights}", "models.biot_pretrained.weights=biot.pt",
+               "models.labram_pretrained.weights=absent.safetensors"]
+    frame = tables.listing("models", config=setting).set_index("model")
+    assert list(frame.index) == list(listed_models(load_config()["models"]))  # no variant ids
+    assert frame.loc["biot_random", ["family", "weights", "weights_state"]].tolist() == [
+        "biot", "random", "not needed"]
+    assert frame.loc["biot_pretrained", "weights_state"] == "found"
+    assert frame.loc["labram_pretrained", "weights_state"] == "missing"
+    assert frame.loc["cbramod_pretrained", "weights_state"] == "not fetched"  # a hub checkpoint
+    assert frame.loc["eegpt_random", ["sfreq", "window_seconds"]].tolist() == [256, 10]
+    assert "all_random" in frame.loc["biot_random", "aliases"]
+    assert "biot" in frame.loc["biot_pretrained", "aliases"].split(", ")
+    run = run_list("models", "--format", "json", "--config", *setting)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == tables.listing("models", config=setting).to_dict("records")
+
+
+def test_benchmarks_and_datasets_tables(tmp_path):
+    run = run_list("benchmarks")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].split() == ["benchmark", "task", "datasets", "n_models", "folds", "variants"]
+    demo = next(line for line in lines if line.startswith("demo "))
+    assert demo.split()[:5] == ["demo", "sleep_staging", "sleep_edf_demo", "1", "5"]
+    assert lines[-1] == f"{len(load_config()['benchmarks'])} benchmarks"
+    rows = tables.listing("benchmarks").set_index("benchmark")
+    assert rows.loc["bci_mi_demo", "variants"] == (
+        "default, token_flattening, no_filtering, no_filtering_token_flattening")
+    data = tables.listing("datasets", config=[f"data_root={tmp_path}"]).set_index("dataset")
+    assert len(data) == len(load_config()["datasets"])
+    assert data.loc["sleep_edf_demo", ["format", "labels", "state", "recordings"]].tolist() == [
+        "sleep_edf", "sleep_staging", "missing", "0/10"]
+    assert data.loc["tuab_demo", "labels"] == "abnormal_eeg"
+
+
+def test_an_unknown_kind_is_a_usage_error():
+    run = run_list("modles")
+    assert run.returncode == 2 and "invalid choice: 'modles'" in run.stderr
