@@ -47,6 +47,12 @@ def test_found_partial_missing_and_error_rows(data_root):
     assert "does not exist" in rows.loc["chbmit_demo", "detail"]
     assert rows.loc["chbmit_demo", "fix"].startswith(
         "embedprobe demo-data --dataset chbmit_demo")
+    # a folder that is there but empty: missing, and said so (the plan and check print it too)
+    (data_root / "demo/siena").mkdir(parents=True)
+    empty = tables.data_status(["siena_demo"], config=setting).iloc[0]
+    assert (empty["state"], empty["recordings"]) == ("missing", "0/" + str(empty["expected"]))
+    assert empty["detail"].endswith("demo/siena holds no siena recording (the layout: "
+                                    "docs/usage.md, the datasets table)")
     # a file the format's layout has no place for: the reader's message and fix
     assert rows.loc["tuab_demo", "state"] == "error"
     assert "not in a split folder" in rows.loc["tuab_demo", "detail"]

@@ -149,6 +149,10 @@ def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
     if not root.is_dir():
         return DataStatus(dataset, root, 0, expected, [f"folder {root} does not exist"])
     recordings = find_dataset_recordings(config, roots, dataset, root)
+    if not recordings:  # the folder is there, empty or holding none of the format's files
+        return DataStatus(dataset, root, 0, expected,
+                          [f"folder {root} holds no {entry['format']} recording (the layout: "
+                           "docs/usage.md, the datasets table)"])
     problems = [r.problem for r in recordings if r.problem]
     complete = len(recordings) - len(problems)
     absent = expected - len(recordings)  # not even named (an incomplete one names itself)
