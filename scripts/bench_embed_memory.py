@@ -2,7 +2,7 @@
 """Run-to-run spread of one embed job's peak memory and time under glibc malloc settings.
 
 The same `embedprobe embed` job (the calibration's real workload: a generated demo of 2 subjects
-x 2 nights, check, preflight, embed from scratch; embedprobe.memory.workloads) runs
+x 2 nights, check, preflight, embed from scratch; embedprobe.devtools.workloads) runs
 `--repeats` times in each mode, the modes interleaved, each run in its own child process
 measured by the kernel (ru_maxrss via peaks.run_measured). "one arena" is what every
 embedprobe step does (allocator.py); "glibc default" sets MALLOC_ARENA_MAX=8, which the step
@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.devtools import workloads  # noqa: E402
 from embedprobe.measure.peaks import run_measured  # noqa: E402
-from embedprobe.memory import workloads  # noqa: E402
 from embedprobe.memory.preflight import run_preflight  # noqa: E402
 
 MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"},

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Time the sleep-staging probe: the straightforward protocol against embedprobe's fast probe.
 
-Both run in this process on one hard synthetic embedding set (embedprobe.probing.synthetic: 5
+Both run in this process on one hard synthetic embedding set (embedprobe.devtools.synthetic: 5
 imbalanced classes, correlated power-law features, 8% label noise). The reference is
 StandardScaler + one independent scikit-learn lbfgs fit per C (max_iter 1000); the fast probe is
 embedprobe.probing.logistic.fit_logistic_probe(method="fast").
@@ -100,8 +100,8 @@ def per_C_lines(result) -> list[str]:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from embedprobe.devtools.synthetic import hard_probe_splits
     from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
-    from embedprobe.probing.synthetic import hard_probe_splits
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(

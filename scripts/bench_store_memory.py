@@ -37,7 +37,7 @@ BATCH = 32
 
 
 def child(path: str, windows: int, row: list[int], block_mib: int) -> None:
-    from embedprobe.memory.workloads import store_writer_growth
+    from embedprobe.devtools.workloads import store_writer_growth
     from embedprobe.pipeline import store
 
     store.FINISH_BLOCK_BYTES = block_mib * MIB  # finish() reads the module's value

@@ -2,7 +2,7 @@
 """Fit the memory calibration table from measured peaks of the project's real jobs.
 
 Every workload is the code a workflow job runs, in its own child process, measured by the kernel
-(peaks.run_measured: the child's ru_maxrss from wait4); embedprobe.memory.workloads builds the
+(peaks.run_measured: the child's ru_maxrss from wait4); embedprobe.devtools.workloads builds the
 data and runs the jobs (the validation scripts run the same workloads):
 
   embed           `embedprobe check`, then `embedprobe embed` (run_embed: reader threads, the
@@ -68,20 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from embedprobe.core.units import MIB  # noqa: E402
-from embedprobe.measure.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
-from embedprobe.measure.limits import available_memory_limit  # noqa: E402
-from embedprobe.measure.peaks import MeasuredRun, self_peak_rss  # noqa: E402
-from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS  # noqa: E402
-from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
-from embedprobe.memory.estimate import (  # noqa: E402
-    DEFAULT_CONSTANTS,
-    JOB_TYPES,
-    estimate,
-    job_constants,
-)
-from embedprobe.memory.formulas import FINISH_BLOCK_COPIES, FLOAT32  # noqa: E402
-from embedprobe.memory.refit import FITTED, fit_constants, rounded  # noqa: E402
-from embedprobe.memory.workloads import (  # noqa: E402
+from embedprobe.devtools.workloads import (  # noqa: E402
     AGE_BENCHMARK,
     DEMO_DATASET,
     EVENTS_PROBE,
@@ -113,6 +100,19 @@ from embedprobe.memory.workloads import (  # noqa: E402
     write_estimate,
     write_store,
 )
+from embedprobe.measure.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
+from embedprobe.measure.limits import available_memory_limit  # noqa: E402
+from embedprobe.measure.peaks import MeasuredRun, self_peak_rss  # noqa: E402
+from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS  # noqa: E402
+from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
+from embedprobe.memory.estimate import (  # noqa: E402
+    DEFAULT_CONSTANTS,
+    JOB_TYPES,
+    estimate,
+    job_constants,
+)
+from embedprobe.memory.formulas import FINISH_BLOCK_COPIES, FLOAT32  # noqa: E402
+from embedprobe.memory.refit import FITTED, fit_constants, rounded  # noqa: E402
 from embedprobe.probing.probe_forms import eigen_preconditioner  # noqa: E402
 
 RESULT_TAG = "RESULT "
@@ -220,7 +220,7 @@ def child_store_writer(p: dict) -> None:
     """The embed job's store alone: a writer with batches of rows appended, then its finish();
     what each grew beyond the embed step's imports and the window table."""
     _step_imports("embed")
-    from embedprobe.memory.workloads import store_writer_growth
+    from embedprobe.devtools.workloads import store_writer_growth
 
     appending, finishing = store_writer_growth(Path(p["out"]), p["n_windows"],
                                                (p["feature_dim"],), p["batch_size"])

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.devtools import workloads  # noqa: E402
 from embedprobe.measure.gpu import GpuMemoryUnavailable, gpu_device_used  # noqa: E402
-from embedprobe.memory import workloads  # noqa: E402
 
 MODELS = ("biot_random", "labram_random", "cbramod_random", "eegpt_random")
 BATCH_SIZES = (64, 256)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Check the memory estimates against real runs: predicted against measured peak of each job.
 
-A grid of real jobs (embedprobe.memory.workloads, the calibration's workloads), each run in its
+A grid of real jobs (embedprobe.devtools.workloads, the calibration's workloads), each run in its
 own child process and measured by the kernel (its ru_maxrss from wait4, peaks.run_measured),
 each predicted the way the workflow predicts it:
 
@@ -89,9 +89,9 @@ sys.path.insert(0, str(ROOT / "workflow"))
 
 from embedprobe.core.config import load_config  # noqa: E402
 from embedprobe.core.units import MIB  # noqa: E402
+from embedprobe.devtools import workloads  # noqa: E402
 from embedprobe.measure.limits import job_memory_limit  # noqa: E402
 from embedprobe.measure.peaks import MeasuredRun, run_measured  # noqa: E402
-from embedprobe.memory import workloads  # noqa: E402
 from embedprobe.memory.baselines import probe_baseline_inputs  # noqa: E402
 from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
 from embedprobe.memory.estimate import fit_knobs  # noqa: E402

@@ -22,8 +22,10 @@ PACKAGE = paths.PACKAGE
 # print) sits just below cli, which prints them.
 # measure (peaks, limits, cgroups, the GPU, the allocator) sits just above core: check and
 # embed (pipeline) measure, and the memory model (memory) reads what they measured.
+# devtools (what the calibration, validation and benchmark scripts run) sits above everything:
+# no rule or command imports it.
 RANKS = {"core": 0, "measure": 0.5, "datasets": 1, "models": 1, "probing": 2, "reporting": 3,
-         "tasks": 4, "pipeline": 5, "memory": 6, "smk": 7, "api": 8, "cli": 9}
+         "tasks": 4, "pipeline": 5, "memory": 6, "smk": 7, "api": 8, "cli": 9, "devtools": 10}
 
 
 def module_name(path: Path) -> str:

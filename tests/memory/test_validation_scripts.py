@@ -19,7 +19,7 @@ from validate_fresh_clone import run_line  # noqa: E402
 from validate_memory import GRIDS, chosen_grid, cpu_load, with_token_entries  # noqa: E402
 
 from embedprobe.core.config import load_config  # noqa: E402
-from embedprobe.memory.workloads import SEIZURE_DATASET  # noqa: E402
+from embedprobe.devtools.workloads import SEIZURE_DATASET  # noqa: E402
 from embedprobe.models.registry import model_spec  # noqa: E402
 from embedprobe.pipeline.embed import EmbedSettings  # noqa: E402
 from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing  # noqa: E402

@@ -10,6 +10,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.devtools.synthetic import hard_probe_splits
 from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
 from embedprobe.probing.metrics import cohen_kappa
 from embedprobe.probing.ridge import (
@@ -21,7 +22,6 @@ from embedprobe.probing.ridge import (
 )
 from embedprobe.probing.softmax import SoftmaxObjective, covariance_eigen, fit_softmax
 from embedprobe.probing.standardize import Standardizer
-from embedprobe.probing.synthetic import hard_probe_splits
 
 SPLIT_KEYS = ("X_train", "y_train", "X_val", "y_val", "X_test", "y_test")
 

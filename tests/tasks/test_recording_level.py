@@ -10,7 +10,7 @@ import pytest
 
 from embedprobe.core.config import load_config
 from embedprobe.core.errors import UsageError
-from embedprobe.memory.workloads import write_store
+from embedprobe.devtools.workloads import write_store
 from embedprobe.pipeline.store import open_embeddings
 from embedprobe.probing.folds import fold_split, recording_level_plan
 from embedprobe.tasks.base import FoldJob

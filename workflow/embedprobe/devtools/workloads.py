@@ -285,8 +285,8 @@ def store_writer_growth(path: Path, n_windows: int, row: tuple[int, ...],
 
 
 def hard_rows(n_rows: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The hard synthetic embeddings (embedprobe.probing.synthetic): what a probe has to work at."""
-    from embedprobe.probing.synthetic import hard_embeddings
+    """The hard synthetic embeddings (devtools.synthetic): what a probe has to work at."""
+    from embedprobe.devtools.synthetic import hard_embeddings
 
     return hard_embeddings(n_rows, dim, seed=seed)
 
