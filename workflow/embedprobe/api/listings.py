@@ -27,7 +27,7 @@ def benchmark_rows(config: dict) -> list[dict]:
     return [{"benchmark": name, "task": bench["task"],
              "datasets": ", ".join(bench["datasets"]), "models": ", ".join(bench["models"]),
              "n_models": len(bench["models"]),
-             "folds": str(bench.get("folds", "")),
+             "folds": str(bench["folds"]),
              "variants": ", ".join(bench.get("variants") or [])}
             for name, bench in config["benchmarks"].items()]
 
