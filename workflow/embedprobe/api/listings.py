@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from embedprobe.core.errors import UsageError
 from embedprobe.core.model_aliases import model_aliases
+from embedprobe.core.text import aligned_rows
 from embedprobe.core.variants import listed_models
 
 KINDS = ("benchmarks", "models", "datasets")
@@ -71,8 +72,6 @@ def listing(config: dict, roots: dict, kind: str) -> list[dict]:
 
 
 def format_listing(kind: str, rows: list[dict]) -> str:
-    from embedprobe.core.text import aligned_rows
-
     columns = COLUMNS[kind]
     body = aligned_rows(columns, [[str(r[c]) if r[c] not in (None, "") else "-" for c in columns]
                                   for r in rows])

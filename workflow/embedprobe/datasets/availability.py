@@ -12,7 +12,12 @@ from __future__ import annotations
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.core.names import closest
 from embedprobe.core.text import aligned_rows
-from embedprobe.datasets.registry import data_status, dataset_root, fix_for
+from embedprobe.datasets.registry import (
+    data_status,
+    dataset_root,
+    expected_recordings,
+    fix_for,
+)
 
 COLUMNS = ("dataset", "format", "state", "recordings", "folder", "detail")
 READY = "found"  # the one state in which a dataset needs nothing more
@@ -48,7 +53,7 @@ def datasets_named(config: dict, names=()) -> list[str]:
 def availability_row(config: dict, roots: dict, dataset: str) -> dict:
     """One dataset's row (the keys of COLUMNS, then `found`, `expected` and `fix`)."""
     entry = config["datasets"][dataset]
-    expected = int(entry.get("expected_recordings", 1))
+    expected = expected_recordings(entry)
     row = {"dataset": dataset, "format": entry["format"],
            "folder": str(dataset_root(config, roots, dataset)), "expected": expected}
     try:

@@ -141,11 +141,16 @@ def generator_for(config: dict, dataset: str):
     return importlib.import_module(FORMATS[lookup(config, "datasets", dataset)["format"]].lookalike)
 
 
+def expected_recordings(entry: dict) -> int:
+    """How many recordings a dataset's entry expects (`expected_recordings`, else 1)."""
+    return int(entry.get("expected_recordings", 1))
+
+
 def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
     """Count complete recordings (every file a recording needs) against the expected number."""
     entry = lookup(config, "datasets", dataset)
     root = dataset_root(config, roots, dataset)
-    expected = entry.get("expected_recordings", 1)
+    expected = expected_recordings(entry)
     if not root.is_dir():
         return DataStatus(dataset, root, 0, expected, [f"folder {root} does not exist"])
     recordings = find_dataset_recordings(config, roots, dataset, root)

@@ -313,7 +313,8 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
     header = read_edf_header(rec.rec)
     wanted, labels = _recorded(rec, header, channels)
     if not labels:  # every wanted channel is filled: the file's EEG gives rate and length
-        labels = [next(pair[0] for c in EEG_CHANNELS if (pair := _sources(header).get(c)))]
+        sources = _sources(header)
+        labels = [next(sources[c][0] for c in EEG_CHANNELS if c in sources)]
     recorded = _read(rec, header, labels, span)
     row = {label: i for i, label in enumerate(labels)}
     data = np.zeros((len(wanted), recorded.data.shape[1]), np.float32)

@@ -191,9 +191,10 @@ def window_overlaps(job: FoldJob, reader, windows: pd.DataFrame, fields: set[str
         rec = by_id[recording]
         sfreq = reader.read_header(rec).sfreq
         starts = windows["start"].to_numpy()[rows] / sfreq
-        events = reader.read_events(rec)
+        by_kind: dict[str, list[tuple[float, float]]] = {}
+        for event in reader.read_events(rec):
+            by_kind.setdefault(event.description, []).append((event.onset, event.end))
         for field in fields:
-            spans = {kind: [(e.onset, e.end) for e in events if e.description == kind]
-                     for kind in kinds_of[field]}
+            spans = {kind: by_kind.get(kind, []) for kind in kinds_of[field]}
             out[field][rows] = field_overlap_seconds(starts, seconds, spans, how)
     return out
