@@ -72,7 +72,7 @@ def table(results) -> str:
             (
                 r.method,
                 f"{r.seconds:.1f}",
-                f"{r.chosen_C:g}",
+                f"{r.chosen:g}",
                 f"{r.val_kappa:.4f}",
                 f"{max(kappas.values()):.4f}",
                 f"{r.test_metrics['kappa']:.4f}",
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
     test_diff = fast.test_metrics["kappa"] - reference.test_metrics["kappa"]
     ref_best_C = max(reference.val_kappa_by_C, key=reference.val_kappa_by_C.get)
     ref_best = reference.val_kappa_by_C[ref_best_C]
-    ref_at_fast_C = reference.val_kappa_by_C[fast.chosen_C]
+    ref_at_fast_C = reference.val_kappa_by_C[fast.chosen]
     val_gap = ref_best - ref_at_fast_C
     test_ok = abs(test_diff) <= TEST_KAPPA_LIMIT
     val_ok = val_gap <= VAL_KAPPA_LIMIT
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
         f"(limit {TEST_KAPPA_LIMIT}): {'ok' if test_ok else 'FAILED'}"
     )
     print(
-        f"reference val kappa at the fast probe's C={fast.chosen_C:g}: {ref_at_fast_C:.4f}; "
+        f"reference val kappa at the fast probe's C={fast.chosen:g}: {ref_at_fast_C:.4f}; "
         f"best over the grid {ref_best:.4f} (C={ref_best_C:g}); gap {val_gap:.4f} "
         f"(limit {VAL_KAPPA_LIMIT}): {'ok' if val_ok else 'FAILED'}"
     )

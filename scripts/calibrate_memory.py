@@ -171,7 +171,7 @@ def child_ridge(p: dict) -> None:
     means, ages = np.load(p["x"]), np.load(p["ages"])
     train = np.arange(len(ages)) < p["n_train"]  # boolean masks copy, as in pipeline/fold_job
     result = fit_age_fold(means[train], ages[train], means[~train], ages[~train])
-    _report(mae=result["metrics"]["mae"])
+    _report(mae=result.test_metrics["mae"])
 
 
 def child_subject_means(p: dict) -> None:

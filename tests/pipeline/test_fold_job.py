@@ -58,7 +58,7 @@ def test_on_a_terminal_the_line_counts_every_C_of_the_grid(store, tmp_path, monk
     assert "\n" not in live  # one line, rewritten in place
     kappa = f"{record['metrics']['kappa']:.3f}"
     assert re.fullmatch(rf"\[2/5\] demo toy fold 1: ok, kappa {kappa} \(\d+m \d\ds\)\n", result)
-    assert json.loads((tmp_path / "fold.json").read_text())["chosen_C"] in grid
+    assert json.loads((tmp_path / "fold.json").read_text())["chosen"] in grid
 
 
 def test_off_a_terminal_only_the_result_line(store, tmp_path, monkeypatch):

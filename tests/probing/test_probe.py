@@ -42,7 +42,7 @@ def assert_same_answer(fast, reference):
     reference measured it) within 0.002 of the best reference validation kappa."""
     assert abs(fast.test_metrics["kappa"] - reference.test_metrics["kappa"]) <= 0.005
     best = max(reference.val_kappa_by_C.values())
-    assert reference.val_kappa_by_C[fast.chosen_C] >= best - 0.002
+    assert reference.val_kappa_by_C[fast.chosen] >= best - 0.002
 
 
 def test_the_small_set_is_hard(reference):
@@ -60,7 +60,7 @@ def test_fast_probe_gives_the_reference_answer_fitting_every_C_on_all_rows(hard_
     assert all(fast.converged_by_C.values())
     # The point of the method: a small fraction of the reference's passes over the data.
     assert sum(fast.iterations_by_C.values()) * 4 < sum(reference.iterations_by_C.values())
-    assert fast.val_kappa == fast.val_kappa_by_C[fast.chosen_C]
+    assert fast.val_kappa == fast.val_kappa_by_C[fast.chosen]
     assert fast.test_pred.shape == (4_000,) and fast.test_proba.shape == (4_000, 5)
     assert np.allclose(fast.test_proba.sum(axis=1), 1.0, atol=1e-5)
     assert np.array_equal(fast.test_pred, fast.test_proba.argmax(axis=1))
@@ -71,10 +71,10 @@ def test_subsample_search_then_refit_gives_the_reference_answer(hard_set, refere
     assert_same_answer(fast, reference)
     assert fast.search_rows == 4_000
     # The chosen model was refitted on all rows, starting from the subsample and really moving.
-    assert fast.chosen_C in fast.refit_val_kappa_by_C
+    assert fast.chosen in fast.refit_val_kappa_by_C
     assert 1 <= len(fast.refit_val_kappa_by_C) <= 2
     assert all(n > 0 for n in fast.refit_iterations_by_C.values())
-    assert fast.val_kappa == fast.refit_val_kappa_by_C[fast.chosen_C]
+    assert fast.val_kappa == fast.refit_val_kappa_by_C[fast.chosen]
 
 
 def test_solver_reaches_sklearns_criterion_and_objective():
@@ -207,20 +207,20 @@ def test_age_fold_beats_the_training_mean():
     X, ages = subjects_with_age_signal()
     fold = fit_age_fold(X[:72], ages[:72], X[72:], ages[72:])
     # Signal-to-noise of this set allows an MAE near 3-5 years; the mean predictor is ~18.
-    assert fold["baseline_mae"] > 15
-    assert fold["metrics"]["mae"] < 0.5 * fold["baseline_mae"]
-    assert fold["metrics"]["pearson_r"] > 0.85 and fold["metrics"]["r2"] > 0.7
-    assert np.isfinite(fold["predictions"]).all() and len(fold["predictions"]) == 24
+    assert fold.details["baseline_mae"] > 15
+    assert fold.test_metrics["mae"] < 0.5 * fold.details["baseline_mae"]
+    assert fold.test_metrics["pearson_r"] > 0.85 and fold.test_metrics["r2"] > 0.7
+    assert np.isfinite(fold.test_pred).all() and len(fold.test_pred) == 24
 
 
 def test_one_age_fold_scores_its_test_subjects():
     X, ages = subjects_with_age_signal(n=80)
     fold = fit_age_fold(X[:60], ages[:60], X[60:], ages[60:])
-    assert fold["alpha"] in ALPHA_GRID and set(fold["inner_mae_by_alpha"]) == set(ALPHA_GRID)
-    assert fold["metrics"]["mae"] == pytest.approx(np.mean(np.abs(fold["predictions"] - ages[60:])))
-    assert fold["metrics"]["mae"] < 0.5 * fold["baseline_mae"]
+    assert fold.chosen in ALPHA_GRID and set(fold.selection.scores) == set(ALPHA_GRID)
+    assert fold.test_metrics["mae"] == pytest.approx(np.mean(np.abs(fold.test_pred - ages[60:])))
+    assert fold.test_metrics["mae"] < 0.5 * fold.details["baseline_mae"]
     single = fit_age_fold(X[:60], ages[:60], X[60:61], ages[60:61])
-    assert np.isnan(single["metrics"]["pearson_r"]) and single["metrics"]["mae"] >= 0
+    assert np.isnan(single.test_metrics["pearson_r"]) and single.test_metrics["mae"] >= 0
     with pytest.raises(DataError, match="at least 4 training subjects"):
         fit_age_fold(X[:3], ages[:3], X[3:5], ages[3:5])
 
@@ -230,7 +230,7 @@ def test_age_fold_tells_progress_each_alpha_and_its_inner_mae():
     seen = []
     fold = fit_age_fold(X[:60], ages[:60], X[60:], ages[60:],
                         progress=lambda done, total, message: seen.append((done, total, message)))
-    inner = fold["inner_mae_by_alpha"]
+    inner = fold.selection.scores
     assert [(d, t) for d, t, _ in seen] == [(k, len(ALPHA_GRID)) for k in range(1, 9)]
     assert [m for _, _, m in seen] == [f"alpha={a:g}: inner MAE {inner[a]:.2f} years"
                                        for a in ALPHA_GRID]
@@ -268,11 +268,11 @@ def test_age_fold_is_the_references_nested_cv():
     X = X.astype(np.float64)
     fold = fit_age_fold(X[:60], ages[:60], X[60:], ages[60:])
     best, inner, _ = reference_nested_cv(X[:60], ages[:60])
-    assert fold["alpha"] == best
-    assert fold["inner_mae_by_alpha"] == pytest.approx(inner, rel=1e-10)
+    assert fold.chosen == best
+    assert fold.selection.scores == pytest.approx(inner, rel=1e-10)
     scaler = StandardScaler().fit(X[:60])
     model = Ridge(alpha=best).fit(scaler.transform(X[:60]), ages[:60])
-    assert fold["predictions"] == pytest.approx(model.predict(scaler.transform(X[60:])),
+    assert fold.test_pred == pytest.approx(model.predict(scaler.transform(X[60:])),
                                                 rel=1e-10)
 
 
@@ -298,14 +298,14 @@ def test_inner_splits_are_the_references_draw():
 def test_age_fold_ties_go_to_the_first_alpha_of_the_grid():
     X, ages = subjects_with_age_signal(n=40)
     fold = fit_age_fold(X[:30], ages[:30], X[30:], ages[30:], alpha_grid=(5, 5.0, 1))
-    assert list(fold["inner_mae_by_alpha"]) == [5.0, 1.0]  # a repeated alpha is fitted once
+    assert list(fold.selection.scores) == [5.0, 1.0]  # a repeated alpha is fitted once
 
 
 def test_age_fold_on_noise_does_not_beat_the_mean_by_much():
     X, ages = subjects_with_age_signal(seed=1)
     noise = np.random.default_rng(5).normal(size=X.shape)
     fold = fit_age_fold(noise[:72], ages[:72], noise[72:], ages[72:])
-    assert fold["metrics"]["mae"] > 0.85 * fold["baseline_mae"]
+    assert fold.test_metrics["mae"] > 0.85 * fold.details["baseline_mae"]
 
 
 def test_age_bins_are_the_references_digitize():

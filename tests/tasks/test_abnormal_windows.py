@@ -81,7 +81,7 @@ def test_the_default_probe_is_the_references_window_probe(tmp_path):
     for fold in (0, 1):
         record, saved = fit(config, path, fold)
         chosen, auroc = reference_answer(X, table, bench, entry, fold)
-        assert record["unit"] == "window" and record["chosen_C"] == chosen
+        assert record["unit"] == "window" and record["chosen"] == chosen
         assert record["metrics"]["auroc"] == pytest.approx(auroc, abs=1e-6)
         # every test window is scored (4 eval subjects x 8 windows), not one row per recording
         assert record["n_test"] == 4 * WINDOWS == len(saved["y_true"])
@@ -150,7 +150,7 @@ def test_a_validation_part_of_one_class_takes_the_smallest_C_as_the_reference(tm
     assert one_class, "the table must give a validation part of one class"
     record, _ = fit(config, path, one_class[0])
     chosen, auroc = reference_answer(X, table, bench, entry, one_class[0])
-    assert chosen == 0.001 == record["chosen_C"]
+    assert chosen == 0.001 == record["chosen"]
     assert record["metrics"]["auroc"] == pytest.approx(auroc, abs=1e-6)
     assert "warning: validation holds one class only (negative windows)" in \
         capsys.readouterr().err

@@ -14,7 +14,7 @@ from embedprobe.devtools.workloads import write_store
 from embedprobe.pipeline.store import open_embeddings
 from embedprobe.probing.folds import fold_split, recording_level_plan
 from embedprobe.tasks.base import FoldJob
-from embedprobe.tasks.recording_level.probe import ProbeSettings, best_C, scores
+from embedprobe.tasks.recording_level.probe import ProbeSettings, scores
 from embedprobe.tasks.registry import task_for
 
 WINDOWS = 6  # windows per recording
@@ -66,12 +66,6 @@ def test_scores_match_a_hand_computed_answer():
     assert got["macro_f1"] == pytest.approx(0.5)
     three = scores(np.array([0, 1, 2]), np.eye(3), np.array([0, 1, 2]))
     assert np.isnan(three["auroc"]) and three["balanced_accuracy"] == 1.0  # AUROC n/a
-
-
-def test_the_first_best_C_wins_and_an_unscored_grid_falls_back_to_one():
-    assert best_C({0.1: 0.8, 1.0: 0.9, 10.0: 0.9}, (0.1, 1.0, 10.0)) == 1.0
-    assert best_C({0.1: float("nan"), 1.0: float("nan")}, (0.1, 1.0, 10.0)) == 1.0
-    assert best_C({}, (2.0,)) == 2.0
 
 
 def test_unit_statistics_are_each_units_mean_and_population_sd(tmp_path):

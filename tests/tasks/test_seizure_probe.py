@@ -85,9 +85,9 @@ def test_C_and_threshold_are_what_scikit_learn_chooses(fold):
         val = model.predict_proba(scaler.transform(X_va.astype(np.float64)))[:, 1]
         reference[C] = (model, val, average_precision_score(y_va, val))
     for C, (_, _, auprc) in reference.items():
-        assert result.val_auprc_by_C[C] == pytest.approx(auprc, abs=1e-4)
+        assert result.selection.scores[C] == pytest.approx(auprc, abs=1e-4)
     best = max(reference, key=lambda C: (reference[C][2], -C))
-    assert result.chosen_C == best
+    assert result.chosen == best
     model, val, _ = reference[best]
     assert result.threshold == pytest.approx(tune_threshold(y_va, val)[0])
     test = model.predict_proba(scaler.transform(X_te.astype(np.float64)))[:, 1]
@@ -99,8 +99,8 @@ def test_a_validation_split_without_seizures_takes_the_smallest_C_and_says_so(fo
     keeps its first (smallest) C; the fold warns and records why, where it used to refuse."""
     (X_tr, y_tr, _), (X_va, y_va, _), (X_te, y_te, timeline) = fold
     result = fit_seizure_probe(X_tr, y_tr, X_va, np.zeros_like(y_va), X_te, y_te, timeline)
-    assert result.chosen_C == 0.001
-    assert set(result.val_auprc_by_C.values()) == {0.0}
+    assert result.chosen == 0.001
+    assert set(result.selection.scores.values()) == {0.0}
     assert result.settings["validation_one_class"].startswith(
         "validation holds one class only (negative windows)")
     assert "warning: validation holds one class only" in capsys.readouterr().err

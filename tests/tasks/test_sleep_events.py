@@ -109,23 +109,25 @@ def test_the_probes_find_a_planted_signature_and_not_shuffled_labels():
     results = fit_event_probes(X, masks, {"arousal": seconds}, probes, (1.0,))
     head = results["arousal@3s"]
     share = float((seconds[masks["test"]] > 3).mean())
-    assert head["positive_share"] == pytest.approx(share)
-    assert head["auprc"] > 0.9 and head["auroc"] > 0.9 and head["chosen_C"] == 1.0
-    assert results["arousal@0s"]["auprc"] > 0.8  # a window with 0.1 s of event barely moves
+    assert head.details["positive_share"] == pytest.approx(share)
+    assert head.test_metrics["auprc"] > 0.9 and head.test_metrics["auroc"] > 0.9
+    assert head.chosen == 1.0 and not head.selection.fell_back  # a grid of one: no scoring
+    assert results["arousal@0s"].test_metrics["auprc"] > 0.8  # 0.1 s of event barely moves
     # no window holds more than 40 s of a 30 s epoch: one class, skipped with the reason
-    assert "one class only" in results["arousal@40s"]["skipped"]
+    assert "one class only" in results["arousal@40s"]
     shuffled = np.random.default_rng(1).permutation(seconds)
     chance = fit_event_probes(X, masks, {"arousal": shuffled}, probes[:1], (1.0,))
-    head = chance["arousal@3s"]
-    assert abs(head["auroc"] - 0.5) < 0.1 and abs(head["auprc"] - head["positive_share"]) < 0.1
+    head, share = chance["arousal@3s"].test_metrics, chance["arousal@3s"].details["positive_share"]
+    assert abs(head["auroc"] - 0.5) < 0.1 and abs(head["auprc"] - share) < 0.1
 
 
 def test_a_C_grid_is_chosen_on_validation_auprc():
     X, masks, seconds = planted(signal=0.3)
     results = fit_event_probes(X, masks, {"a": seconds}, [EventProbe("a", 3.0)],
                                (1e-4, 1.0))
-    assert results["a@3s"]["chosen_C"] in (1e-4, 1.0)
-    assert np.isfinite(results["a@3s"]["auprc"])
+    head = results["a@3s"]
+    assert head.chosen == max((1e-4, 1.0), key=head.selection.scores.get)
+    assert set(head.selection.scores) == {1e-4, 1.0} and np.isfinite(head.test_metrics["auprc"])
 
 
 @pytest.mark.parametrize("name, headline, n_thresholds", [

@@ -73,7 +73,7 @@ def test_epilepsy_demo_detects_the_generated_seizures(epilepsy_run):
         folds = [json.loads((workdir / f"results/epilepsy_demo/{dataset}/biot_random/"
                              f"fold{k}.json").read_text()) for k in range(5)]
         fold = folds[0]
-        assert fold["chosen_C"] in (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
+        assert fold["chosen"] in (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
         assert 0 < fold["threshold"] < 1 and fold["n_test_seizure_windows"] > 0
         assert set(fold["metrics"]) >= {"auroc", "auprc", "balanced_accuracy", "mcc",
                                         "sensitivity_at_fpr", "event_sensitivity",

@@ -47,6 +47,8 @@ import numpy as np
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.probing.metrics import classification_scores, cohen_kappa
 from embedprobe.probing.probe_forms import CHUNK_ROWS
+from embedprobe.probing.result import ProbeResult
+from embedprobe.probing.selection import choose
 from embedprobe.probing.softmax import (
     SoftmaxFit,
     covariance_eigen,
@@ -85,46 +87,29 @@ class FitCounter:
             self.progress(self.done, self.total, message)
 
 
-@dataclass
-class LogisticProbeResult:
-    chosen_C: float
-    val_kappa_by_C: dict[float, float]  # of the fit per C on the search rows (all rows by default)
+@dataclass(kw_only=True)
+class LogisticProbeResult(ProbeResult):
+    """The staging probe's result: `selection` over the finalists (every C, or the refitted
+    ones after a subsample search), and how the fits went."""
+
+    val_kappa_by_C: dict[float, float]  # of the fit per C on the search rows (all by default)
     iterations_by_C: dict[float, int]
-    test_pred: np.ndarray
-    test_proba: np.ndarray
     val_kappa: float  # of the final model
-    test_metrics: dict[str, float]  # kappa, balanced_accuracy, macro_f1, accuracy
     method: str
-    seconds: float
-    classes: np.ndarray = field(default_factory=lambda: np.arange(0))
     refit_val_kappa_by_C: dict[float, float] = field(default_factory=dict)
     refit_iterations_by_C: dict[float, int] = field(default_factory=dict)
     converged_by_C: dict[float, bool] = field(default_factory=dict)
     search_rows: int = 0  # training rows the C search fitted (n_train for the reference)
     criterion: str = ""
 
-    def summary(self) -> dict:
-        """JSON-ready summary (no per-row arrays)."""
-        return {
-            "method": self.method,
-            "classes": self.classes.tolist(),
-            "chosen_C": self.chosen_C,
-            "val_kappa": self.val_kappa,
-            "test_metrics": self.test_metrics,
-            "val_kappa_by_C": by_C_json(self.val_kappa_by_C),
-            "iterations_by_C": by_C_json(self.iterations_by_C),
-            "refit_val_kappa_by_C": by_C_json(self.refit_val_kappa_by_C),
-            "refit_iterations_by_C": by_C_json(self.refit_iterations_by_C),
-            "converged_by_C": by_C_json(self.converged_by_C),
-            "search_rows": self.search_rows,
-            "criterion": self.criterion,
-            "seconds": self.seconds,
-        }
 
-
-def by_C_json(values: dict) -> dict:
-    """A dict keyed by C with string keys, as JSON needs (0.01 -> "0.01")."""
-    return {str(c): v for c, v in values.items()}
+def sorted_C_grid(C_grid) -> tuple[float, ...]:
+    """The C grid as sorted floats; a UsageError for an empty grid or a C that is not > 0."""
+    grid = tuple(sorted(float(c) for c in C_grid))
+    if not grid or min(grid) <= 0:
+        raise UsageError(f"the C grid must hold positive values, got {C_grid!r}",
+                         fix=f"use the reference grid {list(C_GRID)}")
+    return grid
 
 
 def check_split(name: str, X, y, n_features: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -231,12 +216,7 @@ def fit_logistic_probe(
     started = time.perf_counter()
     if method not in ("fast", "reference"):
         raise UsageError(f"unknown probe method {method!r}", fix="use method 'fast' or 'reference'")
-    grid = tuple(sorted(float(c) for c in C_grid))
-    if not grid or min(grid) <= 0:
-        raise UsageError(
-            f"the C grid must hold positive values, got {C_grid!r}",
-            fix=f"use the reference grid {list(C_GRID)}",
-        )
+    grid = sorted_C_grid(C_grid)
     X_train, y_train = check_split("train", X_train, y_train, None)
     X_val, y_val = check_split("validation", X_val, y_val, X_train.shape[1])
     X_test, y_test = check_split("test", X_test, y_test, X_train.shape[1])
@@ -262,9 +242,7 @@ def fit_logistic_probe(
     )
 
 
-def best_C(kappa_by_C: dict[float, float]) -> float:
-    """Highest validation kappa; the smallest C among exact ties (as an argmax over the grid)."""
-    return max(kappa_by_C, key=lambda C: (kappa_by_C[C], -C))
+ON = "validation kappa"
 
 
 def _refit_candidates(grid: tuple[float, ...], best: float) -> list[float]:
@@ -310,7 +288,7 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
     kappas = {C: k for C, (_, k) in searched.items()}
     refits: dict[float, tuple[SoftmaxFit, float]] = {}
     if subsample:
-        for C in _refit_candidates(plan.grid, best_C(kappas)):
+        for C in _refit_candidates(plan.grid, choose(kappas, plan.grid, ON).chosen):
             start = (searched[C][0].coef, searched[C][0].intercept)
             refits[C] = scored(fit_softmax(Z, fold.y, n_classes, C, eigen, tol=plan.tol,
                                             max_iter=plan.max_iter, init=start))
@@ -318,8 +296,8 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
             plan.fits.step(f"C={C:g} on all {n_rows} rows: val kappa {kappa:.4f} "
                            f"({fit.n_iter} iterations)")  # fmt: skip
     finalists = refits or searched
-    chosen = best_C({C: k for C, (_, k) in finalists.items()})
-    final, final_kappa = finalists[chosen]
+    selection = choose({C: k for C, (_, k) in finalists.items()}, plan.grid, ON)
+    final, final_kappa = finalists[selection.chosen]
     converged = {C: f.converged for C, (f, _) in searched.items()}
     converged.update({C: f.converged for C, (f, _) in refits.items()})
     where = (
@@ -329,7 +307,7 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
         else f"every C on all {n_rows} training rows"
     )
     return {
-        "chosen_C": chosen,
+        "selection": selection,
         "val_kappa_by_C": kappas,
         "iterations_by_C": {C: f.n_iter for C, (f, _) in searched.items()},
         "val_kappa": final_kappa,
@@ -364,13 +342,14 @@ def _reference(fold: _Fold, plan: _Plan) -> dict:
 
     fitted = dict(zip(plan.grid, map_in_threads(fit, plan.grid, plan.n_jobs), strict=True))
     kappas = {C: k for C, (_, k) in fitted.items()}
-    chosen = best_C(kappas)
+    selection = choose(kappas, plan.grid, ON)
+    chosen = selection.chosen
     iterations = {C: int(m.n_iter_[0]) for C, (m, _) in fitted.items()}
     raw_test = fitted[chosen][0].decision_function(scaler.transform(fold.X_test))
     if raw_test.ndim == 1:  # two classes: logit difference d; softmax([-d/2, d/2]) = sigmoid(d)
         raw_test = np.column_stack([-raw_test / 2, raw_test / 2])
     return {
-        "chosen_C": chosen,
+        "selection": selection,
         "val_kappa_by_C": kappas,
         "iterations_by_C": iterations,
         "val_kappa": kappas[chosen],

@@ -19,6 +19,8 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.probing.logistic import FitCounter, Progress
 from embedprobe.probing.metrics import mae, regression_scores
+from embedprobe.probing.result import ProbeResult
+from embedprobe.probing.selection import Selection, choose, grid_values
 
 ALPHA_GRID = (0.1, 1, 5, 10, 20, 30, 50, 100)
 AGE_BINS = (0, 35, 50, 65, 80, 200)
@@ -68,11 +70,11 @@ def _ridge_predict(X_train, y_train, X_test, alpha: float) -> np.ndarray:
 
 
 def _choose_alpha(X, ages, alpha_grid, n_folds, seed, progress: Progress = None,
-                  age_bins=AGE_BINS) -> tuple[float, dict]:
-    """Alpha with the lowest mean MAE over the inner CV (ties: the first in grid order);
-    `progress` is told after each alpha's inner folds."""
+                  age_bins=AGE_BINS) -> Selection:
+    """Alpha with the lowest mean MAE over the inner CV (probing/selection.py: ties, the
+    first in grid order); `progress` is told after each alpha's inner folds."""
     splits = inner_splits(ages, n_folds, seed, age_bins)
-    alphas = list(dict.fromkeys(float(a) for a in alpha_grid))
+    alphas = grid_values(alpha_grid)
     fits = FitCounter(progress, len(alphas))
     mean_error = {}
     for alpha in alphas:
@@ -80,7 +82,7 @@ def _choose_alpha(X, ages, alpha_grid, n_folds, seed, progress: Progress = None,
             mae(ages[test], _ridge_predict(X[train], ages[train], X[test], alpha))
             for train, test in splits]))
         fits.step(f"alpha={alpha:g}: inner MAE {mean_error[alpha]:.2f} years")
-    return min(mean_error, key=mean_error.get), mean_error
+    return choose(mean_error, alphas, "inner-CV MAE", lower_is_better=True)
 
 
 def fit_age_fold(
@@ -93,7 +95,7 @@ def fit_age_fold(
     n_inner: int = INNER_FOLDS,
     seed: int = INNER_SEED,
     progress: Progress = None,
-) -> dict:
+) -> ProbeResult:
     """One outer fold of brain age: alpha by the inner CV on the training subjects (mean
     embeddings, in the reference's order: they fix the inner draw), refit on all of them, score
     the test subjects in years. `progress` is told after each alpha of the grid."""
@@ -108,18 +110,15 @@ def fit_age_fold(
         )
     age_bin_of(ages_train, age_bins)
     age_bin_of(ages_test, age_bins)  # a test age outside the bins is bad data too
-    alpha, inner = _choose_alpha(X_train, ages_train, alpha_grid, n_inner, seed, progress,
-                                 age_bins)
-    predictions = _ridge_predict(X_train, ages_train, np.asarray(X_test, np.float64), alpha)
+    selection = _choose_alpha(X_train, ages_train, alpha_grid, n_inner, seed, progress, age_bins)
+    predictions = _ridge_predict(X_train, ages_train, np.asarray(X_test, np.float64),
+                                 selection.chosen)
     scores = (
         regression_scores(ages_test, predictions)
         if len(ages_test) > 1
         else {"mae": mae(ages_test, predictions), "pearson_r": float("nan"), "r2": float("nan")}
     )
-    return {
-        "alpha": alpha,
-        "inner_mae_by_alpha": inner,
-        "predictions": predictions,
-        "metrics": {k: float(v) for k, v in scores.items()},
-        "baseline_mae": mae(ages_test, np.full_like(ages_test, ages_train.mean())),
-    }
+    return ProbeResult(
+        selection=selection, test_metrics={k: float(v) for k, v in scores.items()},
+        test_pred=predictions,
+        details={"baseline_mae": mae(ages_test, np.full_like(ages_test, ages_train.mean()))})

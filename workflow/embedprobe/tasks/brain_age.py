@@ -59,19 +59,16 @@ class BrainAge(Task):
             "n_train": len(train), "n_test": int(masks["test"].sum()),
             "fold_rule": plan.rule,
             "test_subjects": subjects[masks["test"]].tolist(),
-            "chosen": result["alpha"], "chosen_alpha": result["alpha"],
-            "inner_mae_by_alpha": {str(a): v for a, v in result["inner_mae_by_alpha"].items()},
-            "baseline_mae": result["baseline_mae"],
+            **result.record(),
             "method": "StandardScaler + Ridge, alpha by inner 4-fold CV stratified on age bins "
                       "(seed 43)",
-            "metrics": result["metrics"],
             # Per subject, so the aggregate can pool r and R2 over folds.
             "predictions": [{"subject": str(s), "age": float(a), "predicted": float(p)}
                             for s, a, p in zip(subjects[masks["test"]], ages[masks["test"]],
-                                               result["predictions"], strict=True)],
+                                               result.test_pred, strict=True)],
         }
         saved = {"subjects": subjects[masks["test"]], "y_true": ages[masks["test"]],
-                 "y_pred": result["predictions"]}
+                 "y_pred": result.test_pred}
         return record, saved
 
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:

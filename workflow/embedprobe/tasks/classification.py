@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.probing.folds import fold_split
-from embedprobe.probing.logistic import C_GRID, MAX_ITER, by_C_json, fit_logistic_probe
+from embedprobe.probing.logistic import C_GRID, MAX_ITER, fit_logistic_probe
+from embedprobe.probing.selection import by_value_json
 from embedprobe.tasks.base import FoldJob, Task, job_folds
 
 
@@ -35,14 +36,13 @@ def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
         "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
         "n_test": int(masks["test"].sum()),
         "test_subjects": sorted(windows["subject"][masks["test"]].unique().tolist()),
-        "chosen": result.chosen_C, "chosen_C": result.chosen_C,
+        "chosen": result.chosen, "selection": result.selection.record(),
         "val_kappa": result.val_kappa,
-        "val_kappa_by_C": by_C_json(result.val_kappa_by_C),
         "method": result.method,
         # whether a cap below the reference's (10,000) would have stopped a fit (methods.md)
         "max_iter": max_iter,
-        "iterations_by_C": by_C_json(result.iterations_by_C),
-        "converged_by_C": by_C_json(result.converged_by_C),
+        "iterations_by_C": by_value_json(result.iterations_by_C),
+        "converged_by_C": by_value_json(result.converged_by_C),
         "n_classes": int(len(np.unique(y))),
         "metrics": {k: float(v) for k, v in result.test_metrics.items()},
     }

@@ -100,7 +100,7 @@ class SleepHypnogram(Task):
         agreement = feature_agreement(scored_m, predicted_m)
         record = {"source": source, "n_test": len(table), "n_recordings": len(rows),
                   "test_subjects": sorted({r["subject"] for r in rows}),
-                  "chosen": _source_chosen(path), "chosen_C": _source_chosen(path),
+                  "chosen": _source_chosen(path),
                   "metrics": {"pearson_r": mean_pearson_r(agreement)},
                   "recordings": rows}
         saved = {"recordings": np.array([r["recording"] for r in rows]), "scored": scored_m,

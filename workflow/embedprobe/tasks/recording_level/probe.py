@@ -5,7 +5,8 @@ The rows are the mean embedding of each unit's windows, or the mean and the SD c
 scikit-learn's LogisticRegression (lbfgs, max_iter 10,000) per C of the grid: with one C (the
 sleep-diagnosis protocol, C = 1) the validation units join the training ones; with several the
 C with the best validation score (`select_on`: AUPRC or AUROC, the epilepsy protocol's AUPRC)
-is refitted on the training units alone, as the seizure probe does.
+is refitted on the training units alone, as the seizure probe does (ties and the fallback where
+validation scores no C: probing/selection.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import numpy as np
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.probing.logistic import MAX_ITER
 from embedprobe.probing.metrics import balanced_accuracy, macro_f1
+from embedprobe.probing.result import ProbeResult
+from embedprobe.probing.selection import choose
 
 AGGREGATIONS = ("mean", "mean_std")
 SELECTIONS = ("auprc", "auroc")
@@ -94,19 +97,10 @@ def _fit(X: np.ndarray, y: np.ndarray, C: float, class_weight: str | None):
     return scaler, model
 
 
-def best_C(by_C: dict[float, float], grid: tuple[float, ...]) -> float:
-    """The first C of the grid with the best finite validation score; the grid's only C, or
-    1 (else its middle C) where validation scored none (one class in the validation units)."""
-    finite = [C for C in grid if C in by_C and np.isfinite(by_C[C])]
-    if finite:
-        return max(finite, key=lambda C: by_C[C])  # max keeps the first of equal scores
-    return grid[0] if len(grid) == 1 else 1.0 if 1.0 in grid else grid[len(grid) // 2]
-
-
 def fit_units(X: np.ndarray, y: np.ndarray, masks: dict[str, np.ndarray],
-              settings: ProbeSettings, progress=None) -> dict:
-    """Fit one fold over unit rows; returns the chosen C, the validation score per C, the
-    test probabilities (columns: the training labels) and the test scores."""
+              settings: ProbeSettings, progress=None) -> ProbeResult:
+    """Fit one fold over unit rows: C chosen on validation (probing/selection.py), the test
+    units' probabilities (columns: the training labels, `classes`) and scores."""
     train = masks["train"] | (masks["val"] if settings.fixed_C else False)
     if len(np.unique(y[train])) < 2:
         raise DataError(f"the fold's training units hold one class only ({np.unique(y[train])})",
@@ -121,9 +115,10 @@ def fit_units(X: np.ndarray, y: np.ndarray, masks: dict[str, np.ndarray],
             if progress:
                 progress(k + 1, len(settings.C_grid),
                          f"C={C:g}: val {settings.select_on} {by_C[C]:.4f}")
-    chosen = best_C(by_C, settings.C_grid)
-    scaler, model = _fit(X[train], y[train], chosen, settings.class_weight)
+    selection = choose(by_C, settings.C_grid, f"validation {settings.select_on}")
+    scaler, model = _fit(X[train], y[train], selection.chosen, settings.class_weight)
     proba = model.predict_proba(scaler.transform(X[masks["test"]]))
-    return {"chosen": chosen, "by_C": by_C, "proba": proba, "labels": model.classes_,
-            "n_train": int(train.sum()),
-            "metrics": scores(y[masks["test"]], proba, model.classes_)}
+    return ProbeResult(selection=selection, test_metrics=scores(y[masks["test"]], proba,
+                                                                model.classes_),
+                       test_pred=model.classes_[np.argmax(proba, axis=1)], test_proba=proba,
+                       classes=model.classes_, details={"n_train": int(train.sum())})

@@ -122,25 +122,22 @@ class RecordingLevel(Task):
         classes = reader_for(job.config, job.dataset).CLASSES
         test = masks["test"]
         record = {
-            "n_train": result["n_train"], "n_test": int(test.sum()),
+            "n_test": int(test.sum()),
             "unit": self.level, "aggregation": settings.aggregation, "n_features": X.shape[1],
             "test_subjects": sorted(table["subject"][test].unique().tolist()),
-            "chosen": result["chosen"], "chosen_C": result["chosen"],
-            "val_score_by_C": {str(c): v for c, v in result["by_C"].items()},
             "select_on": settings.select_on, "class_weight": settings.class_weight,
-            "classes": [classes[int(c)] for c in result["labels"]],
+            "classes": [classes[int(c)] for c in result.classes],
             "n_classes": int(len(np.unique(labels))),
             "method": "StandardScaler + LogisticRegression (lbfgs)",
-            "metrics": result["metrics"],
+            **result.record(),
             # per unit, so that the aggregate pools AUROC over folds
             "predictions": [{"unit": str(k), "label": int(y), "proba": [float(v) for v in p]}
-                            for k, y, p in zip(keys[test], labels[test], result["proba"],
+                            for k, y, p in zip(keys[test], labels[test], result.test_proba,
                                                strict=True)],
         }
         saved = {"units": keys[test].astype(str), "y_true": labels[test],
-                 "y_pred": result["labels"][np.argmax(result["proba"], axis=1)],
-                 "proba": result["proba"], "labels": result["labels"],
-                 "class_names": np.array(classes)}
+                 "y_pred": result.test_pred, "proba": result.test_proba,
+                 "labels": result.classes, "class_names": np.array(classes)}
         return record, saved
 
     def fit_windows(self, job: FoldJob) -> tuple[dict, dict]:
@@ -179,9 +176,8 @@ class RecordingLevel(Task):
             "n_test": int(masks["test"].sum()), "unit": "window",
             "n_features": X.shape[1],
             "test_subjects": sorted(test["subject"].unique().tolist()),
-            "chosen": result.chosen_C, "chosen_C": result.chosen_C,
+            "chosen": result.chosen, "selection": result.selection.record(),
             "threshold": result.threshold,
-            "val_score_by_C": {str(c): v for c, v in result.val_auprc_by_C.items()},
             "select_on": "auprc", "class_weight": "balanced",
             # non-empty where validation held one class (the smallest C, as the reference)
             "validation_one_class": result.settings["validation_one_class"],

@@ -28,16 +28,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from embedprobe.core.errors import DataError, UsageError
+from embedprobe.core.errors import DataError
 from embedprobe.probing.logistic import (
     C_GRID,
     FitCounter,
     Progress,
-    best_C,
-    by_C_json,
     check_split,
     map_in_threads,
+    sorted_C_grid,
 )
+from embedprobe.probing.result import ProbeResult
+from embedprobe.probing.selection import by_value_json, choose
 from embedprobe.probing.softmax import decision
 from embedprobe.probing.standardize import Standardizer
 from embedprobe.tasks.seizure.scoring import (
@@ -57,35 +58,32 @@ MAX_ITER = 500  # the reference's epilepsy probe
 TOL = 1e-4
 
 
-@dataclass
-class SeizureProbeResult:
-    chosen_C: float
-    threshold: float  # tuned on validation F1
-    val_auprc_by_C: dict[float, float]
+@dataclass(kw_only=True)
+class SeizureProbeResult(ProbeResult):
+    """`selection`: C on validation AUPRC; test_pred is 1 where test_proba (the seizure
+    probability per test window, float64) reaches the threshold tuned on validation F1."""
+
+    threshold: float
     val_f1: float  # at the threshold, of the chosen C
-    test_proba: np.ndarray  # seizure probability per test window (float64)
-    test_pred: np.ndarray  # 1 where test_proba >= threshold
-    test_metrics: dict[str, float]  # scoring.METRICS
     curves: dict[str, np.ndarray]  # for the figures; save beside the predictions
     events: dict  # pooled SzCORE event counts at the threshold
     overlap: dict = field(default_factory=dict)  # pooled any-overlap counts at the threshold
     iterations_by_C: dict[float, int] = field(default_factory=dict)
     converged_by_C: dict[float, bool] = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
-    seconds: float = 0.0
 
     def summary(self) -> dict:
         """JSON-ready (no per-window arrays)."""
         return {
-            "chosen_C": self.chosen_C,
+            "chosen": self.chosen,
+            "selection": self.selection.record(),
             "threshold": self.threshold,
             "val_f1": self.val_f1,
             "test_metrics": self.test_metrics,
             "events": self.events,
             "overlap_events": self.overlap,
-            "val_auprc_by_C": by_C_json(self.val_auprc_by_C),
-            "iterations_by_C": by_C_json(self.iterations_by_C),
-            "converged_by_C": by_C_json(self.converged_by_C),
+            "iterations_by_C": by_value_json(self.iterations_by_C),
+            "converged_by_C": by_value_json(self.converged_by_C),
             "settings": self.settings,
             "seconds": self.seconds,
         }
@@ -140,10 +138,7 @@ def fit_seizure_probe(
     from sklearn.metrics import average_precision_score
 
     started = time.perf_counter()
-    grid = tuple(sorted(float(c) for c in C_grid))
-    if not grid or min(grid) <= 0:
-        raise UsageError(f"the C grid must hold positive values, got {C_grid!r}",
-                         fix=f"use the reference grid {list(C_GRID)}")
+    grid = sorted_C_grid(C_grid)
     X_train, y_train = check_split("train", X_train, y_train, None)
     X_val, y_val = check_split("validation", X_val, y_val, X_train.shape[1])
     X_test, y_test = check_split("test", X_test, y_test, X_train.shape[1])
@@ -175,17 +170,16 @@ def fit_seizure_probe(
 
     fitted = dict(zip(grid, map_in_threads(fit, grid, n_jobs), strict=True))
     auprc_by_C = {C: a for C, (_, _, a) in fitted.items()}
-    chosen = best_C(auprc_by_C)
-    model, val_proba, _ = fitted[chosen]
+    selection = choose(auprc_by_C, grid, "validation AUPRC")
+    model, val_proba, _ = fitted[selection.chosen]
     threshold, val_f1 = tune_threshold(y_val, val_proba, threshold_grid)
     test_proba = _sigmoid(decision(X_test, scaler, model.coef_, model.intercept_)[:, 0])
     scores = score_fold(y_test, test_proba, threshold, test_timeline,
                         max_fp_per_hour=max_fp_per_hour, rules=rules)
     iterations = {C: int(m.n_iter_[0]) for C, (m, _, _) in fitted.items()}
     return SeizureProbeResult(
-        chosen_C=chosen,
+        selection=selection,
         threshold=threshold,
-        val_auprc_by_C=auprc_by_C,
         val_f1=val_f1,
         test_proba=test_proba,
         test_pred=(test_proba >= threshold).astype(np.int64),

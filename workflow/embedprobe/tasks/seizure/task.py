@@ -107,7 +107,6 @@ class SeizureDetection(Task):
             "n_test": int(masks["test"].sum()),
             "n_test_seizure_windows": int(y[masks["test"]].sum()),
             "test_subjects": sorted(test["subject"].unique().tolist()),
-            "chosen": result.chosen_C, "chosen_C": result.chosen_C,
             "method": "StandardScaler + LogisticRegression(lbfgs, class_weight=balanced), C on "
                       "validation AUPRC, threshold on validation F1",
             **{k: v for k, v in result.summary().items() if k != "test_metrics"},

@@ -5,7 +5,8 @@ The reference's event benchmarks (NeuroAtlas sleep_arousal, sleep_respiratory, s
 windows (probing/standardize.py), LogisticRegression(lbfgs, class_weight="balanced", C = 1,
 max_iter 10,000: the reference probe's default) fitted on the training windows, scored on the
 test windows: AUPRC (average precision), macro F1 and balanced accuracy at probability 0.5,
-AUROC. A C grid of more than one value is chosen on validation AUPRC (the seizure probe's rule).
+AUROC. A C grid of more than one value is chosen on validation AUPRC (probing/selection.py, as the
+seizure probe).
 A threshold whose training windows hold one class only is skipped with the reason, as the
 reference skips it; the fold's headline probe cannot be skipped (the fold would have no
 score): that is an error.
@@ -23,6 +24,8 @@ import numpy as np
 
 from embedprobe.probing.logistic import MAX_ITER
 from embedprobe.probing.metrics import balanced_accuracy, macro_f1
+from embedprobe.probing.result import ProbeResult
+from embedprobe.probing.selection import choose, grid_values
 from embedprobe.probing.standardize import Standardizer
 
 
@@ -62,47 +65,40 @@ def _fit(Z: np.ndarray, y: np.ndarray, C: float):
 
 def fit_event_probes(X: np.ndarray, masks: dict[str, np.ndarray], overlaps: dict[str, np.ndarray],
                      probes: list[EventProbe], C_grid: tuple[float, ...],
-                     progress=None) -> dict[str, dict]:
-    """Each probe's result by key: its test scores, the positive share of its test windows,
-    the chosen C and whether lbfgs converged, and the test probabilities; or {"skipped":
-    reason}. `overlaps`: seconds of each field's events per window (all windows)."""
+                     progress=None) -> dict[str, ProbeResult | str]:
+    """Each probe's result by key (its details: the positive share of its test windows, its
+    positive training windows, whether lbfgs converged), or the reason it was skipped.
+    `overlaps`: seconds of each field's events per window (all windows)."""
     from sklearn.metrics import average_precision_score
 
+    grid = tuple(sorted(grid_values(C_grid)))
     scaler = Standardizer.fit(X[masks["train"]])
     Z = {part: scaler.transform(X[mask]) for part, mask in masks.items()}
-    results: dict[str, dict] = {}
+    results: dict[str, ProbeResult | str] = {}
     for k, probe in enumerate(probes):
         y = {part: (overlaps[probe.field][mask] > probe.threshold).astype(np.int64)
              for part, mask in masks.items()}
         if len(np.unique(y["train"])) < 2:
             side = "positive" if y["train"].any() else "negative"
-            results[probe.key] = {"skipped": f"the training windows hold one class only "
-                                             f"(all {side})"}
+            results[probe.key] = f"the training windows hold one class only (all {side})"
             continue
-        by_C = {}
-        for C in C_grid:
+        fits, scores = {}, {}
+        for C in grid:
             model, converged = _fit(Z["train"], y["train"], C)
             val = y["val"]
-            score = (float(average_precision_score(val, model.predict_proba(Z["val"])[:, 1]))
-                     if len(C_grid) > 1 and 0 < val.sum() < len(val) else float("nan"))
-            by_C[C] = (score, model, converged)
-        chosen = _chosen(by_C, C_grid)
-        _, model, converged = by_C[chosen]
+            scores[C] = (float(average_precision_score(val, model.predict_proba(Z["val"])[:, 1]))
+                         if len(grid) > 1 and 0 < val.sum() < len(val) else float("nan"))
+            fits[C] = (model, converged)
+        selection = choose(scores, grid, "validation AUPRC")
+        model, converged = fits[selection.chosen]
         proba = model.predict_proba(Z["test"])[:, 1]
-        results[probe.key] = event_scores(y["test"], proba) | {
-            "positive_share": float(y["test"].mean()) if len(y["test"]) else float("nan"),
-            "n_positive_train": int(y["train"].sum()), "chosen_C": chosen,
-            "converged": converged, "proba": proba, "y_test": y["test"]}
+        result = ProbeResult(
+            selection=selection, test_metrics=event_scores(y["test"], proba),
+            test_pred=(proba >= 0.5).astype(np.int64), test_proba=proba,
+            details={"positive_share": float(y["test"].mean()) if len(y["test"]) else np.nan,
+                     "n_positive_train": int(y["train"].sum()), "converged": converged})
+        results[probe.key] = result
         if progress:
             progress(k + 1, len(probes), f"{probe.key}: test AUPRC "
-                                         f"{results[probe.key]['auprc']:.4f}")
+                                         f"{result.test_metrics['auprc']:.4f}")
     return results
-
-
-def _chosen(by_C: dict, grid: tuple[float, ...]) -> float:
-    """The C of the best validation AUPRC (the smallest among ties); the grid's only value, or
-    1 where none could be scored."""
-    scored = [C for C in sorted(grid) if np.isfinite(by_C[C][0])]
-    if scored:
-        return max(scored, key=lambda C: by_C[C][0])
-    return grid[0] if len(grid) == 1 or 1.0 not in grid else 1.0

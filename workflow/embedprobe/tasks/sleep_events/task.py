@@ -81,26 +81,29 @@ class SleepEvents(Task):
         X = np.asarray(job.store.load(), dtype=np.float32)
         results = fit_event_probes(X, masks, overlaps, probes, C_grid, job.progress)
         head = results[probes[0].key]
-        if "skipped" in head:
+        if isinstance(head, str):
             raise DataError(f"{job.dataset} fold {job.fold}: the headline probe "
-                            f"({probes[0].key}) cannot be fitted: {head['skipped']}",
+                            f"({probes[0].key}) cannot be fitted: {head}",
                             fix="use more subjects with scored events, or fewer folds")
+        test = masks["test"]
+        head_overlap = overlaps[probes[0].field][test]
         record = {
             "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
-            "n_test": int(masks["test"].sum()),
-            "test_subjects": sorted(windows["subject"][masks["test"]].unique().tolist()),
-            "headline_probe": probes[0].key, "chosen": head["chosen_C"],
-            "chosen_C": head["chosen_C"], "positive_share": head["positive_share"],
-            "n_classes": 2,
+            "n_test": int(test.sum()),
+            "test_subjects": sorted(windows["subject"][test].unique().tolist()),
+            "headline_probe": probes[0].key, "chosen": head.chosen,
+            "selection": head.selection.record(),
+            "positive_share": head.details["positive_share"], "n_classes": 2,
             "method": "StandardScaler + LogisticRegression (lbfgs, balanced)",
-            "metrics": {m: head[m] for m in self.metrics},
-            "probes": {key: {k: v for k, v in r.items() if k not in ("proba", "y_test")}
+            "metrics": {m: head.test_metrics[m] for m in self.metrics},
+            "probes": {key: {"skipped": r} if isinstance(r, str) else
+                       r.test_metrics | r.details | {"chosen": r.chosen}
                        for key, r in results.items()},
             "skipped_fields": skipped,
         }
-        test = masks["test"]
-        saved = {"index": np.flatnonzero(test), "y_true": head["y_test"], "proba": head["proba"],
-                 "overlap_seconds": overlaps[probes[0].field][test]}
+        saved = {"index": np.flatnonzero(test),
+                 "y_true": (head_overlap > probes[0].threshold).astype(np.int64),
+                 "proba": head.test_proba, "overlap_seconds": head_overlap}
         return record, saved
 
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
