@@ -2,6 +2,7 @@
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -388,6 +389,35 @@ def test_the_hypnogram_plan_waits_for_the_staging_folds(tmp_path, small_demo_con
     stats = job_stats(out)
     assert stats["probe"] == 10 and stats["embed"] == 1  # 5 staging folds, 5 hypnogram folds
     assert "wildcards: benchmark=demo, dataset=sleep_edf_demo" in out
+
+
+def test_rescoring_the_demo_rewrites_its_tables_byte_for_byte(demo_run, tmp_path):
+    """`embedprobe rescore` on a copy of the demo's results: the metrics recomputed from the
+    saved predictions are the ones the probes wrote, so each results.tsv keeps its bytes;
+    a metric spoiled in a record comes back."""
+    import shutil
+
+    workdir, run = demo_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    shutil.copytree(workdir / "results", tmp_path / "results")
+    record_path = tmp_path / "results/demo/sleep_edf_demo/biot_random/fold2.json"
+    record = json.loads(record_path.read_text())
+    true_kappa = record["metrics"]["kappa"]
+    record["metrics"]["kappa"] = -1.0
+    record_path.write_text(json.dumps(record))
+    env = {"EMBEDPROBE_RESULTS_ROOT": str(tmp_path / "results")}
+    for benchmark in ("demo", "demo_brain_age"):
+        table = tmp_path / f"results/{benchmark}/sleep_edf_demo/results.tsv"
+        before = (workdir / f"results/{benchmark}/sleep_edf_demo/results.tsv").read_bytes()
+        done = subprocess.run([sys.executable, "-m", "embedprobe.cli", "rescore", benchmark],
+                              capture_output=True, text=True, timeout=300, cwd=PROJECT,
+                              env={**os.environ, **env})
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert f"rewrote {table}" in done.stdout
+        assert table.read_bytes() == before
+    rescored = json.loads(record_path.read_text())
+    assert rescored["metrics"]["kappa"] == true_kappa
+    assert rescored["rescored"]["previous_metrics"]["kappa"] == -1.0
 
 
 def test_the_hypnogram_reads_the_staging_folds_and_embeds_nothing(demo_run, small_demo_config):

@@ -347,6 +347,19 @@ def cmd_results(args, config, roots):
         print(note, file=sys.stderr)
 
 
+def cmd_rescore(args, config, roots):
+    """Every fold's metrics from its saved predictions, the results tables rebuilt (exit 1
+    when a fold could not be rescored: listed with the command that probes it again)."""
+    from embedprobe.reporting.rescore import format_rescored, rescore_benchmark
+    from embedprobe.tasks.registry import benchmark_task
+
+    task = benchmark_task(config, args.benchmark)
+    done = rescore_benchmark(args.benchmark, lookup(config, "benchmarks", args.benchmark), task,
+                             roots, args.datasets or (), args.models or ())
+    print(format_rescored(done, args.benchmark, task.metrics[0]))
+    return 1 if done.not_rescored else 0
+
+
 def cmd_status(args, config, roots):
     """Each job of a target's plan with its verdict (done, failed, running, ...)."""
     from embedprobe.api.tables import status_records
@@ -394,6 +407,7 @@ COMMANDS = {
     "memory": cmd_memory,
     "calibrate": cmd_calibrate,
     "results": cmd_results,
+    "rescore": cmd_rescore,
     "status": cmd_status,
     "data": cmd_data,
     "list": cmd_list,
@@ -520,6 +534,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--per-fold", action="store_true", help="one row per fold")
     p.add_argument("--reference", metavar="FILE", help="published numbers to show beside ours: "
                    "a TSV (or .csv) with columns dataset, model, metric, value")
+
+    p = sub.add_parser("rescore", help="every fold's metrics recomputed from its saved "
+                                       "predictions (nothing fitted), the results tables "
+                                       "rewritten, a before/after table printed")
+    p.add_argument("benchmark")
+    p.add_argument("--dataset", action="append", metavar="NAME", dest="datasets",
+                   help="only this dataset's results (may be given again)")
+    p.add_argument("--model", action="append", metavar="NAME", dest="models",
+                   help="only this model's folds (may be given again)")
 
     p = sub.add_parser("status", help="each job of a target with its verdict: done, partial, "
                                       "failed, running, queued, exited N, stopped, removed, "

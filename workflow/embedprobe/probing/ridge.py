@@ -85,6 +85,13 @@ def _choose_alpha(X, ages, alpha_grid, n_folds, seed, progress: Progress = None,
     return choose(mean_error, alphas, "inner-CV MAE", lower_is_better=True)
 
 
+def age_scores(ages: np.ndarray, predictions: np.ndarray) -> dict[str, float]:
+    """MAE, Pearson r and R2 in years; r and R2 are NaN for a single test subject."""
+    if len(ages) > 1:
+        return {k: float(v) for k, v in regression_scores(ages, predictions).items()}
+    return {"mae": mae(ages, predictions), "pearson_r": float("nan"), "r2": float("nan")}
+
+
 def fit_age_fold(
     X_train,
     ages_train,
@@ -113,12 +120,7 @@ def fit_age_fold(
     selection = _choose_alpha(X_train, ages_train, alpha_grid, n_inner, seed, progress, age_bins)
     predictions = _ridge_predict(X_train, ages_train, np.asarray(X_test, np.float64),
                                  selection.chosen)
-    scores = (
-        regression_scores(ages_test, predictions)
-        if len(ages_test) > 1
-        else {"mae": mae(ages_test, predictions), "pearson_r": float("nan"), "r2": float("nan")}
-    )
     return ProbeResult(
-        selection=selection, test_metrics={k: float(v) for k, v in scores.items()},
+        selection=selection, test_metrics=age_scores(ages_test, predictions),
         test_pred=predictions,
         details={"baseline_mae": mae(ages_test, np.full_like(ages_test, ages_train.mean()))})

@@ -147,6 +147,14 @@ class Task:
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
         return {}
 
+    # why this task's saved predictions cannot be rescored ("" where they can: `rescore`)
+    rescore_needs = "this task does not rescore saved predictions"
+
+    def rescore(self, record: dict, saved) -> dict[str, float] | None:
+        """The fold's test metrics recomputed from its saved arrays (`saved`: its .npz),
+        nothing fitted; None where the arrays do not suffice (`rescore_needs` says why)."""
+        return None
+
     # --- preflight -------------------------------------------------------------------------
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
                      dim: int, entry: dict | None = None) -> tuple[str, dict, int]:

@@ -17,7 +17,7 @@ from embedprobe.core.errors import DataError
 from embedprobe.datasets.registry import dataset_root, reader_for
 from embedprobe.probing.folds import age_stratified_plan, fold_split, require_units
 from embedprobe.probing.metrics import regression_scores
-from embedprobe.probing.ridge import AGE_BINS, ALPHA_GRID, fit_age_fold
+from embedprobe.probing.ridge import AGE_BINS, ALPHA_GRID, age_scores, fit_age_fold
 from embedprobe.tasks.base import FoldJob, Task, job_folds
 
 
@@ -70,6 +70,11 @@ class BrainAge(Task):
         saved = {"subjects": subjects[masks["test"]], "y_true": ages[masks["test"]],
                  "y_pred": result.test_pred}
         return record, saved
+
+    rescore_needs = ""
+
+    def rescore(self, record: dict, saved) -> dict[str, float]:
+        return age_scores(np.asarray(saved["y_true"], float), np.asarray(saved["y_pred"], float))
 
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
         pairs = [(p["age"], p["predicted"]) for f in folds for p in f["predictions"]]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from embedprobe.probing.folds import fold_split
 from embedprobe.probing.logistic import C_GRID, MAX_ITER, fit_logistic_probe
+from embedprobe.probing.metrics import classification_scores
 from embedprobe.probing.selection import by_value_json
 from embedprobe.tasks.base import FoldJob, Task, job_folds
 
@@ -94,6 +95,12 @@ class LogisticClassification(Task):
 
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
         return fit_logistic_fold(job, self)
+
+    rescore_needs = ""
+
+    def rescore(self, record: dict, saved) -> dict[str, float]:
+        return {k: float(v) for k, v in
+                classification_scores(saved["y_true"], saved["y_pred"]).items()}
 
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
                      dim: int, entry: dict | None = None) -> tuple[str, dict, int]:

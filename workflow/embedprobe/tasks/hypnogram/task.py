@@ -107,6 +107,12 @@ class SleepHypnogram(Task):
                  "predicted": predicted_m, "features": np.array(FEATURES)}
         return record, saved
 
+    rescore_needs = ""
+
+    def rescore(self, record: dict, saved) -> dict[str, float]:
+        agreement = feature_agreement(np.asarray(saved["scored"]), np.asarray(saved["predicted"]))
+        return {"pearson_r": mean_pearson_r(agreement)}
+
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
         """The headline over every fold's recordings pooled (it replaces the mean over folds,
         and has no SD), and each feature's r."""

@@ -140,6 +140,18 @@ class RecordingLevel(Task):
                  "labels": result.classes, "class_names": np.array(classes)}
         return record, saved
 
+    rescore_needs = ("a window-level fold's event scores need its test recordings' timeline, "
+                     "which the saved predictions do not hold")
+
+    def rescore(self, record: dict, saved) -> dict[str, float] | None:
+        """A unit-level fold's scores from its saved probabilities; None for window-level
+        folds (`rescore_needs`)."""
+        from embedprobe.tasks.recording_level.probe import scores
+
+        if record.get("unit") == "window":
+            return None
+        return scores(saved["y_true"], saved["proba"], saved["labels"])
+
     def fit_windows(self, job: FoldJob) -> tuple[dict, dict]:
         """The reference's probe of abnormal EEG: every window a row of the seizure probe, its
         label its recording's class (class 1, abnormal or ictal, is the positive one); the test

@@ -118,6 +118,9 @@ class SeizureDetection(Task):
                  **{f"curve_{k}": v for k, v in result.curves.items()}}
         return record, saved
 
+    rescore_needs = ("the event scores need the test recordings' seizures and lengths, which "
+                     "the saved predictions do not hold")
+
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
         """The headline over folds as the reference computes it (module docstring), from the
         folds that recorded a curve; none did (records from before): the plain mean stays."""

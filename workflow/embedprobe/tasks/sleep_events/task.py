@@ -106,6 +106,16 @@ class SleepEvents(Task):
                  "proba": head.test_proba, "overlap_seconds": head_overlap}
         return record, saved
 
+    rescore_needs = ""
+
+    def rescore(self, record: dict, saved) -> dict[str, float]:
+        """The headline probe's metrics (the other probes' arrays are not saved: their entries
+        under `probes` keep their scores)."""
+        from embedprobe.tasks.sleep_events.probe import event_scores
+
+        scores = event_scores(np.asarray(saved["y_true"]), np.asarray(saved["proba"]))
+        return {m: scores[m] for m in self.metrics}
+
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:
         """The chance level (mean positive share of the folds' test windows) and the headline
         field's AUPRC at each threshold, mean over folds."""
