@@ -140,11 +140,14 @@ def test_a_target_the_selection_empties_is_a_usage_error(config, capsys):
         capsys.readouterr().err)
 
 
-def test_a_capped_run_targets_the_stores_under_its_own_roots(config, tmp_path):
+def test_a_capped_run_targets_the_whole_chain_under_its_own_roots(config, tmp_path):
     config["limit_batches"] = 2
     roots = plan.resolve_roots(config)
-    assert plan.target_inputs(config, roots, "pair")({}) == [
-        f"{tmp_path}/cache_limited/embeddings/sleep_edf_demo/biot_random.h5"]
+    targets = plan.target_inputs(config, roots, "pair")({})
+    # the summary and leaderboard, as an uncapped run's, so the probes run on the capped stores
+    assert f"{tmp_path}/results_limited/pair/summary.md" in targets
+    assert f"{tmp_path}/results_limited/leaderboard/pair.md" in targets
+    assert all(t.startswith(f"{tmp_path}/results_limited/") for t in targets), targets
     slice_ = json.loads(job_config_json(config, "pair", "sleep_edf_demo", "biot_random"))
     assert slice_["limit_batches"] == 2
     assert slice_["results_root"] == f"{tmp_path}/results_limited"
@@ -300,14 +303,25 @@ def test_a_capped_run_leaves_the_real_cache_and_results_byte_identical(runs):
     with open_embeddings(store) as capped:
         assert len(capped.windows) == 2 * batch < len(index)
         assert json.loads(capped.identity.preprocessing)["limit_batches"] == 2
-        identity = capped.identity
+        identity, windows = capped.identity, capped.windows
     # an uncapped embed expects another identity: the capped store is not taken as complete
     uncapped = dataclasses.replace(identity, preprocessing=json.dumps(
         {**json.loads(identity.preprocessing), "limit_batches": None}, sort_keys=True))
     with pytest.raises(CacheError, match="built for other inputs: preprocessing"):
         open_embeddings(store, uncapped)
-    # a capped run embeds: no probe, no table
-    assert not list((workdir / "results_limited").glob("pair/**/*.json"))
+    # its windows spread over every subject, so the probes fit on them: every fold ran on the
+    # capped store's windows alone, in the capped roots, and the run says what the scores are
+    assert windows["subject"].nunique() == index["subject"].nunique() == 5
+    folds = [json.loads(p.read_text()) for p in
+             sorted((workdir / "results_limited/pair/sleep_edf_demo/biot_random").glob(
+                 "fold*.json"))]
+    assert len(folds) == 5
+    assert all(f["n_train"] + f["n_val"] + f["n_test"] == len(windows) for f in folds)
+    table = pd.read_csv(workdir / "results_limited/pair/sleep_edf_demo/results.tsv", sep="\t")
+    row = table.set_index("model").loc["biot_random"]
+    assert (row["status"], row["folds"]) == ("ok", "5/5") and -1 <= row["kappa_mean"] <= 1
+    assert ("note: capped run (limit_batches=2): the scores above come from 2 batches per "
+            "pair and test the chain, not the models") in run.stderr
     assert (workdir / "results_limited/check/sleep_edf_demo/biot_random.json").is_file()
     # and the uncapped run after it has nothing to redo
     again = runs["again"]

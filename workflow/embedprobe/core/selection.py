@@ -5,7 +5,8 @@ the capped smoke run. The config keys (defaults and comments in the schema):
   (`models:` and `datasets:` themselves hold the definitions, so the selection has its own key);
 - `folds: [0, 2]` (or `0,2`, or `debug`: fold 0 only): only these probe folds are planned; the
   fold count of each benchmark (what results.tsv's `folds` column counts against) stays;
-- `limit_batches: N`: a capped smoke run: embed stops after N batches, and the roots it writes
+- `limit_batches: N`: a capped smoke run: embed stops after N batches of windows spread over the
+  subjects (pipeline/embed.capped_rows), the probes fit on them, and the roots it writes
   (cache_root, results_root) become siblings `<root>_limited` (core/paths.limited_roots);
 - `strict: true`: a skip known before running (data missing, weights absent) stops the plan,
   and so does a dataset with some recordings incomplete (datasets/registry.partial_allowed).

@@ -90,6 +90,27 @@ class EmbedSettings:
         return cls(**values)
 
 
+
+def capped_rows(subjects: np.ndarray, rows: int) -> np.ndarray:
+    """The index positions a capped run (limit_batches) embeds: `rows` windows shared among
+    the subjects by their window counts and spread evenly through each subject's windows, in
+    index order, so that the probes can fit on them (a fold needs subjects; a probe, classes)."""
+    if rows >= len(subjects):
+        return np.arange(len(subjects))
+    names, counts = np.unique(subjects, return_counts=True)
+    # every subject one window first (while the cap allows), the rest shared by count
+    base = np.ones_like(counts) if rows >= len(names) else np.zeros_like(counts)
+    spare, pool = rows - base.sum(), len(subjects) - base.sum()
+    take = base + np.floor((counts - base) * spare / pool).astype(int)
+    for k in np.argsort(-counts, kind="stable")[: rows - take.sum()]:
+        take[k] += 1  # the remainder, one each to the subjects with most windows
+    picked = []
+    for name, n in zip(names, take, strict=True):
+        where = np.flatnonzero(subjects == name)
+        picked.append(where[np.unique(np.linspace(0, len(where) - 1, n).round().astype(int))]
+                      if n else where[:0])
+    return np.sort(np.concatenate(picked))
+
 def preprocessing_key(spec: ModelSpec, plan: ChannelPlan, epoch_seconds: float,
                       limit_batches: int | None, preprocessing: Preprocessing,
                       start_seconds: float = 0.0) -> str:
@@ -214,8 +235,11 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
     windows = table[WINDOW_COLUMNS + list(labelling_task(config, dataset).stored_columns)]
     source = WindowSource(config, roots, dataset, spec, plan, table)
     if settings.limit_batches is not None:
-        table = table.iloc[: settings.limit_batches * settings.batch_size]
-        windows = windows.iloc[: len(table)]
+        rows = capped_rows(table["subject"].to_numpy(),
+                           settings.limit_batches * settings.batch_size)
+        # positions and labels agree again, as in an uncapped table
+        table = table.iloc[rows].reset_index(drop=True)
+        windows = windows.iloc[rows].reset_index(drop=True)
         source.table = table
     # A fresh run starts at row 0: its readers set to work now, while the model is built;
     # the model's imports come first, so that no module is imported on two threads at once

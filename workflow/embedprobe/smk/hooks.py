@@ -28,13 +28,14 @@ def print_fresh_summaries(config: dict, roots: dict) -> None:
     for path in sorted(boards.parent.glob(boards.name)):
         if path.stat().st_mtime >= RUN_STARTED:  # the view across the target's benchmarks
             print(f"\n{path}:\n{path.read_text()}")
-    if config["limit_batches"]:  # a capped run writes stores, no summaries
+    if config["limit_batches"]:  # the tables above are a smoke test's
         stores = output_path("embeddings", roots, dataset="*", model="*")
         # a variant's store is a folder deeper (<dataset>/<variant>/<model>.h5)
         fresh = [p for p in sorted(stores.parent.parent.rglob(f"*{stores.suffix}"))
                  if p.stat().st_mtime >= RUN_STARTED]
-        print(f"note: capped run (limit_batches={config['limit_batches']}): "
-              f"{len(fresh)} store(s) written: " + ", ".join(str(p) for p in fresh),
+        print(f"note: capped run (limit_batches={config['limit_batches']}): the scores above "
+              f"come from {config['limit_batches']} batches per pair and test the chain, not "
+              f"the models; {len(fresh)} store(s) written: " + ", ".join(map(str, fresh)),
               file=sys.stderr)
 
 

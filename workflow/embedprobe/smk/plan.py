@@ -59,9 +59,10 @@ def checked_roots(config: dict) -> dict:
         from embedprobe.core.paths import LIMITED_SUFFIX
 
         capped = " and ".join(v for v in roots.values() if v.endswith(LIMITED_SUFFIX))
-        print(f"note: limit_batches={config['limit_batches']}: a capped smoke run: check, "
-              f"preflight and embed only, each embed stopping after {config['limit_batches']} "
-              f"batches, into {capped} (the real cache and results are not touched)",
+        print(f"note: limit_batches={config['limit_batches']}: a capped smoke run: each embed "
+              f"stops after {config['limit_batches']} batches of windows spread over the "
+              f"subjects, and the probes fit on them, into {capped} (the real cache and "
+              "results are not touched; the scores test the chain, not the models)",
               file=sys.stderr)
     return roots
 
@@ -142,23 +143,10 @@ def benchmark_targets(config: dict, roots: dict, *benchmarks: str) -> list[str]:
     return targets
 
 
-def capped_stores(config: dict, roots: dict, *benchmarks: str) -> list[str]:
-    """A capped run's (limit_batches) targets: the store of every pair that would run (the
-    plan warns of the others)."""
-    for benchmark in filter(lambda b: has_work(config, b), benchmarks):
-        for dataset in selected(config, benchmark, "datasets"):
-            warn_known_skips(config, benchmark, dataset)
-    return list(dict.fromkeys(
-        pattern("embeddings", roots, dataset=d, model=m)
-        for benchmark in benchmarks if has_work(config, benchmark)
-        for d in present_datasets(config, benchmark)
-        for m in benchmark_stores(config, benchmark, runnable_models(config, benchmark, d))))
-
-
 def target_inputs(config: dict, roots: dict, target: str):
     """The input function of a target's rule (evaluated only for the targets a run asks for):
-    its benchmarks' summaries and figures and its leaderboard, or in a capped run the pairs'
-    stores; a selection that leaves the target nothing is a usage error."""
+    its benchmarks' summaries and figures and its leaderboard (a capped run's in its own
+    roots); a selection that leaves the target nothing is a usage error."""
     from embedprobe.core.errors import UsageError
     from embedprobe.core.selection import describe
 
@@ -172,8 +160,6 @@ def target_inputs(config: dict, roots: dict, target: str):
                 f"run models {', '.join(names['models'])} on datasets "
                 f"{', '.join(names['datasets'])}",
                 fix="choose among those, or another target"))
-        if config["limit_batches"]:
-            return capped_stores(config, roots, *members)
         return [*benchmark_targets(config, roots, *members),
                 pattern("leaderboard", roots, target=target)]
 
@@ -370,13 +356,12 @@ def channel_map_skips(config: dict, benchmark: str, dataset: str) -> dict[str, d
 def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
     """The plan's `warning:` line per pair skipped before running (once per pair), and per
     dataset skipped for missing data (once per dataset)."""
-    # a capped run (limit_batches) writes no results.tsv
-    listed = "" if config["limit_batches"] else ", and results.tsv and summary.md list"
+    listed = ", and results.tsv and summary.md list"  # a capped run's too (limited roots)
     missing = data_skip(config, dataset)
     if missing and (dataset, "data") not in _WARNED:  # all its pairs are skipped
         _WARNED.add((dataset, "data"))
         print(f"warning: {dataset} will be skipped: {missing['reason']}; the other datasets "
-              f"run{listed and listed + ' its pairs as skipped'}\nfix: {missing['fix']}",
+              f"run{listed} its pairs as skipped\nfix: {missing['fix']}",
               file=sys.stderr)
     folds = exit_on_error(fold_count, config, benchmark, dataset)
     for model, skip in (known_skips(config, benchmark) | variant_skips(config, benchmark)).items():
@@ -384,7 +369,7 @@ def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
             continue
         _WARNED.add((dataset, model))
         print(f"warning: {dataset}/{model} will be skipped: {skip['reason']}; the other pairs "
-              f"run{listed and f'{listed} it as skipped (0/{folds} folds)'}\n"
+              f"run{listed} it as skipped (0/{folds} folds)\n"
               f"fix: {skip['fix']}", file=sys.stderr)
 
 
