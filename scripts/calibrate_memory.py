@@ -508,7 +508,7 @@ def measure_subject_means(plan, workdir: Path) -> list[dict]:
         run = measure(child_argv("subject_means", {"store": str(store)}),
                       f"subject means {rows} x {dim}")
         _print_run("subject_means", f"{rows} rows x {dim}", run)
-        runs.append({"inputs": subject_mean_inputs({}, subjects, dim), "peak": run.peak_bytes,
+        runs.append({"inputs": subject_mean_inputs(subjects, dim), "peak": run.peak_bytes,
                      "label": f"{rows} x {dim}"})
     return runs
 

@@ -95,6 +95,36 @@ def test_a_benchmark_s_preflight_sizes_its_probe_folds(pair, tmp_path):
     assert f"preflight {DATASET}/{MODEL} probe/sleep_stage/fold4: ok, request" in run.stderr
 
 
+def test_inside_a_scheduler_job_every_estimate_counts_its_processes_config_untouched(
+        pair, tmp_path, monkeypatch):
+    """Found under SLURM (SLURM_JOB_ID), not set in the config: the embed and the probe
+    estimates both add the scheduler's processes, and the config handed in is not written to
+    (it was the message bus between the two: issue 48)."""
+    import copy
+
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.memory.preflight import run_preflight, run_probe_preflight
+
+    config, index, check_path = pair
+    assert config["memory_on_cluster"] is False
+    before = copy.deepcopy(config)
+    roots = resolve_roots(config)
+    records = {}
+    for on_slurm in (False, True):
+        if on_slurm:
+            monkeypatch.setenv("SLURM_JOB_ID", "4242")
+        embed = run_preflight(config, roots, DATASET, MODEL, check_path, index,
+                              tmp_path / f"embed{on_slurm}.json")
+        probe = run_probe_preflight(config, roots, "sleep_stage", DATASET, MODEL, check_path,
+                                    index, tmp_path / f"probe{on_slurm}.json")
+        records[on_slurm] = (embed["jobs"]["embed"], probe["jobs"]["probe/sleep_stage/fold0"])
+    assert config == before
+    for local, slurm in zip(records[False], records[True], strict=True):
+        assert local["inputs"]["on_cluster"] is False and slurm["inputs"]["on_cluster"] is True
+        assert slurm["terms"]["scheduler processes"] > 0
+        assert local["terms"].get("scheduler processes", 0) == 0
+
+
 def test_folds_it_cannot_fill_are_listed_and_its_probes_get_the_fallback(pair, tmp_path):
     config, index, check_path = pair
     bench = dict(config["benchmarks"]["sleep_stage"], folds=7)

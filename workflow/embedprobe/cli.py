@@ -145,11 +145,9 @@ def cmd_probe(args, config, roots):
     with recorded(args, roots, "probe", job_key, args.dataset, args.model):
         from embedprobe.pipeline.fold_job import run_probe_fold
 
-        n_jobs = estimate_for(args, job_key).get("knobs", {}).get("n_jobs")
-        if n_jobs:
-            config.setdefault("probe", {})["n_jobs"] = n_jobs
         run_probe_fold(config, roots, args.benchmark, args.dataset, args.model,
-                       Path(args.embeddings), args.fold, Path(args.out), Path(args.predictions))
+                       Path(args.embeddings), args.fold, Path(args.out), Path(args.predictions),
+                       n_jobs=estimate_for(args, job_key).get("knobs", {}).get("n_jobs"))
 
 
 def cmd_aggregate(args, config, roots):

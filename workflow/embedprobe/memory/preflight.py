@@ -98,7 +98,6 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
         "part_signal_bytes": [read * n * FLOAT64 for n in part_samples],
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
-        "on_cluster": bool(config.get("memory_on_cluster")),
     } | measured_baseline(check) | gpu_inputs(check, batch_size)
 
 
@@ -157,13 +156,14 @@ def embed_job_type(config: dict, check) -> str:
 
 
 def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, margin,
-                   partitions, entry: dict | None = None):
+                   partitions, entry: dict | None = None, on_cluster: bool = False):
     """The probe job's estimate and runtime: its task names the job type and its inputs
-    (`entry`: the dataset's config entry, whose fold manifest or strata size the folds)."""
+    (`entry`: the dataset's config entry, whose fold manifest or strata size the folds);
+    `on_cluster`: the job runs under a scheduler (Sizing.on_cluster)."""
     job_type, inputs, runtime = task.probe_memory(config, bench, table, fold, dim, entry)
     baseline = probe_baseline_inputs(job_type)
-    estimate = fit_knobs(job_type, inputs | baseline, calibration, limit,
-                         margin, partitions)
+    estimate = fit_knobs(job_type, inputs | baseline | {"on_cluster": on_cluster}, calibration,
+                         limit, margin, partitions)
     return estimate, runtime
 
 
@@ -202,6 +202,8 @@ class Sizing:
     limit_source: str
     margin: float
     partitions: list | None
+    # the job's allocation also holds the scheduler's processes (formulas: cluster_wrapper)
+    on_cluster: bool
 
 
 def sizing(config: dict, dataset: str, model: str, check_path: Path, index_path: Path) -> Sizing:
@@ -209,8 +211,6 @@ def sizing(config: dict, dataset: str, model: str, check_path: Path, index_path:
     if check.status != OK:
         raise UsageError(f"check of {dataset}/{model} did not pass ({check.status}): "
                          f"{check.reason}", fix=check.fix or "run the check step again")
-    if running_under_scheduler():  # the allocation also holds Snakemake's own processes
-        config["memory_on_cluster"] = True
     cluster_mb = config.get("memory_limit_mb") or cluster_memory_limit_mb()
     return Sizing(
         check=check, table=read_index(index_path),
@@ -220,14 +220,18 @@ def sizing(config: dict, dataset: str, model: str, check_path: Path, index_path:
                       "largest SLURM node (sinfo)" if cluster_mb else
                       "this machine (cgroup aware)"),
         margin=config["memory_margin"],
-        partitions=config.get("memory_partitions") or None)
+        partitions=config.get("memory_partitions") or None,
+        # the config's setting (the cluster profiles set it), or found: the allocation also
+        # holds Snakemake's own processes
+        on_cluster=bool(config["memory_on_cluster"]) or running_under_scheduler())
 
 
 def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_path: Path,
                   index_path: Path, out: Path) -> dict:
     """The pair's embed job: no benchmark enters it, so adding one does not re-embed."""
     sized = sizing(config, dataset, model, check_path, index_path)
-    inputs = embed_inputs(config, roots, dataset, sized.check, sized.table)
+    inputs = embed_inputs(config, roots, dataset, sized.check, sized.table) | {
+        "on_cluster": sized.on_cluster}
     estimate = fit_knobs(
         embed_job_type(config, sized.check), inputs, sized.calibration, sized.limit,
         max(sized.margin, config["memory_embed_margin"]), sized.partitions)
@@ -254,7 +258,7 @@ def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str,
             fold_estimate = partial(
                 probe_estimate, config, task_for(bench["task"]), bench, sized.table, fold,
                 calibration=sized.calibration, limit=sized.limit, margin=sized.margin,
-                partitions=sized.partitions, entry=entry)
+                partitions=sized.partitions, entry=entry, on_cluster=sized.on_cluster)
             jobs[job_key(benchmark, fold)] = fold_estimate(dim=sized.check.feature_dim)
             offer_pooled(jobs[job_key(benchmark, fold)][0], sized.check, model, fold_estimate)
     except UsageError as exc:

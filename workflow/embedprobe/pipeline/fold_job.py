@@ -52,7 +52,10 @@ class FitProgress:
 
 
 def run_probe_fold(config: dict, roots: dict, benchmark: str, dataset: str, model: str,
-                   embeddings: Path, fold: int, out_json: Path, out_npz: Path) -> dict:
+                   embeddings: Path, fold: int, out_json: Path, out_npz: Path,
+                   n_jobs: int | None = None) -> dict:
+    """Fit and score one fold; `n_jobs`: grid values fitted at once (the preflight's knob for
+    this job), else the config's probe.n_jobs."""
     bench = lookup(config, "benchmarks", benchmark)
     task = task_for(bench["task"])
     n_folds = bench["folds"]
@@ -62,7 +65,8 @@ def run_probe_fold(config: dict, roots: dict, benchmark: str, dataset: str, mode
         with open_embeddings(embeddings) as store:
             groups = task.fold_groups(store.windows["subject"], bench)
             fitted, saved = task.fit_fold(FoldJob(config, roots, benchmark, bench, dataset,
-                                                  store, groups, fold, progress, model))
+                                                  store, groups, fold, progress, model,
+                                                  n_jobs or config["probe"]["n_jobs"]))
     finally:
         progress.clear()
     seconds = time.monotonic() - started

@@ -42,6 +42,7 @@ class FoldJob:
     fold: int
     progress: Callable[[int, int, str], None] | None = None  # probing.logistic.Progress
     model: str = ""  # whose embeddings (a task reading another benchmark's folds needs it)
+    n_jobs: int = 1  # grid values fitted at once: the preflight's knob, else probe.n_jobs
 
 
 def job_folds(task: Task, job: FoldJob):

@@ -102,7 +102,7 @@ class BrainAge(Task):
                 else len(unique) // bench["folds"])
         inputs = {"n": len(unique) - test, "p": dim,
                   "n_fits": len(bench.get("probe", {}).get("alpha_grid", ALPHA_GRID)) * 4,
-                  } | subject_mean_inputs(config, subjects, dim)
+                  } | subject_mean_inputs(subjects, dim)
         return "probe_brain_age", inputs, 15
 
     def summary_notes(self, tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -120,11 +120,10 @@ def sorted_positions(subjects: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return positions[np.argsort(subjects[positions].astype(str), kind="stable")]
 
 
-def subject_mean_inputs(config: dict, subjects, dim: int) -> dict:
+def subject_mean_inputs(subjects, dim: int) -> dict:
     """The subject-means stream's inputs (the store read in 64 MiB chunks)."""
     return {"dim": dim, "chunk_rows": max(1, (64 << 20) // (dim * 4)),
-            "n_subjects": len(set(subjects)), "n_rows": len(subjects),
-            "on_cluster": bool(config.get("memory_on_cluster"))}
+            "n_subjects": len(set(subjects)), "n_rows": len(subjects)}
 
 
 TASK = BrainAge()

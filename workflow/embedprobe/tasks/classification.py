@@ -31,7 +31,7 @@ def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
         X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
         X[masks["test"]], y[masks["test"]],
         C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
-        n_jobs=job.config["probe"]["n_jobs"], progress=job.progress, max_iter=max_iter,
+        n_jobs=job.n_jobs, progress=job.progress, max_iter=max_iter,
     )
     record = {
         "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
@@ -60,7 +60,6 @@ def logistic_probe_memory(task: Task, config: dict, bench: dict, table: pd.DataF
         "n_classes": len(task.classes),
         "n_jobs": config["probe"]["n_jobs"],
         "n_fits": len(bench.get("probe", {}).get("C_grid", C_GRID)),
-        "on_cluster": bool(config.get("memory_on_cluster")),
     }
     return "probe_logistic", inputs, probe_runtime_minutes(inputs)
 

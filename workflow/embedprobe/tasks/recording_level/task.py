@@ -250,7 +250,7 @@ class RecordingLevel(Task):
         masks = fold_split(self.fold_groups(table, bench, entry), units, fold)
         train = masks["train"] | (masks["val"] if settings.fixed_C else False)
         with_std = settings.aggregation == "mean_std"
-        stream = subject_mean_inputs(config, table[self.level].astype(str).tolist(), dim)
+        stream = subject_mean_inputs(table[self.level].astype(str).tolist(), dim)
         inputs = stream | {
             "n_units": len(keys), "n": int(train.sum()), "p": dim * (2 if with_std else 1),
             "n_classes": max(2, int(table["label"].nunique()) if self.defines_units else 2),

@@ -177,7 +177,7 @@ def fit_window_probe(job: FoldJob, X: np.ndarray, y: np.ndarray, masks: dict, ti
         X[masks["test"]], y[masks["test"]], timeline,
         C_grid=tuple(probe.get("C_grid", C_GRID)),
         max_fp_per_hour=float(probe.get("fixed_fp_per_hour", 1.0)),
-        n_jobs=job.config["probe"]["n_jobs"], progress=job.progress)
+        n_jobs=job.n_jobs, progress=job.progress)
 
 
 def window_probe_memory(task: Task, config: dict, bench: dict, table: pd.DataFrame, fold: int,
@@ -188,7 +188,6 @@ def window_probe_memory(task: Task, config: dict, bench: dict, table: pd.DataFra
         "dim": dim,
         "n_jobs": config["probe"]["n_jobs"],
         "n_fits": len(bench.get("probe", {}).get("C_grid", C_GRID)),
-        "on_cluster": bool(config.get("memory_on_cluster")),
     }
     return "probe_seizure", inputs, probe_runtime_minutes(inputs)
 

@@ -138,8 +138,7 @@ class SleepEvents(Task):
 
         n_fits = len(bench.get("probe", {}).get("C_grid", [1.0]))
         inputs = fold_part_sizes(self, bench, table, fold, entry) | {
-            "dim": dim, "n_jobs": 1, "n_fits": n_fits,
-            "on_cluster": bool(config.get("memory_on_cluster"))}
+            "dim": dim, "n_jobs": 1, "n_fits": n_fits}
         n_probes = len(self.fields) * len(bench.get("probe", {}).get("thresholds",
                                                                     self.thresholds))
         return "probe_events", inputs, probe_runtime_minutes(inputs | {
