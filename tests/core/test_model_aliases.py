@@ -1,5 +1,7 @@
-"""Model aliases (core/model_aliases.py): all_pretrained, all_random and a family name expand to
-model ids in config order wherever models are listed; unknown names are usage errors."""
+"""Model aliases (core/model_aliases.py): all_pretrained, all_random, the reference's group
+aliases (all_fm, all_ts, all_supervised), all and a family name expand to model ids in config
+order wherever models are listed; a name after a minus removes its ids; unknown names are usage
+errors."""
 
 from __future__ import annotations
 
@@ -33,8 +35,11 @@ def config():
 
 
 def test_the_shipped_models_aliases(config):
+    every = [m for m in config["models"] if m in PRETRAINED + RANDOM]  # config order
     assert model_aliases(config["models"]) == {
         "all_pretrained": PRETRAINED, "all_random": RANDOM, "all_tokens": TOKENS,
+        # every shipped family is an EEG foundation model: the other groups stand for none
+        "all_fm": PRETRAINED, "all_ts": [], "all_supervised": [], "all": every,
         "biot": ["biot_pretrained", "biot_six_datasets"], "labram": ["labram_pretrained"],
         "cbramod": ["cbramod_pretrained"], "eegpt": ["eegpt_pretrained"],
         "bendr": ["bendr_pretrained"],
@@ -71,7 +76,9 @@ def test_a_model_id_spelled_like_an_alias_is_that_model():
     models = {"biot": {"family": "biot", "weights": "hf:org/biot"},
               "all_random": {"family": "x", "weights": "random"},
               "x_random": {"family": "x", "weights": "random"}}
-    assert model_aliases(models) == {"all_pretrained": ["biot"], "all_tokens": []}
+    assert model_aliases(models) == {"all_pretrained": ["biot"], "all_tokens": [],
+                                     "all_fm": ["biot"], "all_ts": [], "all_supervised": [],
+                                     "all": ["biot", "all_random", "x_random"]}
     assert expand_models(["all_random", "biot"], models, "here") == ["all_random", "biot"]
 
 
@@ -104,6 +111,44 @@ def test_token_stores_stay_out_of_the_pooled_aliases():
     aliases = model_aliases(models)
     assert aliases == {"all_pretrained": ["a_pretrained"], "all_random": ["a_random"],
                        "all_tokens": ["a_pretrained_tokens", "a_random_tokens"],
-                       "a": ["a_pretrained"]}
+                       "all_fm": ["a_pretrained"], "all_ts": [], "all_supervised": [],
+                       "all": ["a_random", "a_pretrained"], "a": ["a_pretrained"]}
     assert expand_models(["all_tokens", "a"], models, "here") == [
         "a_pretrained_tokens", "a_random_tokens", "a_pretrained"]
+
+
+GROUPS = {"fm_pretrained": {"family": "fm", "weights": "hf:org/fm"},
+          "ts_pretrained": {"family": "ts", "weights": "hf:org/ts", "group": "ts_fm"},
+          "sup_pretrained": {"family": "sup", "weights": "w.pt", "group": "supervised"},
+          "fm_random": {"family": "fm", "weights": "random"},
+          "ts_random": {"family": "ts", "weights": "random", "group": "ts_fm"}}
+
+
+def test_the_group_aliases_take_each_groups_pretrained_models():
+    aliases = model_aliases(GROUPS)
+    assert aliases["all_fm"] == ["fm_pretrained"]  # no group: an EEG foundation model
+    assert aliases["all_ts"] == ["ts_pretrained"] and aliases["all_supervised"] == [
+        "sup_pretrained"]
+    assert aliases["all"] == list(GROUPS)
+
+
+def test_a_name_after_a_minus_removes_its_ids_wherever_it_stands(config):
+    models = config["models"]
+    assert expand_models(["-biot", "all_fm", "-luna_huge_pretrained"], models, "here") == [
+        m for m in PRETRAINED if m not in ("biot_pretrained", "biot_six_datasets",
+                                           "luna_huge_pretrained")]
+    assert expand_models(["all", "-all_random"], models, "here") == PRETRAINED
+    config["only_models"] = "all_random,-biot_random"
+    check_selection(config)
+    assert name_list(config, "only_models") == RANDOM[1:]
+    with pytest.raises(UsageError, match="only removes models") as raised:
+        expand_models(["-biot"], models, "config only_models")
+    assert raised.value.fix == "name what to keep first, e.g. [all_fm, -biot]"
+    with pytest.raises(UsageError, match="unknown model 'bito'"):
+        expand_models(["all_fm", "-bito"], models, "config only_models")
+
+
+def test_an_empty_group_alias_says_which_group_a_model_would_need(config):
+    with pytest.raises(UsageError, match="'all_ts', which stands for no model") as raised:
+        expand_models(["all_ts"], config["models"], "config only_models")
+    assert "`group: ts_fm`" in raised.value.fix

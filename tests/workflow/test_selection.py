@@ -242,7 +242,7 @@ def runs(tmp_path_factory):
     # model aliases: all_random is biot_random here; biot, BIOT's pretrained checkpoints, none
     aliases = {alias: snakemake(workdir, *args, "-n", "pair",
                                 config=("folds=debug", f"only_models={alias}"))
-               for alias in ("all_random", "biot", "all_randon")}
+               for alias in ("all_random", "biot", "all_randon", "[all,-all_pretrained]")}
     return {"workdir": workdir, "debug": debug, "capped": capped, "again": again,
             "strict": strict, "before": before, "after": after, "aliases": aliases}
 
@@ -352,5 +352,9 @@ def test_model_aliases_select_in_the_real_plan(runs):
     assert typo.returncode == 2, typo.stderr[-2000:]
     assert ("error: config only_models names unknown model 'all_randon' (did you mean "
             "'all_random'?)") in typo.stderr
-    assert "or an alias: all_pretrained, all_random, all_tokens, biot, labram, cbramod, eegpt" in (
-        typo.stderr)
+    assert ("or an alias: all_pretrained, all_random, all_tokens, all_fm, all_ts, all_supervised, "
+            "all, biot, labram, cbramod, eegpt") in typo.stderr
+    # every model less the pretrained ones: biot_random again, all done
+    less = aliases["[all,-all_pretrained]"]
+    assert less.returncode == 0, less.stderr[-2000:]
+    assert "Nothing to be done" in less.stdout + less.stderr, less.stdout[-2000:]

@@ -3,13 +3,19 @@
 
 - `all_pretrained`: every model whose `weights` are not `random` (Hub checkpoints, local files);
 - `all_random`: every random-init baseline;
+- `all_fm`, `all_ts`, `all_supervised`: the pretrained models of one group (an entry's `group:`,
+  `eeg_fm` when unset), as the reference names its EEG foundation models, time-series foundation
+  models and supervised baselines;
+- `all`: every pretrained and random model;
 - a family name (`biot`, `labram`, ...): that family's pretrained checkpoints;
-- `all_tokens`: every entry read as a token store (`pooling: tokens`), which the three above
+- `all_tokens`: every entry read as a token store (`pooling: tokens`), which the others above
   leave out: the same weights read another way, and a width the default benchmarks need not pay.
 
 Each expands to the ids in config/models.yaml's order. A model id spelled like an alias is
-that model, not the alias. config.check_names expands a benchmark's list, selection.name_list
-`only_models`. Only the standard library and core here: the Snakefile's parse imports it.
+that model, not the alias. A name after a minus (`-biot`, `-labram_pretrained`) removes that
+alias's or model's ids from what the list's other names give (`[all_fm, -biot]`).
+config.check_names expands a benchmark's list, selection.name_list `only_models`. Only the
+standard library and core here: the Snakefile's parse imports it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ RANDOM_WEIGHTS = "random"
 ALL_PRETRAINED = "all_pretrained"
 ALL_RANDOM = "all_random"
 ALL_TOKENS = "all_tokens"
+ALL = "all"
+EEG_FM = "eeg_fm"  # an entry's group when it sets none
+# the reference's group aliases and the `group:` each stands for
+GROUP_ALIASES = {"all_fm": EEG_FM, "all_ts": "ts_fm", "all_supervised": "supervised"}
+REMOVE = "-"
 
 
 def is_pretrained(entry: dict) -> bool:
@@ -38,6 +49,9 @@ def model_aliases(models: dict) -> dict[str, list[str]]:
     pretrained = [m for m, entry in pooled.items() if is_pretrained(entry)]
     aliases = {ALL_PRETRAINED: pretrained,
                ALL_RANDOM: [m for m in pooled if m not in pretrained], ALL_TOKENS: tokens}
+    for alias, group in GROUP_ALIASES.items():
+        aliases[alias] = [m for m in pretrained if models[m].get("group", EEG_FM) == group]
+    aliases[ALL] = list(pooled)
     for model in pretrained:
         family = models[model].get("family")
         if family:
@@ -46,25 +60,39 @@ def model_aliases(models: dict) -> dict[str, list[str]]:
 
 
 def expand_models(names, models: dict, where: str) -> list[str]:
-    """`names` with each alias replaced by its model ids, in order, each id once. An unknown
-    name is a usage error naming `where` and the closest valid name; so is an alias that
-    stands for no model (no pretrained checkpoint is configured, say)."""
+    """`names` with each alias replaced by its model ids, in order, each id once, less the ids
+    of the names after a minus. An unknown name is a usage error naming `where` and the closest
+    valid name; so is an alias that stands for no model (no pretrained checkpoint is
+    configured, say), and a list of removals alone."""
     aliases = model_aliases(models)
     expanded: list[str] = []
-    for name in names:
-        name = str(name)
-        if name in models:
-            ids = [name]
-        elif name in aliases:
-            ids = aliases[name]
-            if not ids:
-                raise UsageError(f"{where} names '{name}', which stands for no model of "
-                                 "config/models.yaml",
-                                 fix="name model ids instead, or add such a model")
+    removed: set[str] = set()
+    for name in map(str, names):
+        removing = name.startswith(REMOVE) and name not in models
+        ids = _ids(name[len(REMOVE):] if removing else name, models, aliases, where)
+        if removing:
+            removed.update(ids)
         else:
-            raise UsageError(
-                f"{where} names unknown model '{name}'{closest(name, [*models, *aliases])}",
-                fix=f"use one of: {', '.join(sorted(models))} (config/models.yaml), or an "
-                    f"alias: {', '.join(aliases)}")
-        expanded += [model for model in ids if model not in expanded]
-    return expanded
+            expanded += [model for model in ids if model not in expanded]
+    if removed and not expanded:
+        raise UsageError(f"{where} only removes models ({', '.join(map(str, names))}): there "
+                         "is nothing to remove them from",
+                         fix="name what to keep first, e.g. [all_fm, -biot]")
+    return [model for model in expanded if model not in removed]
+
+
+def _ids(name: str, models: dict, aliases: dict, where: str) -> list[str]:
+    if name in models:
+        return [name]
+    if name in aliases:
+        if not aliases[name]:
+            group = GROUP_ALIASES.get(name)
+            raise UsageError(f"{where} names '{name}', which stands for no model of "
+                             "config/models.yaml",
+                             fix="name model ids instead, or add such a model" + (
+                                 f" (an entry with `group: {group}`)" if group else ""))
+        return aliases[name]
+    raise UsageError(
+        f"{where} names unknown model '{name}'{closest(name, [*models, *aliases])}",
+        fix=f"use one of: {', '.join(sorted(models))} (config/models.yaml), or an "
+            f"alias: {', '.join(aliases)}")
