@@ -98,11 +98,10 @@ def test_metrics_come_back_from_the_saved_predictions_and_the_table_follows(resu
 def test_a_second_rescore_keeps_the_first_metrics_as_the_previous_ones(results):
     _, roots = results
     task = task_for("sleep_staging")
-    bench = {"folds": 5}
-    rescore_benchmark("demo", bench, task, roots, models=("biot_random",))
+    rescore_benchmark("demo", task, roots, models=("biot_random",))
     record_path, _ = fold_paths(roots, "demo", "sleep_edf_demo", "biot_random", 0)
     first = record_path.read_text()
-    done = rescore_benchmark("demo", bench, task, roots, models=("biot_random",))
+    done = rescore_benchmark("demo", task, roots, models=("biot_random",))
     assert record_path.read_text() == first  # same metrics, same previous ones
     assert json.loads(first)["rescored"]["previous_metrics"] == WRONG
     assert [r["model"] for r in done.rows] == ["biot_random"] and not done.not_rescored
@@ -118,8 +117,7 @@ def test_a_task_whose_scores_need_the_recordings_lists_each_fold(tmp_path):
         np.savez_compressed(arrays, y_true=np.array([0, 1]), proba=np.array([0.2, 0.9]))
     table = output_path("results", roots, benchmark="epilepsy_demo", dataset="chbmit_demo")
     before = table.read_bytes()
-    done = rescore_benchmark("epilepsy_demo", {"folds": 2}, task_for("seizure_detection"),
-                             roots)
+    done = rescore_benchmark("epilepsy_demo", task_for("seizure_detection"), roots)
     assert [f["fold"] for f in done.not_rescored] == ["chbmit_demo biot_random fold 0",
                                                      "chbmit_demo biot_random fold 1"]
     assert all("recordings' seizures" in f["reason"] for f in done.not_rescored)

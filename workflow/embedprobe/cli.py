@@ -352,8 +352,8 @@ def cmd_rescore(args, config, roots):
     from embedprobe.tasks.registry import benchmark_task
 
     task = benchmark_task(config, args.benchmark)
-    done = rescore_benchmark(args.benchmark, lookup(config, "benchmarks", args.benchmark), task,
-                             roots, args.datasets or (), args.models or ())
+    done = rescore_benchmark(args.benchmark, task, roots, args.datasets or (),
+                             args.models or ())
     print(format_rescored(done, args.benchmark, task.metrics[0]))
     return 1 if done.not_rescored else 0
 

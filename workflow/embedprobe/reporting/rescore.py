@@ -32,7 +32,7 @@ class Rescored:
     """What one rescore did: a before/after row per pair, the folds it could not rescore."""
 
     rows: list[dict] = field(default_factory=list)
-    not_rescored: list[dict] = field(default_factory=list)  # fold, path, reason, fix
+    not_rescored: list[dict] = field(default_factory=list)  # fold, reason, fix
     tables: list[Path] = field(default_factory=list)  # results.tsv files rewritten
 
 
@@ -43,8 +43,12 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
-def rescore_benchmark(benchmark: str, bench: dict, task, roots: dict,
-                      datasets=(), models=()) -> Rescored:
+def expected_folds(row: dict) -> int:
+    """A results row's fold count: the `expected` of its `done/expected`."""
+    return int(str(row["folds"]).split("/")[1])
+
+
+def rescore_benchmark(benchmark: str, task, roots: dict, datasets=(), models=()) -> Rescored:
     """Rescore every fold of the benchmark's results tables (those of `datasets` and `models`
     where given; a name that has no table is a usage error)."""
     tables = _tables(benchmark, roots, datasets)
@@ -60,10 +64,9 @@ def rescore_benchmark(benchmark: str, bench: dict, task, roots: dict,
             continue
         before = {str(r["model"]): r for r in table.to_dict("records")}
         for model in pairs:
-            expected = int(str(before[model]["folds"]).split("/")[1])
-            for fold in range(expected):
+            for fold in range(expected_folds(before[model])):
                 _rescore_fold(benchmark, dataset, model, fold, task, roots, done)
-        rebuilt = _rebuild(table, benchmark, dataset, task, bench, roots)
+        rebuilt = _rebuild(table, benchmark, dataset, task, roots)
         write_atomically(path, rebuilt.to_csv(sep="\t", index=False))
         done.tables.append(path)
         after = {str(r["model"]): r for r in rebuilt.to_dict("records")}
@@ -120,13 +123,13 @@ def _rescore_fold(benchmark: str, dataset: str, model: str, fold: int, task, roo
     write_atomically(record_path, json.dumps(record, indent=2) + "\n")
 
 
-def _rebuild(table: pd.DataFrame, benchmark: str, dataset: str, task, bench: dict,
+def _rebuild(table: pd.DataFrame, benchmark: str, dataset: str, task,
              roots: dict) -> pd.DataFrame:
     """The dataset's results table from its fold records, each pair keeping its status."""
-    kept, folds, expected = {}, [], bench["folds"]
+    kept, folds, expected = {}, [], 0
     for row in table.to_dict("records"):
         model = str(row["model"])
-        expected = int(str(row["folds"]).split("/")[1])
+        expected = expected_folds(row)
         if row["status"] != "ok":
             kept[(dataset, model)] = {k: ("" if pd.isna(row.get(k)) else row.get(k))
                                       for k in ("status", "reason", "fix")}
