@@ -1,6 +1,9 @@
 """Fixtures shared by every test folder; the builders they use live in tests/helpers/."""
 
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -8,6 +11,24 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from helpers.project import PROJECT  # noqa: E402
+from helpers.slurm import quick_failing_conf  # noqa: E402
+
+_SLURM_CONF_FOLDER = None
+
+
+def pytest_configure(config):
+    """Without a SLURM controller, every snakemake a test starts gives up on it in 1 s, not 10
+    (helpers/slurm.py); the SLURM tests skip there anyway."""
+    global _SLURM_CONF_FOLDER
+    _SLURM_CONF_FOLDER = tempfile.mkdtemp(prefix="embedprobe-slurm-conf-")
+    conf = quick_failing_conf(Path(_SLURM_CONF_FOLDER))
+    if conf is not None:
+        os.environ["SLURM_CONF"] = str(conf)
+
+
+def pytest_unconfigure(config):
+    if _SLURM_CONF_FOLDER:
+        shutil.rmtree(_SLURM_CONF_FOLDER, ignore_errors=True)
 
 
 @pytest.fixture

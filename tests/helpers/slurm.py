@@ -7,6 +7,7 @@ younger than the cluster's MinJobAge (600 s on the local cluster), finished ones
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -28,6 +29,27 @@ def slurm_unavailable() -> str | None:
     if not any(state.rstrip("*") in ("idle", "mixed", "allocated") for state in nodes):
         return f"no SLURM node is up (sinfo says {nodes or 'nothing'})"
     return None
+
+
+def quick_failing_conf(folder: Path) -> Path | None:
+    """Where the SLURM client tools are installed but no controller answers: a copy of their
+    config that gives up on the controller after 1 s, not 10, or None where nothing is to gain.
+
+    Snakemake imports every executor plugin at start, and the SLURM plugin then asks
+    `scontrol show config`, which waits MessageTimeout (10 s) for a controller that is down
+    (../shared/FACTS.md): every `snakemake` a test starts would pay it. With no controller no
+    SLURM test runs, so nothing else reads the copy."""
+    conf = Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"))
+    if shutil.which("scontrol") is None or not conf.is_file():
+        return None
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+    if "UP" in ping.stdout:
+        return None
+    lines = [line for line in conf.read_text().splitlines()
+             if not line.strip().lower().startswith("messagetimeout")]
+    copy = folder / "slurm.conf"
+    copy.write_text("\n".join([*lines, "MessageTimeout=1", ""]))
+    return copy
 
 
 def memory_mb(text: str) -> float:
