@@ -95,6 +95,51 @@ def test_a_benchmark_s_preflight_sizes_its_probe_folds(pair, tmp_path):
     assert f"preflight {DATASET}/{MODEL} probe/sleep_stage/fold4: ok, request" in run.stderr
 
 
+def test_a_node_measures_a_probe_step_s_baseline_once_and_reads_it_after(pair, tmp_path):
+    """The first probe preflight on a node measures its step's baseline in a child and records
+    it under the results root; the next ones read the record (a changed record's value is what
+    they use); an unreadable record is measured again."""
+    config, index, check_path = pair
+    config = config | {"results_root": str(tmp_path / "results")}
+    first, second, third = (tmp_path / f"{n}.json" for n in ("first", "second", "third"))
+    run = preflight(config, check_path, index, first, "--benchmark", "sleep_stage")
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = list((tmp_path / "results/memory/baselines").glob("*/*/probe-*.json"))
+    assert len(records) == 1, records
+    recorded = json.loads(records[0].read_text())
+    measured = json.loads(first.read_text())["jobs"]["probe/sleep_stage/fold0"]["inputs"]
+    assert recorded["step"] == "probe" and 50e6 < recorded["peak_bytes"] < 2e9
+    assert measured["measured_baseline_bytes"] == recorded["peak_bytes"]
+
+    records[0].write_text(json.dumps(recorded | {"peak_bytes": 123_456_789}))
+    run = preflight(config, check_path, index, second, "--benchmark", "sleep_stage")
+    assert run.returncode == 0, run.stderr[-2000:]
+    for entry in json.loads(second.read_text())["jobs"].values():
+        assert entry["inputs"]["measured_baseline_bytes"] == 123_456_789
+
+    records[0].write_text("{half a rec")
+    run = preflight(config, check_path, index, third, "--benchmark", "sleep_stage")
+    assert run.returncode == 0, run.stderr[-2000:]
+    again = json.loads(records[0].read_text())["peak_bytes"]
+    assert 50e6 < again < 2e9 and abs(again - recorded["peak_bytes"]) < 0.1 * again
+    assert not list(records[0].parent.glob("*.tmp"))
+
+
+def test_the_baseline_record_moves_with_the_environment_and_the_step_s_imports(
+        tmp_path, monkeypatch):
+    from embedprobe.memory import baselines
+
+    here = baselines.baseline_record(tmp_path, "probe")
+    assert here.parent.parent.name == __import__("socket").gethostname()
+    monkeypatch.setitem(baselines.STEP_IMPORTS, "probe", "import json")
+    assert baselines.baseline_record(tmp_path, "probe") != here
+    monkeypatch.undo()
+    baselines.environment_fingerprint.cache_clear()
+    monkeypatch.setattr(baselines.sys, "version", "3.99 (another interpreter)")
+    assert baselines.baseline_record(tmp_path, "probe").parent != here.parent
+    baselines.environment_fingerprint.cache_clear()
+
+
 def test_inside_a_scheduler_job_every_estimate_counts_its_processes_config_untouched(
         pair, tmp_path, monkeypatch):
     """Found under SLURM (SLURM_JOB_ID), not set in the config: the embed and the probe

@@ -60,6 +60,8 @@ PATTERNS = {
     "hub_manifest": "{hub_dir}/manifest.json",
     # every embed and probe attempt's measured peak (appended by the jobs, read by `memory`)
     "runs": "{results_root}/memory/runs.tsv",
+    # each node's interpreter-and-libraries baseline per step (memory/baselines.py)
+    "step_baselines": "{results_root}/memory/baselines",
     # `embedprobe calibrate`'s refitted calibration, unless --out names another file
     "calibration_refit": "{results_root}/memory/calibration.yaml",
     # a job's config slice, content-addressed (smk/job_configs.py)

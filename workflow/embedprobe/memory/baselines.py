@@ -5,13 +5,25 @@ allocator, CUDA): the brain-age probe's was 170 MB where the table was fitted an
 a fresh machine. So preflight measures the probes' baselines here, in children that import
 what each job imports, and the check job measures embed's (the model built, see check.py).
 scripts/calibrate_memory.py uses the same lists for the shipped table.
+
+A node measures a step once per environment: the measurement is recorded under the results
+root, by node and by a fingerprint of what decides it (the interpreter, every installed
+distribution's version, the package's code, the step's imports), and later preflight jobs on
+that node read it instead of starting a child of their own (one child is seconds of start-up
+per probe preflight job).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import socket
 import subprocess
 import sys
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 
 from embedprobe.measure.peaks import run_measured
 from embedprobe.memory.estimate import JOB_TYPES
@@ -66,8 +78,47 @@ def measured_step_baseline(step: str) -> int | None:
     return run.peak_bytes if run.ok else None
 
 
-def probe_baseline_inputs(job_type: str) -> dict:
+@cache
+def environment_fingerprint() -> str:
+    """What a step's baseline depends on besides its imports: the interpreter, the installed
+    distributions' versions and the package's code (an editable install changes no version)."""
+    package = Path(__file__).resolve().parents[1]
+    newest_code = max(path.stat().st_mtime_ns for path in package.rglob("*.py"))
+    distributions = sorted(f"{dist.metadata['Name']}=={dist.version}"
+                           for dist in metadata.distributions())
+    text = "\n".join([sys.executable, sys.version, str(newest_code), *distributions])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def baseline_record(folder: Path, step: str) -> Path:
+    """Where this node records `step`'s baseline in this environment."""
+    imports = hashlib.sha256(STEP_IMPORTS[step].encode()).hexdigest()[:8]
+    return folder / socket.gethostname() / environment_fingerprint() / f"{step}-{imports}.json"
+
+
+def recorded_step_baseline(step: str, folder: Path) -> int | None:
+    """`step`'s baseline as this node recorded it in this environment, else measured now and
+    recorded (written whole, then renamed: jobs running side by side read a whole record)."""
+    record = baseline_record(folder, step)
+    try:
+        return int(json.loads(record.read_text())["peak_bytes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # none yet, or unreadable: measure again
+    measured = measured_step_baseline(step)
+    if measured:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        partial = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps({"step": step, "peak_bytes": measured,
+                                       "imports": STEP_IMPORTS[step],
+                                       "python": sys.executable}, indent=2) + "\n")
+        os.replace(partial, record)
+    return measured
+
+
+def probe_baseline_inputs(job_type: str, folder: Path | None = None) -> dict:
     """{"measured_baseline_bytes": ...} for a probe job type (what its step imports), measured
-    here; {} if it fails."""
-    measured = measured_step_baseline(JOB_STEP[job_type])
+    here, or read from this node's record in `folder` where one was given; {} if it fails."""
+    step = JOB_STEP[job_type]
+    measured = (measured_step_baseline(step) if folder is None
+                else recorded_step_baseline(step, folder))
     return {"measured_baseline_bytes": measured} if measured else {}

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import OutOfMemory, UsageError
+from embedprobe.core.paths import output_path
 from embedprobe.core.units import MIB
 from embedprobe.core.variants import pooled_variant, split_variant
 from embedprobe.datasets.registry import find_dataset_recordings, reader_for
@@ -156,12 +157,14 @@ def embed_job_type(config: dict, check) -> str:
 
 
 def probe_estimate(config, task, bench, table, fold, dim, calibration, limit, margin,
-                   partitions, entry: dict | None = None, on_cluster: bool = False):
+                   partitions, entry: dict | None = None, on_cluster: bool = False,
+                   baselines: Path | None = None):
     """The probe job's estimate and runtime: its task names the job type and its inputs
     (`entry`: the dataset's config entry, whose fold manifest or strata size the folds);
-    `on_cluster`: the job runs under a scheduler (Sizing.on_cluster)."""
+    `on_cluster`: the job runs under a scheduler (Sizing.on_cluster); `baselines`: the folder
+    of the nodes' recorded step baselines (memory/baselines.py)."""
     job_type, inputs, runtime = task.probe_memory(config, bench, table, fold, dim, entry)
-    baseline = probe_baseline_inputs(job_type)
+    baseline = probe_baseline_inputs(job_type, baselines)
     estimate = fit_knobs(job_type, inputs | baseline | {"on_cluster": on_cluster}, calibration,
                          limit, margin, partitions)
     return estimate, runtime
@@ -258,7 +261,8 @@ def run_probe_preflight(config: dict, roots: dict, benchmark: str, dataset: str,
             fold_estimate = partial(
                 probe_estimate, config, task_for(bench["task"]), bench, sized.table, fold,
                 calibration=sized.calibration, limit=sized.limit, margin=sized.margin,
-                partitions=sized.partitions, entry=entry, on_cluster=sized.on_cluster)
+                partitions=sized.partitions, entry=entry, on_cluster=sized.on_cluster,
+                baselines=output_path("step_baselines", roots))
             jobs[job_key(benchmark, fold)] = fold_estimate(dim=sized.check.feature_dim)
             offer_pooled(jobs[job_key(benchmark, fold)][0], sized.check, model, fold_estimate)
     except UsageError as exc:
