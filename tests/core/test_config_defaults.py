@@ -12,13 +12,18 @@ from embedprobe.core.config import SCHEMA_PATH, check_names, fill_defaults, load
 from helpers.project import PACKAGE
 
 
+def loaded_default(item: dict):
+    """A key's default as loading fills it: a section's (embed, probe, download) the defaults
+    of its own keys, nested sections too."""
+    if item.get("type") == "object" and "properties" in item:
+        return {k: loaded_default(v) for k, v in item["properties"].items()
+                if "default" in v}
+    return item["default"]
+
+
 def schema_defaults() -> dict:
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
-    top = {k: v["default"] for k, v in schema["properties"].items() if "default" in v}
-    for section in ("embed", "probe"):
-        top[section] = {k: v["default"] for k, v in
-                        schema["properties"][section]["properties"].items()}
-    return top
+    return {k: loaded_default(v) for k, v in schema["properties"].items() if "default" in v}
 
 
 def test_an_empty_config_gets_every_schema_default():
@@ -27,6 +32,8 @@ def test_an_empty_config_gets_every_schema_default():
                                "device": "cpu"}
     assert filled["probe"] == {"threads": 2, "n_jobs": 1}
     assert filled["memory_margin"] == 0.15 and filled["memory_retry_factor"] == 1.5
+    assert filled["download"]["hosts"]["physionet"] == "https://physionet.org/files"
+    assert filled["download"]["retries"] == 3
     assert filled["benchmarks"]["b"] == {"task": "sleep_staging", "folds": 5, "fold_seed": 42}
     assert {k: filled[k] for k in schema_defaults()} == schema_defaults()
 
@@ -54,7 +61,8 @@ def test_the_shipped_config_files_agree_with_the_schema_defaults():
 
 def test_no_module_repeats_a_schema_default():
     keys = [k for k, v in schema_defaults().items() if not isinstance(v, dict)]
-    keys += ["folds", "fold_seed", "batch_size", "reader_threads", "n_jobs", "device"]
+    keys += ["folds", "fold_seed", "batch_size", "reader_threads", "n_jobs", "device",
+             "retries"]
     keys += ["epoch_seconds"]  # datasets/registry.entry_unit_seconds owns its default per task
     names = "|".join(keys)
     pattern = re.compile(rf"""\.get\(["']({names})["'],\s*[^)]""")

@@ -107,7 +107,8 @@ def test_missing_data_is_skipped_or_with_strict_refused_before_any_job(tmp_path)
                     config=["strict=true", "only_models=biot_random"])
     assert run.returncode == 2
     assert "error: dataset 'sleep_edf_expanded' is missing (0/197 recordings)" in run.stderr
-    assert "fix: put the sleep_edf_expanded files under" in run.stderr
+    assert ("fix: embedprobe data download sleep_edf_expanded   # on a login node; or put the "
+            "sleep_edf_expanded files under") in run.stderr
 
 
 def test_partial_data_runs_unless_strict(tmp_path, demo_root):

@@ -372,7 +372,12 @@ def cmd_status(args, config, roots):
 
 def cmd_data(args, config, roots):
     """`data status`: each dataset's state, recordings, folder and fix (exit 1 unless every
-    one is found)."""
+    one is found). `data download`: the named datasets fetched from their publishers, checked
+    (datasets/download.py has the exit codes)."""
+    if args.data_action == "download":
+        from embedprobe.datasets.download import download
+
+        return download(config, roots, args.names, args.dry_run)
     from embedprobe.api.tables import availability_records
     from embedprobe.datasets.availability import exit_code, format_availability
 
@@ -551,7 +556,8 @@ def parser() -> argparse.ArgumentParser:
                    help="read the files only: do not ask squeue or condor_q")
     p.add_argument("--format", choices=("table", "json"), default="table")
 
-    p = sub.add_parser("data", help="the datasets on disk: `data status` says which are where")
+    p = sub.add_parser("data", help="the datasets on disk: `data status` says which are where, "
+                                    "`data download` fetches the open ones")
     actions = p.add_subparsers(dest="data_action", required=True)
     q = actions.add_parser("status", help="per dataset: found, partial, missing or error, its "
                                           "complete recordings against the expected count, "
@@ -559,6 +565,14 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("names", nargs="*", metavar="NAME",
                    help="datasets, benchmarks or target groups (default: every dataset)")
     q.add_argument("--format", choices=("table", "json"), default="table")
+    q = actions.add_parser("download", help="fetch datasets from their publishers (their "
+                                            "`source:`), resumable and checked, into the "
+                                            "folders their readers look in; on a login node, "
+                                            "never inside a job")
+    q.add_argument("names", nargs="+", metavar="NAME",
+                   help="datasets, benchmarks or target groups")
+    q.add_argument("--dry-run", action="store_true",
+                   help="list what would be fetched and check the free space; fetch nothing")
 
     p = sub.add_parser("list", help="the config's benchmarks (task, datasets, models, folds, "
                                     "variants), models (family, weights and whether they are "

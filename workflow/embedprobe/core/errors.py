@@ -68,6 +68,12 @@ class OutOfMemory(EmbedprobeError):
     category = "oom"
 
 
+class DownloadError(EmbedprobeError):
+    """A dataset's download failed: the server, the connection, a checksum or the disk."""
+
+    category = "download"
+
+
 class CacheError(EmbedprobeError):
     """An embedding store is damaged, incomplete or belongs to other inputs."""
 

@@ -24,6 +24,7 @@ from embedprobe.datasets.physionet2018 import reader as physionet2018
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
+from embedprobe.datasets.sources import can_fetch
 from embedprobe.datasets.tuab import reader as tuab
 from embedprobe.datasets.ucddb import reader as ucddb
 
@@ -184,11 +185,14 @@ def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
         return f"delete {status.root} and rerun: the demo_data rule regenerates it"
     put = (f"put the {dataset} files under {status.root} (or point --config data_root=... "
            "or EMBEDPROBE_DATA_ROOT at the folder that holds them)")
+    fetch = can_fetch(entry.get("source"))  # its publisher serves it openly: a command fetches it
     if status.state == "partial" and not partial_allowed(config):
         # the command that runs on the recordings that are there
+        rest = (f"fetch the rest: embedprobe data download {dataset} (on a login node)" if fetch
+                else put)
         return rerun_with("allow_partial=true", f"runs on the {status.found} complete "
-                                                f"recordings; or {put}")
-    return put
+                                                f"recordings; or {rest}")
+    return f"embedprobe data download {dataset}   # on a login node; or {put}" if fetch else put
 
 
 def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:
