@@ -77,6 +77,7 @@ from embedprobe.datasets.sleep_edf.lookalike import generate
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.channel_maps import channel_plan
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.embed import EmbedSettings, run_embed
 from embedprobe.pipeline.index import build_index, read_index, write_index
 
@@ -224,7 +225,8 @@ def embed_once(config: dict, roots: dict, index: Path, model_id: str, settings: 
         began, cpu = time.perf_counter(), time.process_time()
         if profiler:
             profiler.enable()
-        run_embed(config, roots, DATASET, model_id, index, output, settings, **extra)
+        run_embed(DatasetContext.build(config, roots, DATASET),
+                  model_id, index, output, settings, **extra)
         wall = time.perf_counter() - began
         report["main_cpu_s"] = time.process_time() - cpu
     finally:
@@ -389,12 +391,14 @@ began = time.perf_counter()
 import json, sys
 from pathlib import Path
 from embedprobe.pipeline.embed import EmbedSettings, run_embed
+from embedprobe.pipeline.context import DatasetContext
 config, roots, index, model, out, batch = json.loads(sys.argv[1])
 report = {}
 imported = time.perf_counter() - began
 settings = EmbedSettings.from_environment(batch_size=batch, reader_threads=1,
                                           reader_kind="threads")
-run_embed(config, roots, "sleep_edf_demo", model, Path(index), Path(out), settings, report)
+run_embed(DatasetContext.build(config, roots, "sleep_edf_demo"),
+          model, Path(index), Path(out), settings, report)
 print(json.dumps({"first_batch_s": imported + report["first_batch_s"]}))
 """
 
@@ -467,7 +471,7 @@ def indexed_demo(config: dict, workdir: Path, subjects: int, nights: int, hours:
     index = workdir / "index.tsv"
     stamp = Path(roots["data_root"]) / config["datasets"][DATASET]["path"] / "BENCH_SIZE"
     if not index.is_file() or index.stat().st_mtime < stamp.stat().st_mtime:
-        write_index(build_index(config, roots, DATASET), index)
+        write_index(build_index(DatasetContext.build(config, roots, DATASET)), index)
     return roots, index
 
 

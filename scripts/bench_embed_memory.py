@@ -45,6 +45,7 @@ from embedprobe.core.units import MIB  # noqa: E402
 from embedprobe.devtools import workloads  # noqa: E402
 from embedprobe.measure.peaks import run_measured  # noqa: E402
 from embedprobe.memory.preflight import run_preflight  # noqa: E402
+from embedprobe.pipeline.context import DatasetContext  # noqa: E402
 
 MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"},
          "fixed mmap threshold": {"MALLOC_MMAP_THRESHOLD_": "131072"},
@@ -68,9 +69,9 @@ def main(argv=None) -> int:
         check, _ = workloads.run_check(demo, args.model)
         estimate_path = demo.folder / "preflight.json"
         with contextlib.redirect_stderr(io.StringIO()):
-            record = run_preflight({**demo.config, "benchmarks": {}}, demo.roots,
-                                   workloads.DEMO_DATASET, args.model, check, demo.index,
-                                   estimate_path)
+            context = DatasetContext.build({**demo.config, "benchmarks": {}}, demo.roots,
+                                           workloads.DEMO_DATASET)
+            record = run_preflight(context, args.model, check, demo.index, estimate_path)
         peaks: dict[str, list[float]] = {mode: [] for mode in args.modes}
         seconds: dict[str, list[float]] = {mode: [] for mode in args.modes}
         for _ in range(args.repeats):

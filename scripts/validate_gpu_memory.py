@@ -101,6 +101,7 @@ def error(predicted: float, measured: float) -> str:
 def gpu_grid(workdir: Path | None = None) -> int:
     require_gpu()
     from embedprobe.memory.preflight import run_preflight
+    from embedprobe.pipeline.context import DatasetContext
 
     started = time.monotonic()
     print("| model | batch | windows | device predicted MB | device request MB | device measured "
@@ -118,8 +119,9 @@ def gpu_grid(workdir: Path | None = None) -> int:
                     config = cuda_config(demo.config, batch)
                     out = demo.folder / "preflight" / f"{model}_{batch}.json"
                     with contextlib.redirect_stderr(io.StringIO()):
-                        record = run_preflight(config, demo.roots, workloads.DEMO_DATASET,
-                                               model, check, demo.index, out)
+                        context = DatasetContext.build(config, demo.roots,
+                                                       workloads.DEMO_DATASET)
+                        record = run_preflight(context, model, check, demo.index, out)
                     embed = record["jobs"]["embed"]
                     device = embed["device"]
                     argv = workloads.embed_argv(dataclasses.replace(demo, config=config),

@@ -420,6 +420,7 @@ def test_subject_i_8_reads_its_missing_f3_f4_as_zeros_as_the_reference(subgroup_
 
 def test_the_index_notes_the_zero_filled_channels(subgroup_i_8, capsys):
     from embedprobe.core.config import load_config
+    from embedprobe.pipeline.context import DatasetContext
     from embedprobe.pipeline.index import build_index
 
     config = load_config()
@@ -427,7 +428,7 @@ def test_the_index_notes_the_zero_filled_channels(subgroup_i_8, capsys):
     config["datasets"]["isruc_demo"].pop("expected_recordings", None)
     roots = {"data_root": str(subgroup_i_8.parent), "cache_root": "", "results_root": "",
              "weights_root": ""}
-    index = build_index(config, roots, "isruc_demo")
+    index = build_index(DatasetContext.build(config, roots, "isruc_demo"))
     assert set(index["recording"]) == {f"I-{n}" for n in range(1, 9)}
     err = capsys.readouterr().err
     assert "note: isruc_demo: zero-filled where a recording lacks them" in err

@@ -24,12 +24,13 @@ def checked_pair(demo_root, tmp, model: str = "biot_random", batch_size: int = 3
     """The demo's config (its roots inside, as a job's config carries them), roots, window
     index and a passing check of `model` on it."""
     from embedprobe.pipeline.check import OK, check_pair
+    from embedprobe.pipeline.context import DatasetContext
     from embedprobe.pipeline.index import build_index, write_index
 
     config, roots = make_config(demo_root.parent, tmp)
     config.update(roots)
     index = tmp / "index.tsv"
-    write_index(build_index(config, roots, DATASET), index)
-    check = check_pair(config, roots, DATASET, model, batch_size)
+    write_index(build_index(DatasetContext.build(config, roots, DATASET)), index)
+    check = check_pair(DatasetContext.build(config, roots, DATASET), model, batch_size)
     assert check.status == OK, check.note
     return config, roots, index, check

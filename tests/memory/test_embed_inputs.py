@@ -19,6 +19,7 @@ from embedprobe.memory.estimate import estimate
 from embedprobe.memory.preflight import channels_read, embed_inputs
 from embedprobe.memory.refit import fit_constants
 from embedprobe.models.registry import model_spec
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.filters import reach
 from embedprobe.pipeline.protocol import preprocessing
 
@@ -64,7 +65,8 @@ def stretch_samples(config: dict) -> int:
 
 def test_biot_reads_two_channels_for_sixteen_inputs_and_the_longest_recording_first(demo):
     config, roots, table, length = demo
-    inputs = embed_inputs(config, roots, DATASET, fake_check("biot_random", 16), table)
+    inputs = embed_inputs(DatasetContext.build(config, roots, DATASET),
+                          fake_check("biot_random", 16), table)
     assert inputs["n_channels"] == 16  # the model inputs: windows and batches
     assert inputs["night_windows"] == WINDOWS
     # the read and filter terms: Fpz-Cz and Pz-Oz as float64, not 16 inputs
@@ -79,7 +81,8 @@ def test_biot_reads_two_channels_for_sixteen_inputs_and_the_longest_recording_fi
 
 def test_a_model_without_the_statistic_reads_only_its_stretch(demo):
     config, roots, table, _ = demo
-    inputs = embed_inputs(config, roots, DATASET, fake_check("cbramod_random", 2), table)
+    inputs = embed_inputs(DatasetContext.build(config, roots, DATASET),
+                          fake_check("cbramod_random", 2), table)
     assert inputs["n_channels"] == 2
     assert inputs["recording_bytes"] == 2 * stretch_samples(config) * 8
     assert inputs["statistic_bytes"] == 0

@@ -27,6 +27,7 @@ from embedprobe.pipeline.check import (
     to_csv,
     write_result,
 )
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.smk.resources import gpu_resources
 
 from helpers.check_config import DATASET, checked_pair
@@ -176,7 +177,7 @@ def test_the_plan_asks_for_a_gpu_exactly_when_the_config_says_cuda(tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_check_on_a_gpu_measures_the_allocator_at_two_batch_sizes(pair, tmp_path):
     config, roots, index, _, _ = pair
-    result = check_pair(cuda_config(config), roots, DATASET, MODEL, 32)
+    result = check_pair(DatasetContext.build(cuda_config(config), roots, DATASET), MODEL, 32)
     assert result.status == OK, result.note
     assert sorted(result.gpu_peaks) == [1, 32] and result.device.startswith("cuda")
     assert 0 < result.gpu_peaks[1] < result.gpu_peaks[32] < result.gpu_total_bytes

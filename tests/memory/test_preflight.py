@@ -149,6 +149,7 @@ def test_inside_a_scheduler_job_every_estimate_counts_its_processes_config_untou
 
     from embedprobe.core.config import resolve_roots
     from embedprobe.memory.preflight import run_preflight, run_probe_preflight
+    from embedprobe.pipeline.context import DatasetContext
 
     config, index, check_path = pair
     assert config["memory_on_cluster"] is False
@@ -158,8 +159,8 @@ def test_inside_a_scheduler_job_every_estimate_counts_its_processes_config_untou
     for on_slurm in (False, True):
         if on_slurm:
             monkeypatch.setenv("SLURM_JOB_ID", "4242")
-        embed = run_preflight(config, roots, DATASET, MODEL, check_path, index,
-                              tmp_path / f"embed{on_slurm}.json")
+        embed = run_preflight(DatasetContext.build(config, roots, DATASET), MODEL, check_path,
+                              index, tmp_path / f"embed{on_slurm}.json")
         probe = run_probe_preflight(config, roots, "sleep_stage", DATASET, MODEL, check_path,
                                     index, tmp_path / f"probe{on_slurm}.json")
         records[on_slurm] = (embed["jobs"]["embed"], probe["jobs"]["probe/sleep_stage/fold0"])

@@ -26,6 +26,7 @@ from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import build_model, missing_weights, model_spec
 from embedprobe.pipeline.check import RULED_OUT, check_pair
+from embedprobe.pipeline.context import DatasetContext
 
 from helpers.hub import FakeHub, fetch_cli
 
@@ -108,7 +109,8 @@ def test_bendr_loads_for_its_20_channels_and_is_ruled_out_for_others(hub_env, no
     source.save_pretrained(fake.hub_dir / "braindecode/braindecode-bendr")
     assert fetch_cli(config, "bendr_pretrained") == 0
     loaded_and_compared(config, roots, "bendr_pretrained", source, BENDR_CHANNEL_ORDER)
-    result = check_pair(config, roots, "sleep_edf_demo", "bendr_pretrained", 4)
+    result = check_pair(DatasetContext.build(config, roots, "sleep_edf_demo"),
+                        "bendr_pretrained", 4)
     assert result.status == RULED_OUT, result.reason
     assert "it takes exactly 20 inputs (the 19 10-20 electrodes and SCALE" in result.reason
     assert "the channel map gives 2" in result.reason

@@ -33,6 +33,7 @@ from embedprobe.models.encoder import Encoder
 from embedprobe.models.registry import RANDOM, build_model, model_spec
 from embedprobe.pipeline.channel_maps import channel_plan
 from embedprobe.pipeline.check import FAILED, OK, RULED_OUT, SKIPPED, check_pair
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.smk import plan as smk_plan
 from embedprobe.smk.job_configs import not_run_file
 from embedprobe.smk.plan import known_skips, runnable_models
@@ -184,7 +185,7 @@ def test_fetch_of_an_unknown_revision_is_an_error_with_its_fix(env, capsys):
 def test_check_and_embed_load_the_fetched_checkpoint_offline(env, tmp_path):
     config, roots, fake, index = env
     assert fetch_cli(config, "biot_pretrained") == 0
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert result.status == OK, result.note
     assert result.weights == "found" and result.forward == "(8, 256) finite"
     assert os.environ["HF_HUB_OFFLINE"] == "1"
@@ -238,7 +239,7 @@ def test_the_prest_checkpoint_has_16_tokens_and_the_six_datasets_one_18(env):
 
 def test_not_fetched_is_a_skip_in_check_and_in_the_plan(env):
     config, roots, _, _ = env
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert (result.status, result.category, result.weights) == (SKIPPED, "weights", "not fetched")
     assert result.reason.startswith(f"skipped: weights not fetched: {BIOT_REPO} at revision main")
     assert result.fix == "embedprobe fetch-weights biot_pretrained"
@@ -252,7 +253,7 @@ def test_a_revision_not_fetched_is_a_skip(env):
     config, roots, _, _ = env
     assert fetch_cli(config, "biot_pretrained") == 0
     config["models"]["biot_pretrained"]["revision"] = "0123456789abcdef0123456789abcdef01234567"
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert result.status == SKIPPED and "weights not fetched" in result.reason
     assert "at revision 0123456789ab" in result.reason
     assert result.fix == "embedprobe fetch-weights biot_pretrained"
@@ -269,18 +270,19 @@ def test_a_damaged_file_fails_with_the_fetch_fix_and_fetch_repairs_it(env):
     with pytest.raises(WeightsError, match="are damaged") as caught:
         build_model(spec, 2, roots)
     assert caught.value.fix.startswith("embedprobe fetch-weights biot_pretrained")
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert (result.status, result.category) == (FAILED, "weights")
     assert fetch_cli(config, "biot_pretrained") == 0
     assert fake.calls[-1] == (BIOT_REPO, "main", True)  # downloaded again, forced
-    assert check_pair(config, roots, DATASET, "biot_pretrained", 8).status == OK
+    assert check_pair(DatasetContext.build(config, roots, DATASET),
+                      "biot_pretrained", 8).status == OK
 
 
 def test_a_missing_file_is_a_skip_with_the_fetch_fix(env):
     config, roots, _, _ = env
     assert fetch_cli(config, "biot_pretrained") == 0
     hub.locate(BIOT_REPO, "main", roots).checkpoint.weights.unlink()
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert result.status == SKIPPED and "model.safetensors missing" in result.reason
     assert result.fix == "embedprobe fetch-weights biot_pretrained"
 
@@ -299,7 +301,7 @@ def test_a_checkpoint_that_cannot_serve_the_dataset_is_ruled_out(env, n_chans, c
     reason = reason.format(n=len(names), names=", ".join(names))
     publish(fake.hub_dir, BIOT_REPO, model_spec(config, "biot_pretrained"), n_chans, **changes)
     assert fetch_cli(config, "biot_pretrained") == 0
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert (result.status, result.category, result.data) == (RULED_OUT, "weights", "not read")
     assert reason in result.reason and result.reason.startswith(
         f"ruled out: checkpoint {BIOT_REPO} cannot serve {DATASET}")

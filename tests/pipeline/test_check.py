@@ -39,6 +39,7 @@ from embedprobe.pipeline.check import (
     to_csv,
     write_result,
 )
+from embedprobe.pipeline.context import DatasetContext
 
 from helpers.check_config import DATASET, make_config
 from helpers.project import PROJECT
@@ -114,7 +115,7 @@ def passed(setup, demo_root):
     from embedprobe.memory.calibration import table_baseline_of_check
 
     with touched_under(demo_root) as seen:
-        result = check_pair(config, roots, DATASET, "biot_random", 32)
+        result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_random", 32)
     # the command's own step: the table's figure beside the measured one (cli.cmd_check)
     result.table_baseline_bytes = table_baseline_of_check(config, result)
     return result, seen
@@ -184,10 +185,11 @@ def test_first_batch_is_what_embed_reads(setup):
     config, roots = setup
     spec = model_spec(config, "biot_random")
     plan = channel_plan(config, DATASET, spec.family)
-    index = build_index(config, roots, DATASET)
-    embedded = next(iter(WindowSource(config, roots, DATASET, spec, plan, index).stream(0, 0)))
+    index = build_index(DatasetContext.build(config, roots, DATASET))
+    embedded = next(iter(WindowSource(DatasetContext.build(config, roots, DATASET),
+                                      spec, plan, index).stream(0, 0)))
     expected = embedded[:8]
-    windows = first_batch(config, roots, DATASET, spec, plan, 8)
+    windows = first_batch(DatasetContext.build(config, roots, DATASET), spec, plan, 8)
     assert windows.shape == (8, 16, 6000) and windows.dtype == np.float32
     assert np.abs(windows - expected).max() <= 1e-6 * np.abs(expected).max()
     # Fpz-Cz feeds slot FP1-F3 (8), Pz-Oz slot P3-O1 (11); the 14 other slots are zero
@@ -198,7 +200,7 @@ def test_first_batch_is_what_embed_reads(setup):
 
 def test_missing_data_is_skipped_with_the_fix(tmp_path, passed):
     config, roots = make_config(tmp_path / "nothing_here", tmp_path)
-    result = check_pair(config, roots, DATASET, "biot_random")
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_random")
     folder = tmp_path / "nothing_here" / "sleep-edf"
     assert (result.status, result.category, result.data, result.forward) == (
         SKIPPED, "data", "missing (0/10 recordings)", "-")
@@ -228,14 +230,14 @@ def test_partial_data_runs_unless_strict(demo_root, tmp_path):
     (the pair skipped), unless allow_partial is set too."""
     data_root, orphan = _partial_copy(demo_root, tmp_path)
     config, roots = make_config(data_root, tmp_path)
-    allowed = check_pair(config, roots, DATASET, "biot_random", 4)
+    allowed = check_pair(DatasetContext.build(config, roots, DATASET), "biot_random", 4)
     assert (allowed.status, allowed.forward) == (OK, "(4, 256) finite")
     assert allowed.note == ("note: data partial, the run uses the 9 complete recordings: "
                             f"{orphan} has no hypnogram")
     assert exit_code([allowed]) == 0
 
     config["strict"] = True
-    refused = check_pair(config, roots, DATASET, "biot_random", 4)
+    refused = check_pair(DatasetContext.build(config, roots, DATASET), "biot_random", 4)
     assert (refused.status, refused.data, refused.forward) == (
         SKIPPED, "partial (9/10 recordings)", "-")
     assert refused.reason == (f"skipped: data partial, which a run refuses: {orphan} has no "
@@ -244,7 +246,7 @@ def test_partial_data_runs_unless_strict(demo_root, tmp_path):
     assert exit_code([refused]) == 1
 
     config["allow_partial"] = True
-    allowed = check_pair(config, roots, DATASET, "biot_random", 4)
+    allowed = check_pair(DatasetContext.build(config, roots, DATASET), "biot_random", 4)
     assert (allowed.status, allowed.forward) == (OK, "(4, 256) finite")
     assert allowed.note.startswith("note: data partial, the run uses the 9 complete recordings")
 
@@ -252,21 +254,21 @@ def test_partial_data_runs_unless_strict(demo_root, tmp_path):
 def test_fewer_recordings_than_expected_is_partial(demo_root, tmp_path):
     config, roots = make_config(demo_root.parent, tmp_path, expected=12)
     config["strict"] = True
-    result = check_pair(config, roots, DATASET, "biot_random")
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_random")
     assert (result.status, result.data) == (SKIPPED, "partial (10/12 recordings)")
     assert "2 of 12 recordings are not in" in result.reason
 
 
 def test_missing_weights_are_skipped_and_summed_up(setup, passed):
     config, roots = setup
-    biot = check_pair(config, roots, DATASET, "biot_pretrained")
+    biot = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained")
     path = f"{roots['weights_root']}/biot_pretrained.pt"
     assert (biot.status, biot.category, biot.data, biot.weights, biot.forward) == (
         SKIPPED, "weights", "found (10/10 recordings)", "missing", "-")
     assert biot.note == (f"skipped: weights not found at {path}\n"
                          f"fix: copy the checkpoint for biot_pretrained to {path} "
                          "(or set weights_root / EMBEDPROBE_WEIGHTS_ROOT)")
-    labram = check_pair(config, roots, DATASET, "labram_pretrained")
+    labram = check_pair(DatasetContext.build(config, roots, DATASET), "labram_pretrained")
     assert labram.status == SKIPPED and labram.channel_map == "applied"
     results = [passed[0], biot, labram]
     assert closing_notes(results) == [
@@ -291,7 +293,7 @@ def own_weights(setup, tmp_path):
 def test_a_model_returning_nan_fails(own_weights, passed):
     config, roots = own_weights
     write_checkpoint(config, roots, "biot_pretrained", lambda v: torch.full_like(v, float("nan")))
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert (result.status, result.category, result.weights, result.forward) == (
         FAILED, "output", "found", "(8, 256) non-finite")
     assert result.note == ("failed: 2048 of 2048 embedding values are NaN or infinite\n"
@@ -304,7 +306,7 @@ def test_a_model_returning_nan_fails(own_weights, passed):
 def test_a_model_returning_a_constant_fails(own_weights, passed):
     config, roots = own_weights
     write_checkpoint(config, roots, "biot_pretrained", torch.zeros_like)
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert (result.status, result.category, result.forward) == (FAILED, "output",
                                                                 "(8, 256) constant")
     assert result.note == ("failed: every one of the 8 windows got the same embedding\n"
@@ -317,7 +319,7 @@ def test_an_exception_fails_the_pair_not_the_check(own_weights):
     """Weights of another shape: build_model's WeightsError becomes this pair's row."""
     config, roots = own_weights
     write_checkpoint(config, roots, "biot_pretrained", lambda v: v[..., :1].clone())
-    result = check_pair(config, roots, DATASET, "biot_pretrained", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained", 8)
     assert (result.status, result.category, result.forward) == (FAILED, "weights",
                                                                 "error in model")
     assert result.reason.startswith("failed: weights ") and "do not fit BIOT" in result.reason
@@ -336,7 +338,8 @@ def test_encoder_crash_is_reported_with_traceback(setup):
             raise ValueError(f"cannot take {windows.shape}")
 
     config, roots = setup
-    result = check_pair(config, roots, DATASET, "biot_random", 4, encoder_factory=Crashing)
+    result = check_pair(DatasetContext.build(config, roots, DATASET),
+                        "biot_random", 4, encoder_factory=Crashing)
     assert (result.status, result.category) == (FAILED, "model")
     # the first call is embed's own first call, one window (its width probe)
     assert result.reason == "failed in model: ValueError: cannot take (1, 16, 6000)"
@@ -351,7 +354,8 @@ def test_ruled_out_pair_reads_no_data(setup, demo_root, map_dir, passed):
     why = "BIOT reads 16 bipolar pairs, and this dataset has none of them"
     (map_dir / f"{DATASET}.yaml").write_text(yaml.safe_dump({"biot": {"skip": why}}))
     with touched_under(demo_root) as seen:
-        result = check_pair(config, roots, DATASET, "biot_random", map_dir=map_dir)
+        result = check_pair(DatasetContext.build(config, roots, DATASET),
+                            "biot_random", map_dir=map_dir)
     assert seen == []  # not a file opened, not a folder listed
     assert (result.status, result.channel_map, result.data, result.forward) == (
         RULED_OUT, "ruled out", "not read", "-")
@@ -367,9 +371,11 @@ def test_family_without_entry_is_refused_before_data(setup, demo_root, map_dir):
     config, roots = setup
     (map_dir / f"{DATASET}.yaml").write_text(yaml.safe_dump({"labram": {"skip": "x"}}))
     with touched_under(demo_root) as seen:
-        result = check_pair(config, roots, DATASET, "biot_random", map_dir=map_dir)
+        result = check_pair(DatasetContext.build(config, roots, DATASET),
+                            "biot_random", map_dir=map_dir)
         (map_dir / f"{DATASET}.yaml").unlink()
-        no_map = check_pair(config, roots, DATASET, "biot_random", map_dir=map_dir)
+        no_map = check_pair(DatasetContext.build(config, roots, DATASET),
+                            "biot_random", map_dir=map_dir)
     assert seen == []
     assert (result.status, result.channel_map, result.data) == (FAILED, "invalid", "not read")
     assert "has no entry for model family 'biot'" in result.reason
@@ -385,7 +391,7 @@ def test_family_without_entry_is_refused_before_data(setup, demo_root, map_dir):
 
 def test_table_puts_reason_and_fix_under_each_pair_that_did_not_pass(passed, setup):
     config, roots = setup
-    skipped = check_pair(config, roots, DATASET, "biot_pretrained")
+    skipped = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained")
     lines = format_table([passed[0], skipped]).splitlines()
     assert split_row(lines[0]) == ["dataset", "checkpoint", "data", "weights", "channel map",
                                    "forward pass", "time", "peak memory", "node baseline"]
@@ -402,7 +408,7 @@ def test_table_puts_reason_and_fix_under_each_pair_that_did_not_pass(passed, set
 
 def test_json_and_csv_round_trip(passed, setup, tmp_path):
     config, roots = setup
-    skipped = check_pair(config, roots, DATASET, "biot_pretrained")
+    skipped = check_pair(DatasetContext.build(config, roots, DATASET), "biot_pretrained")
     results = [passed[0], skipped]
     for result in results:
         path = tmp_path / "check" / result.dataset / f"{result.model}.json"
@@ -497,7 +503,7 @@ def test_the_baseline_is_taken_after_the_reading_heap_is_released(setup, monkeyp
     growth = check_module.measure_peak_growth
     monkeypatch.setattr(check_module, "measure_peak_growth",
                         lambda work: calls.append("growth") or growth(work))
-    result = check_pair(config, roots, DATASET, "cbramod_random", 8)
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "cbramod_random", 8)
     assert result.status == OK, result.reason
     assert calls == ["release", "baseline", "growth"]
     assert 300 * 2**20 < result.baseline_bytes

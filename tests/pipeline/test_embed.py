@@ -50,6 +50,14 @@ def embed(tiny, out, env_extra=None, extra=(), wait=True):
     return proc.returncode, stderr
 
 
+def demo_context(config):
+    """The look-alike's context, as the CLI builds it for an embed job."""
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.pipeline.context import DatasetContext
+
+    return DatasetContext.build(config, resolve_roots(config), "sleep_edf_demo")
+
+
 def read(path):
     with h5py.File(path, "r") as f:
         return f["embeddings"][:], {k: f["windows"][k][:] for k in f["windows"]}
@@ -434,7 +442,6 @@ def test_a_fresh_run_sets_its_readers_to_work_while_the_model_is_built(tiny, mon
     run learns its first row from the store, so its readers start after the model."""
     import torch
 
-    from embedprobe.core.config import resolve_roots
     from embedprobe.models.encoder import Ready
     from embedprobe.pipeline import embed as embed_step
     from embedprobe.pipeline.window_source import WindowStream
@@ -467,13 +474,13 @@ def test_a_fresh_run_sets_its_readers_to_work_while_the_model_is_built(tiny, mon
     out = root / "cache" / "early.h5"
     Zeros.fail = True
     with pytest.raises(RuntimeError, match="stop here"):
-        embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random",
+        embed_step.run_embed(demo_context(config), "biot_random",
                              index, out, settings)
     assert events == ["readers", "model"]
     events.clear()
     Zeros.fail = False
     report = {}
-    embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random", index,
+    embed_step.run_embed(demo_context(config), "biot_random", index,
                          out, settings, report)
     # resumed at row 3 * BATCH: the third batch, computed before the fourth failed, was kept
     assert events == ["model", "readers"]
@@ -484,7 +491,6 @@ def test_each_batch_is_stored_while_the_next_one_is_computed(tiny, monkeypatch):
     """A GPU computes batch k + 1 while batch k is appended: the encoder is asked to start a
     batch before the one before is awaited and stored; the rows still land in order. (A
     failure keeps the batch computed before it: test_a_fresh_run_sets_its_readers_...)"""
-    from embedprobe.core.config import resolve_roots
     from embedprobe.pipeline import embed as embed_step
     from embedprobe.pipeline import store as cache
 
@@ -521,7 +527,7 @@ def test_each_batch_is_stored_while_the_next_one_is_computed(tiny, monkeypatch):
     monkeypatch.setattr(embed_step, "Encoder", Device)
     settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1)
     out = root / "cache" / "ahead.h5"
-    embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random",
+    embed_step.run_embed(demo_context(config), "biot_random",
                          index, out, settings)
     n = Device.launched
     assert n == len(appended) >= 10
@@ -536,7 +542,6 @@ def test_each_batch_is_stored_while_the_next_one_is_computed(tiny, monkeypatch):
 
 def first_windows(config, index):
     """The index's first recording's windows as the readers make them (no model)."""
-    from embedprobe.core.config import resolve_roots
     from embedprobe.models.registry import model_spec
     from embedprobe.pipeline import embed as embed_step
     from embedprobe.pipeline.channel_maps import channel_plan
@@ -545,8 +550,7 @@ def first_windows(config, index):
     spec = model_spec(config, "biot_random", "sleep_edf_demo")
     plan = channel_plan(config, "sleep_edf_demo", spec.family)
     table = read_index(index)
-    source = embed_step.WindowSource(config, resolve_roots(config), "sleep_edf_demo", spec,
-                                     plan, table)
+    source = embed_step.WindowSource(demo_context(config), spec, plan, table)
     return next(iter(source.stream(0, 0)))
 
 
@@ -578,7 +582,6 @@ def test_the_device_like_encoder_queues_batches_and_waits_only_for_results(monke
 def test_a_failed_append_stops_the_store_and_is_the_error_reported(tiny, monkeypatch):
     """An append that fails (a full disk) ends the run with its own error: the batch computed
     after it is not appended behind a half-written one, and the durable rows are those before."""
-    from embedprobe.core.config import resolve_roots
     from embedprobe.pipeline import embed as embed_step
     from embedprobe.pipeline import store as cache
 
@@ -597,7 +600,7 @@ def test_a_failed_append_stops_the_store_and_is_the_error_reported(tiny, monkeyp
     settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1)
     out = root / "cache" / "full-disk.h5"
     with pytest.raises(OSError, match="No space left"):
-        embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random",
+        embed_step.run_embed(demo_context(config), "biot_random",
                              index, out, settings)
     assert calls == [BATCH] * 3  # nothing after the failed one
     with h5py.File(cache.partial_path(out), "r") as f:
@@ -610,7 +613,6 @@ def test_a_batch_stored_after_an_out_of_memory_failure_keeps_its_own_size(tiny, 
     the rerun is the one it worked at, not the 1 that just failed."""
     import torch
 
-    from embedprobe.core.config import resolve_roots
     from embedprobe.core.errors import OutOfMemory
     from embedprobe.models.encoder import Ready
     from embedprobe.pipeline import embed as embed_step
@@ -638,7 +640,7 @@ def test_a_batch_stored_after_an_out_of_memory_failure_keeps_its_own_size(tiny, 
     settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1)
     out = root / "cache" / "runs-out.h5"
     with pytest.raises(OutOfMemory, match="even at batch size 1"):
-        embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random",
+        embed_step.run_embed(demo_context(config), "biot_random",
                              index, out, settings)
     with h5py.File(cache.partial_path(out), "r") as f:
         assert [int(v) for v in f["state"][:2]] == [2 * BATCH, BATCH]
@@ -649,7 +651,6 @@ def test_the_freed_heap_is_released_after_batches_as_long_as_the_setting(
         tiny, monkeypatch, min_batch_s, every_batch):
     """embed calls the release after every stored batch; it releases after those that took at
     least `heap_release_min_batch_s` (these take milliseconds: 0 releases each, 60 none)."""
-    from embedprobe.core.config import resolve_roots
     from embedprobe.models.encoder import Ready
     from embedprobe.pipeline import embed as embed_step
 
@@ -672,7 +673,7 @@ def test_the_freed_heap_is_released_after_batches_as_long_as_the_setting(
     settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1,
                                         heap_release_min_batch_s=min_batch_s)
     report = {}
-    embed_step.run_embed(config, resolve_roots(config), "sleep_edf_demo", "biot_random", index,
+    embed_step.run_embed(demo_context(config), "biot_random", index,
                          root / "cache" / f"release{min_batch_s}.h5", settings, report)
     assert len(launched) >= 10
     assert report["heap_releases"] == (len(launched) if every_batch else 0)

@@ -13,6 +13,7 @@ from embedprobe.core.config import load_config
 from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.check import OK, check_pair
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.embed import EmbedSettings, run_embed
 from embedprobe.pipeline.index import build_index, write_index
 
@@ -36,7 +37,7 @@ def indexed(demo_root, tmp_path_factory):
     config, roots = make_config(demo_root.parent, tmp)
     config.update(roots)
     index = tmp / "index.tsv"
-    write_index(build_index(config, roots, DATASET), index)
+    write_index(build_index(DatasetContext.build(config, roots, DATASET)), index)
     return config, roots, index, tmp
 
 
@@ -45,11 +46,11 @@ def test_each_family_checks_and_embeds_one_batch(indexed, model_id):
     config, roots, index, tmp = indexed
     spec = model_spec(config, model_id, DATASET)
     width = ARCHITECTURES[spec.architecture].width * (2 if spec.readout == "cls_mean" else 1)
-    check = check_pair(config, roots, DATASET, model_id, 4)
+    check = check_pair(DatasetContext.build(config, roots, DATASET), model_id, 4)
     assert check.status == OK, check.reason
     assert check.forward == f"(4, {width}) finite" and check.batch_activation_bytes > 0
     out = tmp / f"{model_id}.h5"
-    run_embed(config, roots, DATASET, model_id, index, out,
+    run_embed(DatasetContext.build(config, roots, DATASET), model_id, index, out,
               EmbedSettings(batch_size=4, reader_threads=1, limit_batches=1))
     with h5py.File(out, "r") as store:
         embeddings = store["embeddings"][:]

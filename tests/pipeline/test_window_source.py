@@ -25,6 +25,7 @@ from embedprobe.datasets.sleep_edf import reader as sleep_edf
 from embedprobe.datasets.sleep_edf.lookalike import generate
 from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.channel_maps import ChannelPlan, channel_plan, input_positions
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.filters import FilterStep
 from embedprobe.pipeline.filters import reach as filter_reach
 from embedprobe.pipeline.index import build_index
@@ -182,14 +183,15 @@ def demo(tmp_path_factory):
     roots = {key: str(root / key.removesuffix("_root"))
              for key in ("data_root", "cache_root", "results_root", "weights_root")}
     generate(Path(roots["data_root"]) / "sleep-edf", n_subjects=3, nights=1, hours=0.25, seed=5)
-    return config, roots, build_index(config, roots, DATASET)
+    return config, roots, build_index(DatasetContext.build(config, roots, DATASET))
 
 
 def source_for(demo, model, table=None):
     config, roots, index = demo
     spec = model_spec(config, model, DATASET)
     plan = channel_plan(config, DATASET, spec.family)
-    return WindowSource(config, roots, DATASET, spec, plan, index if table is None else table)
+    return WindowSource(DatasetContext.build(config, roots, DATASET),
+                        spec, plan, index if table is None else table)
 
 
 def reference_filtered(data, sfreq, line_freq):

@@ -18,6 +18,7 @@ from embedprobe.datasets.physionet_mi import lookalike as physionet_lookalike
 from embedprobe.datasets.registry import FORMATS, entry_window, find_dataset_recordings
 from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.channel_maps import channel_plan
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.embed import preprocessing_key
 from embedprobe.pipeline.index import build_index
 from embedprobe.pipeline.protocol import Preprocessing
@@ -47,14 +48,14 @@ def demo(request, tmp_path_factory):
     roots = {key: str(root / key.removesuffix("_root"))
              for key in ("data_root", "cache_root", "results_root", "weights_root")}
     roots["data_root"] = str(root)
-    return dataset, config, roots, build_index(config, roots, dataset)
+    return dataset, config, roots, build_index(DatasetContext.build(config, roots, dataset))
 
 
 def sources(demo):
     dataset, config, roots, index = demo
     spec = model_spec(config, MODEL, dataset)
     plan = channel_plan(config, dataset, spec.family)
-    return {filtering: WindowSource(config, roots, dataset,
+    return {filtering: WindowSource(DatasetContext.build(config, roots, dataset),
                                     replace(spec, bci_filtering=filtering), plan, index)
             for filtering in (CONFOUND, NO_FILTERING)}
 

@@ -54,12 +54,13 @@ def cmd_demo_data(args, config, roots):
 
 
 def cmd_index(args, config, roots):
-    from embedprobe.datasets.registry import require_data
+    from embedprobe.pipeline.context import DatasetContext
     from embedprobe.pipeline.index import build_index, write_index, write_quality
 
-    require_data(config, roots, args.dataset)
+    context = DatasetContext.build(config, roots, args.dataset)
+    context.require_data()
     quality: list = []
-    table = build_index(config, roots, args.dataset, quality)
+    table = build_index(context, quality)
     write_index(table, Path(args.out))
     # beside the index: one row per flagged channel (the summary lists them)
     write_quality(quality, Path(args.quality or Path(args.out).with_suffix(".quality.tsv")))
@@ -89,12 +90,13 @@ def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
 
 def cmd_preflight(args, config, roots):
     from embedprobe.memory.preflight import run_preflight, run_probe_preflight
+    from embedprobe.pipeline.context import DatasetContext
 
     paths = Path(args.check), Path(args.index), Path(args.out)
     if args.benchmark:
         run_probe_preflight(config, roots, args.benchmark, args.dataset, args.model, *paths)
     else:
-        run_preflight(config, roots, args.dataset, args.model, *paths)
+        run_preflight(DatasetContext.build(config, roots, args.dataset), args.model, *paths)
 
 
 def embed_knobs(args, config) -> dict:
@@ -120,6 +122,7 @@ def embed_knobs(args, config) -> dict:
 def cmd_embed(args, config, roots):
     # The record starts before torch is imported: a job killed while importing still has one.
     with recorded(args, roots, "embed", "embed", args.dataset, args.model):
+        from embedprobe.pipeline.context import DatasetContext
         from embedprobe.pipeline.embed import EmbedSettings, run_embed
 
         knobs = embed_knobs(args, config)
@@ -134,8 +137,8 @@ def cmd_embed(args, config, roots):
             import torch
 
             torch.set_num_threads(args.threads)
-        run_embed(config, roots, args.dataset, args.model, Path(args.index), Path(args.out),
-                  settings)
+        run_embed(DatasetContext.build(config, roots, args.dataset), args.model,
+                  Path(args.index), Path(args.out), settings)
 
 
 def cmd_probe(args, config, roots):
@@ -185,6 +188,7 @@ def cmd_check(args, config, roots):
         to_csv,
         write_result,
     )
+    from embedprobe.pipeline.context import DatasetContext
     from embedprobe.smk.plan import benchmark_stores
 
     started = time.monotonic()
@@ -203,8 +207,9 @@ def cmd_check(args, config, roots):
                          fix="leave out --out: each pair's JSON goes to results/check/")
     results = []
     for dataset in datasets:
+        context = DatasetContext.build(config, roots, dataset)  # one for all its models
         for model in models:
-            result = check_pair(config, roots, dataset, model, args.batch_size)
+            result = check_pair(context, model, args.batch_size)
             result.table_baseline_bytes = table_baseline_of_check(config, result)
             results.append(result)
             write_result(result, Path(args.out) if args.out else

@@ -130,9 +130,14 @@ def find_dataset_recordings(config: dict, roots: dict, dataset: str,
     """The dataset's recordings, found by its reader with the reader's settings from the
     dataset's entry (a reader's READER_SETTINGS, e.g. PhysioNet MMI's `runs`)."""
     entry = lookup(config, "datasets", dataset)
-    reader = reader_for(config, dataset)
+    return entry_recordings(entry, root or Path(roots["data_root"]) / entry["path"])
+
+
+def entry_recordings(entry: dict, root: Path) -> list:
+    """find_dataset_recordings of a dataset's config entry, its files under `root`."""
+    reader = FORMATS[entry["format"]].reader
     settings = {k: entry[k] for k in getattr(reader, "READER_SETTINGS", ()) if k in entry}
-    return reader.find_recordings(root or dataset_root(config, roots, dataset), **settings)
+    return reader.find_recordings(root, **settings)
 
 
 def generator_for(config: dict, dataset: str):
@@ -150,11 +155,15 @@ def expected_recordings(entry: dict) -> int:
 def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
     """Count complete recordings (every file a recording needs) against the expected number."""
     entry = lookup(config, "datasets", dataset)
-    root = dataset_root(config, roots, dataset)
+    return entry_status(dataset, entry, Path(roots["data_root"]) / entry["path"])
+
+
+def entry_status(dataset: str, entry: dict, root: Path) -> DataStatus:
+    """data_status of a dataset's config entry, its files under `root`."""
     expected = expected_recordings(entry)
     if not root.is_dir():
         return DataStatus(dataset, root, 0, expected, [f"folder {root} does not exist"])
-    recordings = find_dataset_recordings(config, roots, dataset, root)
+    recordings = entry_recordings(entry, root)
     if not recordings:  # the folder is there, empty or holding none of the format's files
         return DataStatus(dataset, root, 0, expected,
                           [f"folder {root} holds no {entry['format']} recording (the layout: "
@@ -177,7 +186,11 @@ def partial_allowed(config: dict) -> bool:
 
 
 def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
-    entry = lookup(config, "datasets", dataset)
+    return entry_fix(config, dataset, lookup(config, "datasets", dataset), status)
+
+
+def entry_fix(config: dict, dataset: str, entry: dict, status: DataStatus) -> str:
+    """fix_for of a dataset's config entry."""
     if "generator" in entry:
         if status.state == "missing":  # a look-alike is written when a benchmark needs it
             return (f"embedprobe demo-data --dataset {dataset}   # or run a benchmark that "
@@ -198,12 +211,18 @@ def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
 def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:
     """The dataset's files (those of its complete recordings); a missing dataset is refused,
     and a partial one where partial_allowed says so (a strict run)."""
-    status = data_status(config, roots, dataset)
+    entry = lookup(config, "datasets", dataset)
+    return require_entry_data(config, dataset, entry, Path(roots["data_root"]) / entry["path"])
+
+
+def require_entry_data(config: dict, dataset: str, entry: dict, root: Path) -> list[Path]:
+    """require_data of a dataset's config entry, its files under `root`."""
+    status = entry_status(dataset, entry, root)
     if status.state == "missing" or (status.state == "partial" and not partial_allowed(config)):
         details = "; ".join(status.problems[:5])
         raise DataError(
             f"dataset '{dataset}' is {status.describe()} in {status.root}: {details}",
-            fix=fix_for(config, dataset, status),
+            fix=entry_fix(config, dataset, entry, status),
         )
-    recordings = find_dataset_recordings(config, roots, dataset, status.root)
+    recordings = entry_recordings(entry, status.root)
     return [p for r in recordings if not r.problem for p in r.files]

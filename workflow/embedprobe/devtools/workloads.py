@@ -125,6 +125,7 @@ def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> 
     from embedprobe.core.config import resolve_roots
     from embedprobe.datasets.registry import dataset_root
     from embedprobe.datasets.sleep_edf.lookalike import generate
+    from embedprobe.pipeline.context import DatasetContext
     from embedprobe.pipeline.index import build_index, write_index
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -136,7 +137,7 @@ def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> 
     index = folder / "index.tsv"
     if not index.is_file():
         generate(dataset_root(config, roots, DEMO_DATASET), subjects, nights, hours)
-        write_index(build_index(config, roots, DEMO_DATASET), index)
+        write_index(build_index(DatasetContext.build(config, roots, DEMO_DATASET)), index)
     from embedprobe.pipeline.index import read_index
 
     return DemoSet(config, roots, index, len(read_index(index)), hours)
@@ -155,6 +156,7 @@ def seizure_embed_set(folder: Path, windows_per_file: int, patients: int = 2,
     files make BIOT's statistic read more than its largest stretch."""
     from embedprobe.core.config import resolve_roots
     from embedprobe.datasets.registry import dataset_root, generator_for
+    from embedprobe.pipeline.context import DatasetContext
     from embedprobe.pipeline.index import build_index, read_index, write_index
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -169,7 +171,7 @@ def seizure_embed_set(folder: Path, windows_per_file: int, patients: int = 2,
     if not index.is_file():
         generator_for(config, SEIZURE_DATASET).write_lookalike(
             dataset_root(config, roots, SEIZURE_DATASET), settings)
-        write_index(build_index(config, roots, SEIZURE_DATASET), index)
+        write_index(build_index(DatasetContext.build(config, roots, SEIZURE_DATASET)), index)
     return DemoSet(config, roots, index, len(read_index(index)), minutes / 60,
                    SEIZURE_DATASET)
 
@@ -195,9 +197,11 @@ def run_check(demo: DemoSet, model: str):
 def embed_inputs(demo: DemoSet, check) -> dict:
     """The embed job's estimate inputs exactly as preflight builds them."""
     from embedprobe.memory.preflight import embed_inputs as preflight_embed_inputs
+    from embedprobe.pipeline.context import DatasetContext
     from embedprobe.pipeline.index import read_index
 
-    return preflight_embed_inputs(demo.config, demo.roots, demo.dataset, check,
+    return preflight_embed_inputs(DatasetContext.build(demo.config, demo.roots, demo.dataset),
+                                  check,
                                   read_index(demo.index))
 
 
@@ -364,6 +368,7 @@ def lookalike_set(folder: Path, spec: LookalikeProbe = SEIZURE_PROBE):
     from embedprobe.core.config import resolve_roots
     from embedprobe.core.selection import with_fold_count
     from embedprobe.datasets.registry import dataset_root, generator_for
+    from embedprobe.pipeline.context import DatasetContext
     from embedprobe.pipeline.index import build_index, read_index, write_index
 
     config = job_config(folder)
@@ -376,7 +381,7 @@ def lookalike_set(folder: Path, spec: LookalikeProbe = SEIZURE_PROBE):
     if not index.is_file():
         generator_for(config, spec.dataset).write_lookalike(
             dataset_root(config, roots, spec.dataset), spec.lookalike)
-        write_index(build_index(config, roots, spec.dataset), index)
+        write_index(build_index(DatasetContext.build(config, roots, spec.dataset)), index)
     return config, read_index(index)
 
 

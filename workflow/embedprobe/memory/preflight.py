@@ -30,7 +30,6 @@ from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.paths import output_path
 from embedprobe.core.units import MIB
 from embedprobe.core.variants import pooled_variant, split_variant
-from embedprobe.datasets.registry import find_dataset_recordings, reader_for
 from embedprobe.measure.limits import (
     cluster_memory_limit_mb,
     job_memory_limit,
@@ -40,12 +39,10 @@ from embedprobe.memory.baselines import probe_baseline_inputs
 from embedprobe.memory.calibration import calibration_path, load_calibration
 from embedprobe.memory.estimate import fit_knobs
 from embedprobe.memory.records import job_key
-from embedprobe.models.registry import model_spec
-from embedprobe.pipeline.channel_maps import channel_plan
 from embedprobe.pipeline.check import OK, read_result
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.device import embed_device
 from embedprobe.pipeline.index import read_index
-from embedprobe.pipeline.protocol import preprocessing
 from embedprobe.pipeline.window_source import largest_part, part_spans
 from embedprobe.tasks.base import fold_entry
 from embedprobe.tasks.registry import task_for
@@ -53,15 +50,14 @@ from embedprobe.tasks.registry import task_for
 FLOAT64 = 8
 
 
-def recording_headers(config: dict, roots: dict, dataset: str) -> dict:
+def recording_headers(context: DatasetContext) -> dict:
     """Every recording's header (channels, rate, length) by its name, read from the headers
     only."""
-    reader = reader_for(config, dataset)
-    return {r.recording: reader.read_header(r)
-            for r in find_dataset_recordings(config, roots, dataset) if not r.problem}
+    return {r.recording: context.reader.read_header(r)
+            for r in context.recordings() if not r.problem}
 
 
-def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
+def embed_inputs(context: DatasetContext, check, table) -> dict:
     """The embed job's estimate inputs: the check's measurements, the window index's counts
     and what a reader reads and filters (window_source.make_windows): the largest part's
     stretch with the filters' reach (window_source.largest_part), or the longest recording
@@ -70,16 +66,17 @@ def embed_inputs(config: dict, roots: dict, dataset: str, check, table) -> dict:
     protocol); the same for each part, in stream order. All are sized by the recorded
     channels read (channels_read), not the model inputs (check.n_chans: BIOT's 16 slots),
     which size the windows and batches."""
-    spec = model_spec(config, check.model, dataset)
-    headers = recording_headers(config, roots, dataset)
+    config = context.config
+    spec = context.model_spec(check.model)
+    headers = recording_headers(context)
     recorded_sfreq = next(iter(headers.values())).sfreq
-    prep = preprocessing(config, dataset, spec)
+    prep = context.preprocessing(spec)
     part = largest_part(table, prep.whole_recordings, spec.sfreq, check.n_times_epoch,
                         prep.filters)
     lengths = {name: header.n_samples for name, header in headers.items()}
     longest = max(lengths.values())
     samples = part.samples if part.samples is not None else longest
-    read = channels_read(config, dataset, spec, prep)
+    read = channels_read(context, spec, prep)
     statistic = longest if prep.normalisation else 0
     windows, part_samples = stream_parts(table, prep, spec.sfreq, check.n_times_epoch, lengths)
     batch_size = config["embed"]["batch_size"]  # the request; fit_knobs may lower it
@@ -121,10 +118,10 @@ def stream_parts(table, prep, to_sfreq: float, window_samples: int,
     return windows, samples
 
 
-def channels_read(config: dict, dataset: str, spec, prep) -> int:
+def channels_read(context: DatasetContext, spec, prep) -> int:
     """The recorded channels a reader reads (window_source._read): the channel map's, and for
     a common average reference every channel it averages."""
-    plan = channel_plan(config, dataset, spec.family)
+    plan = context.channel_plan(spec.family)
     return len(dict.fromkeys((*plan.recorded, *prep.average_reference)))
 
 
@@ -229,11 +226,12 @@ def sizing(config: dict, dataset: str, model: str, check_path: Path, index_path:
         on_cluster=bool(config["memory_on_cluster"]) or running_under_scheduler())
 
 
-def run_preflight(config: dict, roots: dict, dataset: str, model: str, check_path: Path,
-                  index_path: Path, out: Path) -> dict:
+def run_preflight(context: DatasetContext, model: str, check_path: Path, index_path: Path,
+                  out: Path) -> dict:
     """The pair's embed job: no benchmark enters it, so adding one does not re-embed."""
+    config, dataset = context.config, context.name
     sized = sizing(config, dataset, model, check_path, index_path)
-    inputs = embed_inputs(config, roots, dataset, sized.check, sized.table) | {
+    inputs = embed_inputs(context, sized.check, sized.table) | {
         "on_cluster": sized.on_cluster}
     estimate = fit_knobs(
         embed_job_type(config, sized.check), inputs, sized.calibration, sized.limit,

@@ -65,14 +65,20 @@ def model_spec(config: dict, model_id: str, dataset: str | None = None) -> Model
     and the scaling follow the labelling task the same way (`readout_by_task`,
     `scaling_by_task`)."""
     entry = dict(lookup(config, "models", model_id))
+    return entry_model_spec(model_id, entry, None if dataset is None else
+                            lookup(config, "datasets", dataset))
+
+
+def entry_model_spec(model_id: str, entry: dict, dataset_entry: dict | None) -> ModelSpec:
+    """model_spec of the model's config entry (a copy: it is changed here) for a dataset's
+    config entry (None: the entry's own)."""
     by_task = entry.pop("readout_by_task", None) or {}
     scaling_by_task = entry.pop("scaling_by_task", None) or {}
     window_by_task = entry.pop("window_seconds_by_task", None) or {}
     check_task_names(model_id, "scaling_by_task", scaling_by_task)
     check_task_names(model_id, "window_seconds_by_task", window_by_task)
     task = None
-    if dataset is not None:
-        dataset_entry = lookup(config, "datasets", dataset)
+    if dataset_entry is not None:
         task = labelling_task_name(dataset_entry)
         window = for_task(window_by_task, task) or entry["window_seconds"]
         unit = entry_window(dataset_entry, entry.get("bci_filtering", CONFOUND))[1]

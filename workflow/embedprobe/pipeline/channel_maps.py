@@ -93,7 +93,12 @@ class ChannelPlan:
 def channel_map_path(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR) -> Path:
     """The dataset's map: `channel_map:` in its config entry (datasets of one format share a
     map), else the file named after the dataset."""
-    return Path(map_dir) / f"{lookup(config, 'datasets', dataset).get('channel_map', dataset)}.yaml"
+    return entry_map_path(dataset, lookup(config, "datasets", dataset), map_dir)
+
+
+def entry_map_path(dataset: str, entry: dict, map_dir: Path = CHANNEL_MAP_DIR) -> Path:
+    """channel_map_path of a dataset's config entry."""
+    return Path(map_dir) / f"{entry.get('channel_map', dataset)}.yaml"
 
 
 def forms_for(family: str) -> str:
@@ -106,7 +111,11 @@ def forms_for(family: str) -> str:
 def channel_plan(config: dict, dataset: str, family: str,
                  map_dir: Path = CHANNEL_MAP_DIR) -> ChannelPlan:
     """Read the dataset's map; a family without an entry is refused before any data is read."""
-    path = channel_map_path(config, dataset, map_dir)
+    return plan_at(channel_map_path(config, dataset, map_dir), dataset, family)
+
+
+def plan_at(path: Path, dataset: str, family: str) -> ChannelPlan:
+    """channel_plan from the dataset's map at `path` (channel_map_path)."""
     if not path.is_file():
         raise UsageError(
             f"dataset '{dataset}' has no channel map ({path} does not exist)",
@@ -210,11 +219,15 @@ def _read_order(sources: tuple[Source, ...]) -> tuple[str, ...]:
 def mapped_channels(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR) -> tuple[str, ...]:
     """Every recorded channel some model family receives (first-seen order): the channels the
     data-quality scan looks at."""
-    path = channel_map_path(config, dataset, map_dir)
+    return channels_at(channel_map_path(config, dataset, map_dir), dataset)
+
+
+def channels_at(path: Path, dataset: str) -> tuple[str, ...]:
+    """mapped_channels from the dataset's map at `path` (channel_map_path)."""
     entries = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
     seen: dict[str, None] = {}
     for family in entries:
-        seen.update(dict.fromkeys(channel_plan(config, dataset, family, map_dir).recorded))
+        seen.update(dict.fromkeys(plan_at(path, dataset, family).recorded))
     return tuple(seen)
 
 

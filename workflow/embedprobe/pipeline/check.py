@@ -23,10 +23,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, UsageError
 from embedprobe.core.units import MIB
-from embedprobe.datasets.registry import data_status, fix_for, partial_allowed, reader_for
+from embedprobe.datasets.registry import partial_allowed
 from embedprobe.measure.allocator import release_freed_heap
 from embedprobe.measure.gpu import GpuMemoryUnavailable, cuda_context_bytes, gpu_batch_peaks
 from embedprobe.measure.peaks import measure_peak_growth, resident_now, self_peak_rss
@@ -34,15 +33,10 @@ from embedprobe.models.registry import (
     ModelSpec,
     checkpoint_against_pair,
     missing_weights,
-    model_spec,
     weights_state,
 )
-from embedprobe.pipeline.channel_maps import (
-    CHANNEL_MAP_DIR,
-    ChannelPlan,
-    channel_map_path,
-    channel_plan,
-)
+from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, ChannelPlan
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.device import torch_device
 
 OK, FAILED, SKIPPED, RULED_OUT = "ok", "failed", "skipped", "ruled out"
@@ -115,7 +109,7 @@ class CheckResult:
 # ------------------------------------------------------------------------------- one pair
 
 
-def first_batch(config: dict, roots: dict, dataset: str, spec: ModelSpec, plan: ChannelPlan,
+def first_batch(context: DatasetContext, spec: ModelSpec, plan: ChannelPlan,
                 batch_size: int) -> np.ndarray:
     """The first `batch_size` labelled windows, read and preprocessed as embed reads them.
 
@@ -128,11 +122,9 @@ def first_batch(config: dict, roots: dict, dataset: str, spec: ModelSpec, plan: 
     import pandas as pd
 
     from embedprobe.pipeline.window_source import WindowSource
-    from embedprobe.tasks.registry import labelling_task
 
-    source = WindowSource(config, roots, dataset, spec, plan, pd.DataFrame())
-    reader = reader_for(config, dataset)
-    task, entry = labelling_task(config, dataset), lookup(config, "datasets", dataset)
+    source = WindowSource(context, spec, plan, pd.DataFrame())
+    reader, task, entry = context.reader, context.task, context.entry
     parts: list[np.ndarray] = []
     held = 0
     for rec in source.recordings.values():
@@ -146,17 +138,17 @@ def first_batch(config: dict, roots: dict, dataset: str, spec: ModelSpec, plan: 
         if held >= batch_size:
             break
     if not held:
-        raise DataError(f"dataset '{dataset}' has no labelled window to check",
+        raise DataError(f"dataset '{context.name}' has no labelled window to check",
                         fix="check that the recordings' annotations hold labels")
     return np.concatenate(parts)
 
 
-def _apply_channel_map(result: CheckResult, config: dict, dataset: str, family: str,
+def _apply_channel_map(result: CheckResult, context: DatasetContext, family: str,
                        map_dir: Path) -> ChannelPlan | None:
     """The channel plan; a refusal (no map, no entry, a bad entry) or a rule-out stops the pair."""
-    path = channel_map_path(config, dataset, map_dir)
+    path = context.channel_map_path(map_dir)
     try:
-        plan = channel_plan(config, dataset, family, map_dir)
+        plan = context.channel_plan(family, map_dir)
     except (UsageError, yaml.YAMLError, TypeError, AttributeError) as exc:
         result.channel_map, result.data = ("invalid" if path.is_file() else "none"), "not read"
         fix = getattr(exc, "fix", None) or f"fix the YAML in {path}"
@@ -167,21 +159,21 @@ def _apply_channel_map(result: CheckResult, config: dict, dataset: str, family: 
     if plan.ruled_out:
         result.data = "not read"
         result.stop(RULED_OUT, "channel_map",
-                    f"ruled out: by the {dataset} channel map ({plan.reason})")
+                    f"ruled out: by the {context.name} channel map ({plan.reason})")
     return plan
 
 
-def _check_data(result: CheckResult, config: dict, roots: dict, dataset: str) -> None:
+def _check_data(result: CheckResult, context: DatasetContext) -> None:
     """Skip the pair when a run would refuse the dataset; note a partial one a run accepts."""
-    status = data_status(config, roots, dataset)
+    status = context.status()
     result.data = status.describe()
     problems = "; ".join(status.problems[:3])
     if status.state == "missing":
         result.stop(SKIPPED, "data", f"skipped: data missing: {problems}",
-                    fix_for(config, dataset, status))
-    elif status.state == "partial" and not partial_allowed(config):
+                    context.fix_for(status))
+    elif status.state == "partial" and not partial_allowed(context.config):
         result.stop(SKIPPED, "data", f"skipped: data partial, which a run refuses: {problems}",
-                    fix_for(config, dataset, status))
+                    context.fix_for(status))
     elif status.state == "partial":
         result.reason = (f"note: data partial, the run uses the {status.found} complete "
                          f"recordings: {problems}")
@@ -258,7 +250,7 @@ def _failure(result: CheckResult, phase: str, exc: Exception) -> CheckResult:
                        "the traceback is in the pair's JSON (extra.traceback)")
 
 
-def check_pair(config: dict, roots: dict, dataset: str, model: str, batch_size: int | None = None,
+def check_pair(context: DatasetContext, model: str, batch_size: int | None = None,
                encoder_factory=None, map_dir: Path = CHANNEL_MAP_DIR) -> CheckResult:
     """Check one pair; only unknown names raise (UsageError), every other problem is a row.
 
@@ -270,28 +262,30 @@ def check_pair(config: dict, roots: dict, dataset: str, model: str, batch_size: 
     `map_dir` holds the channel maps (default config/channel_maps).
     """
     started = time.monotonic()
-    batch_size = batch_size or config["embed"]["batch_size"]
-    result = _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir)
+    batch_size = batch_size or context.config["embed"]["batch_size"]
+    result = _check(context, model, batch_size, encoder_factory, map_dir)
     result.total_seconds = round(time.monotonic() - started, 3)
     return result
 
 
-def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) -> CheckResult:
-    result = CheckResult(dataset, model)
-    spec = model_spec(config, model, dataset)
+def _check(context: DatasetContext, model, batch_size, encoder_factory, map_dir
+           ) -> CheckResult:
+    config, roots = context.config, context.roots
+    result = CheckResult(context.name, model)
+    spec = context.model_spec(model)
     result.weights = WEIGHTS_WORDS[weights_state(spec, roots)]
-    plan = _apply_channel_map(result, config, dataset, spec.family, map_dir)
+    plan = _apply_channel_map(result, context, spec.family, map_dir)
     if result.status == OK:
         _check_checkpoint(result, spec, roots, plan)
     if result.status != OK:  # ruled out or refused: no data is touched
         return result
     phase = "data"
     try:
-        _check_data(result, config, roots, dataset)
+        _check_data(result, context)
         _check_weights(result, spec, roots)
         if result.status != OK:
             return result
-        windows = first_batch(config, roots, dataset, spec, plan, batch_size)
+        windows = first_batch(context, spec, plan, batch_size)
         phase = "model"
         device = torch_device(config)
         if encoder_factory is None:

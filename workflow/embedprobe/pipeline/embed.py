@@ -30,8 +30,9 @@ from embedprobe.core.units import MIB
 from embedprobe.measure.allocator import HEAP_RELEASE_MIN_BATCH_S, FreedHeapRelease
 from embedprobe.models.architectures import ARCHITECTURES, MEAN
 from embedprobe.models.encoder import Encoder
-from embedprobe.models.registry import MODEL_IMPORTS, ModelSpec, model_spec
-from embedprobe.pipeline.channel_maps import ChannelPlan, channel_plan
+from embedprobe.models.registry import MODEL_IMPORTS, ModelSpec
+from embedprobe.pipeline.channel_maps import ChannelPlan
+from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.device import torch_device
 from embedprobe.pipeline.protocol import Preprocessing
 from embedprobe.pipeline.store import (
@@ -42,7 +43,6 @@ from embedprobe.pipeline.store import (
 )
 from embedprobe.pipeline.window_source import PROCESSES, THREADS, WindowSource, start_reader_server
 
-WINDOW_COLUMNS = ["recording", "subject", "start", "label"]
 MIN_BATCH = 1
 
 
@@ -214,13 +214,14 @@ class BackoffEncoder:
                 print(f"warning: out of memory; batch size now {self.batch_size}", file=sys.stderr)
 
 
-def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path: Path,
-              output: Path, settings: EmbedSettings, report: dict | None = None) -> Path:
+def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: Path,
+              settings: EmbedSettings, report: dict | None = None) -> Path:
     """Embed every window of the index into `output`; `report`, when given, receives the
     run's timings (seconds to the first batch, readers' CPU seconds: scripts/bench_embed.py)."""
     began = time.perf_counter()
-    spec = model_spec(config, model_id, dataset)
-    plan = channel_plan(config, dataset, spec.family)
+    config, roots, dataset = context.config, context.roots, context.name
+    spec = context.model_spec(model_id)
+    plan = context.channel_plan(spec.family)
     if plan.ruled_out:
         raise UsageError(f"{dataset}/{model_id} is ruled out by the channel map: {plan.reason}",
                          fix=f"remove {model_id} from the benchmark's models for {dataset}")
@@ -229,11 +230,10 @@ def run_embed(config: dict, roots: dict, dataset: str, model_id: str, index_path
     if kind == PROCESSES and settings.reader_threads > 0:
         start_reader_server()  # it imports the reading code while the model is built
     from embedprobe.pipeline.index import read_index
-    from embedprobe.tasks.registry import labelling_task
 
     table = read_index(index_path)
-    windows = table[WINDOW_COLUMNS + list(labelling_task(config, dataset).stored_columns)]
-    source = WindowSource(config, roots, dataset, spec, plan, table)
+    windows = table[context.window_columns]
+    source = WindowSource(context, spec, plan, table)
     if settings.limit_batches is not None:
         rows = capped_rows(table["subject"].to_numpy(),
                            settings.limit_batches * settings.batch_size)

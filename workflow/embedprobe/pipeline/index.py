@@ -8,36 +8,31 @@ from pathlib import Path
 
 import pandas as pd
 
-from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError
 from embedprobe.core.overrides import rerun_with
 from embedprobe.datasets.base import CUT
-from embedprobe.datasets.registry import find_dataset_recordings, partial_allowed, reader_for
+from embedprobe.datasets.registry import partial_allowed
+from embedprobe.pipeline.context import DatasetContext
 
 INDEX_COLUMNS = ["recording", "subject", "session", "start", "label", "sfreq"]
 
 
-def build_index(config: dict, roots: dict, dataset: str, quality: list | None = None
-                ) -> pd.DataFrame:
+def build_index(context: DatasetContext, quality: list | None = None) -> pd.DataFrame:
     """Read every recording's labels (headers and annotations) and scan its EEG channels over
     the kept windows (flat, clipped, NaN/inf scaling, unit, rate: `warning:` lines). With
     `exclude_bad_recordings` a flagged recording is left out. `quality`, when given, receives
     one row per problem (QUALITY_COLUMNS)."""
     from embedprobe.datasets.quality import rate_problems, scan
-    from embedprobe.datasets.registry import unit_seconds
-    from embedprobe.pipeline.channel_maps import mapped_channels
-    from embedprobe.tasks.registry import labelling_task
 
-    entry = lookup(config, "datasets", dataset)
-    reader = reader_for(config, dataset)
-    task = labelling_task(config, dataset)
-    channels = mapped_channels(config, dataset)
-    epoch_seconds = unit_seconds(config, dataset)
+    config, dataset, entry, reader = context.config, context.name, context.entry, context.reader
+    task = context.task
+    channels = context.mapped_channels()
+    epoch_seconds = context.unit_seconds
     exclude = bool(config.get("exclude_bad_recordings"))
     counts: Counter = Counter()
     tables, problems, rates = {}, [], {}
     filled: Counter = Counter()  # channel -> recordings that read it as zeros
-    recordings = find_dataset_recordings(config, roots, dataset)
+    recordings = context.recordings()
     partial = partial_allowed(config)
     usable = [r for r in recordings if not (r.problem and partial)]
     for other in benchmark_tasks_of(config, dataset):  # e.g. sleep diagnosis: its labels

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import UsageError
 from embedprobe.core.variants import BCI_TASKS, NO_FILTERING
-from embedprobe.datasets.registry import labelling_task_name, reader_for
+from embedprobe.datasets.registry import FORMATS, labelling_task_name, reader_for
 from embedprobe.pipeline.filters import FilterStep, describe
 
 if TYPE_CHECKING:
@@ -97,7 +97,11 @@ def protocol_options(config: dict) -> tuple[str, ...]:
 
 
 def line_freq(config: dict, dataset: str) -> float:
-    entry = lookup(config, "datasets", dataset)
+    return entry_line_freq(dataset, lookup(config, "datasets", dataset))
+
+
+def entry_line_freq(dataset: str, entry: dict) -> float:
+    """line_freq of a dataset's config entry."""
     if "line_freq" not in entry:
         raise UsageError(f"dataset '{dataset}' has no line_freq (the powerline frequency the "
                          f"reference protocol notches)",
@@ -108,16 +112,23 @@ def line_freq(config: dict, dataset: str) -> float:
 
 def preprocessing(config: dict, dataset: str, spec: ModelSpec) -> Preprocessing:
     """The steps (dataset, model) windows go through under the run's protocol."""
+    return entry_preprocessing(config, dataset, lookup(config, "datasets", dataset), spec)
+
+
+def entry_preprocessing(config: dict, dataset: str, entry: dict, spec: ModelSpec
+                        ) -> Preprocessing:
+    """preprocessing of a dataset's config entry."""
     options = protocol_options(config)
-    entry = lookup(config, "datasets", dataset)
     task = labelling_task_name(entry)
     if task in BCI_TASKS:
-        steps = Preprocessing(bci_filters(config, dataset, spec, task), whole_recordings=True,
-                              average_reference=bci_average_reference(config, dataset),
+        steps = Preprocessing(entry_bci_filters(dataset, entry, spec, task),
+                              whole_recordings=True,
+                              average_reference=reader_average_reference(
+                                  FORMATS[entry["format"]].reader),
                               resampling=WHOLE_MNE)
     else:
         steps = Preprocessing((FilterStep("highpass", (HIGHPASS_HZ,)),
-                               FilterStep("notch", (line_freq(config, dataset),))))
+                               FilterStep("notch", (entry_line_freq(dataset, entry),))))
     if "continuous_resampling" in options:
         steps = replace(steps, resampling=CONTINUOUS)
     if spec.scaling == "percentile95" and task in BCI_TASKS:
@@ -132,6 +143,11 @@ def preprocessing(config: dict, dataset: str, spec: ModelSpec) -> Preprocessing:
 
 def bci_filters(config: dict, dataset: str, spec: ModelSpec,
                 task: str = "motor_imagery") -> tuple[FilterStep, ...]:
+    return entry_bci_filters(dataset, lookup(config, "datasets", dataset), spec, task)
+
+
+def entry_bci_filters(dataset: str, entry: dict, spec: ModelSpec,
+                      task: str = "motor_imagery") -> tuple[FilterStep, ...]:
     """A BCI task's filters over whole runs at the recorded rate, as the reference prepares a
     trial for the model's family: MNE's FIR notch at the family's notch frequency and its
     harmonics below Nyquist, then MNE's FIR band-pass at the task's confound band
@@ -139,7 +155,7 @@ def bci_filters(config: dict, dataset: str, spec: ModelSpec,
     family's own band). The reference's common average reference is not a filter of the
     model's inputs: `bci_average_reference`."""
     form = bci_format(spec)
-    notch = form.notch_hz if form.notch_hz is not None else line_freq(config, dataset)
+    notch = form.notch_hz if form.notch_hz is not None else entry_line_freq(dataset, entry)
     if spec.bci_filtering == NO_FILTERING:
         band = form.band_hz
     else:
@@ -198,5 +214,9 @@ def bci_average_reference(config: dict, dataset: str) -> tuple[str, ...]:
     set_eeg_reference(ref_channels="average", ch_type="eeg") after picking the recording's EEG
     channels, before any model's channel selection): every EEG channel of the dataset's
     format, whichever of them the model reads (BIOT reads 18 of BNCI 2014-001's 22)."""
-    reader = reader_for(config, dataset)
+    return reader_average_reference(reader_for(config, dataset))
+
+
+def reader_average_reference(reader) -> tuple[str, ...]:
+    """bci_average_reference of a dataset format's reader."""
     return tuple(getattr(reader, "EEG_CHANNELS", reader.CHANNELS))

@@ -33,11 +33,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from embedprobe.core.config import lookup
 from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory
 from embedprobe.core.thread_imports import import_before_threads
 from embedprobe.core.units import MIB
-from embedprobe.datasets.registry import FORMATS, entry_window, find_dataset_recordings
+from embedprobe.datasets.registry import FORMATS
 from embedprobe.pipeline.channel_maps import ChannelPlan, derive_inputs, input_positions
 from embedprobe.pipeline.filters import apply_filters, average_reference
 from embedprobe.pipeline.filters import reach as filter_reach
@@ -63,7 +62,6 @@ from embedprobe.pipeline.protocol import (
     RECORDING_ZSCORE,
     RECORDING_ZSCORE_CLIP15,
     Preprocessing,
-    preprocessing,
 )
 
 # A reader process imports this module: it stays free of torch and pandas (start-up, memory).
@@ -71,6 +69,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from embedprobe.models.registry import ModelSpec
+    from embedprobe.pipeline.context import DatasetContext
 
 THREADS, PROCESSES = "threads", "processes"
 
@@ -327,15 +326,13 @@ class WindowSource:
 
     reader_seconds = 0.0  # CPU seconds the readers spent making windows (benchmarks)
 
-    def __init__(self, config, roots, dataset, spec: ModelSpec, plan: ChannelPlan,
+    def __init__(self, context: DatasetContext, spec: ModelSpec, plan: ChannelPlan,
                  table: pd.DataFrame):
-        entry = lookup(config, "datasets", dataset)
-        self.reader = FORMATS[entry["format"]].reader
-        found = find_dataset_recordings(config, roots, dataset)
-        self.recordings = {r.recording: r for r in found}
-        start, self.epoch_seconds = entry_window(entry, spec.bci_filtering)
-        self.recipe = WindowRecipe(entry["format"], plan, spec.sfreq, self.epoch_seconds,
-                                   preprocessing(config, dataset, spec), start)
+        self.reader = context.reader
+        self.recordings = {r.recording: r for r in context.recordings()}
+        start, self.epoch_seconds = context.window(spec.bci_filtering)
+        self.recipe = WindowRecipe(context.entry["format"], plan, spec.sfreq, self.epoch_seconds,
+                                   context.preprocessing(spec), start)
         self.spec, self.plan, self.table = spec, plan, table
 
     @property

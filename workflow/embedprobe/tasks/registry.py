@@ -42,10 +42,14 @@ def benchmark_task(config: dict, benchmark: str) -> Task:
 
 def labelling_task(config: dict, dataset: str) -> Task:
     """The task that cuts the dataset's recordings into labelled units for its index."""
+    return entry_labelling_task(dataset, lookup(config, "datasets", dataset))
+
+
+def entry_labelling_task(dataset: str, entry: dict) -> Task:
+    """labelling_task of a dataset's config entry."""
     # Imported here: the dataset readers stay out of a probe job (its measured baseline).
     from embedprobe.datasets.registry import labelling_task_name
 
-    entry = lookup(config, "datasets", dataset)
     name = labelling_task_name(entry)
     task = task_for(name)
     if not task.defines_units:
