@@ -96,10 +96,11 @@ def test_motor_imagery_reads_every_channel_of_its_average_reference():
     spec = model_spec(config, "biot_random", "bnci2014_001")
     prep = preprocessing(config, "bnci2014_001", spec)
     assert len(prep.average_reference) == 22
-    assert channels_read(config, "bnci2014_001", spec, prep) == 22
-    assert channels_read(config, DATASET, model_spec(config, "biot_random", DATASET),
-                         preprocessing(config, DATASET, model_spec(config, "biot_random",
-                                                                   DATASET))) == 2
+    # no data is read: the contexts need no roots
+    assert channels_read(DatasetContext.build(config, {}, "bnci2014_001"), spec, prep) == 22
+    sleep_spec = model_spec(config, "biot_random", DATASET)
+    assert channels_read(DatasetContext.build(config, {}, DATASET), sleep_spec,
+                         preprocessing(config, DATASET, sleep_spec)) == 2
 
 
 def reader_inputs(**overrides) -> dict:

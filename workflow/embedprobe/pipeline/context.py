@@ -44,14 +44,18 @@ class DatasetContext:
     config: dict
     roots: dict
     entry: dict
-    root: Path
     reader: ModuleType
 
     @classmethod
     def build(cls, config: dict, roots: dict, dataset: str) -> DatasetContext:
         entry = lookup(config, "datasets", dataset)
-        return cls(dataset, config, roots, entry, Path(roots["data_root"]) / entry["path"],
-                     FORMATS[entry["format"]].reader)
+        return cls(dataset, config, roots, entry, FORMATS[entry["format"]].reader)
+
+    @cached_property
+    def root(self) -> Path:
+        """Where the dataset's files live (registry.dataset_root); made when first asked for,
+        so that a pair ruled out before any data is read needs no data_root."""
+        return Path(self.roots["data_root"]) / self.entry["path"]
 
     @cached_property
     def task(self) -> Task:
