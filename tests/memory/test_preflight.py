@@ -259,7 +259,7 @@ def test_a_flattened_variant_that_cannot_fit_is_offered_its_pooled_variant():
         check = SimpleNamespace(tokens=12, feature_dim=12 * 2048)
         offer_pooled(estimate, check, f"{variant}/eegpt_random", fold_estimate)
         assert estimate.fix == (
-            f"raise memory_limit_mb; or probe eegpt_random pooled: its variant {pooled} (drop "
-            f"{variant} from the benchmark's `variants:`) gives 2048 features instead of 12 "
-            "tokens x 2048 and needs 321 MB, which fits")
+            f"raise memory_limit_mb; or probe eegpt_random pooled: its variant {pooled} "
+            f"(--config variants={pooled} in place of {variant}) gives 2048 features instead "
+            "of 12 tokens x 2048 and needs 321 MB, which fits")
     assert asked == [2048, 2048]

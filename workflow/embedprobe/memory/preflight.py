@@ -180,8 +180,8 @@ def offer_pooled(estimate, check, model: str, fold_estimate) -> None:
     verdict = "fits" if pooled.verdict == "ok" else "does not fit either"
     variant, base = split_variant(model)
     setting = ("`pooling: mean` in its entry (config/models.yaml)" if variant is None else
-               f"its variant {pooled_variant(variant)} (drop {variant} from the benchmark's "
-               "`variants:`)")
+               f"its variant {pooled_variant(variant)} (--config "
+               f"variants={pooled_variant(variant)} in place of {variant})")
     estimate.fix = (f"{estimate.fix}; or probe {base} pooled: {setting} gives {width} "
                     f"features instead of {check.tokens} tokens x {width} and needs "
                     f"{pooled.request_mb:,} MB, which {verdict}")
