@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Throughput of the embed step: the pipeline's ceiling, and embed against the model's forward.
 
 On a generated Sleep-EDF demo (2 EEG channels at 100 Hz, resampled to each model's rate), three
@@ -35,18 +34,7 @@ start-up (--startup: that table alone) For each model, fresh interpreters embed 
 
 Every run of either table keeps its fastest of `--repeats`. Readers are processes beside a GPU
 encoder and threads beside a CPU one, as in the workflow (--readers forces one kind).
-
-Usage: python scripts/bench_embed.py [--models biot_random cbramod_random] [--subjects 4]
-           [--nights 2] [--hours 1] [--batch-size 32] [--threads N] [--reader-threads 2]
-           [--readers threads|processes] [--ceiling-workers 1 2] [--ceiling-subjects 16]
-           [--ceiling-hours 8] [--ceiling-batch-size 256] [--ceiling-readers threads|processes]
-           [--feed-rates 3000 5000] [--repeats 2]
-           [--skip-ceiling | --skip-forward | --startup] [--device cpu|cuda]
-           [--workdir DIR] [--profile OUT.prof]
-  The ceiling runs on its own, larger demo (default 16 subjects x 2 nights x 8 h, batch 256).
-  --device cuda: the encoder on the GPU, defaults sized for a GPU node (16 subjects x 2 nights
-  x 8 h for both tables, batch 256, reader processes: the CPUs less two), done in under 5
-  minutes on an H200.
+scripts/bench_embed.py runs it (its docstring: the command line).
 """
 
 from __future__ import annotations
@@ -61,11 +49,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-try:
-    import embedprobe  # noqa: F401
-except ImportError:  # run from a checkout without installing the package
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 import numpy as np
 import torch
@@ -566,8 +549,8 @@ def require_device(device: str) -> None:
                 "cu126), or leave out --device for the CPU table")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """The tables `args` ask for, printed; 0 when every target is met, 1 when one is not."""
     try:
         require_device(args.device)
     except EmbedprobeError as exc:
@@ -618,6 +601,3 @@ def main(argv: list[str] | None = None) -> int:
           f"{TARGETS[args.device]}")
     return 0 if ok else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

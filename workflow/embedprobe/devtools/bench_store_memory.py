@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """What the embedding store's writer holds: appending batches, then finish(), side by side for
 finish blocks of several sizes, against the embed estimate's HDF5 term.
 
@@ -10,15 +9,11 @@ imports and the window table) and during finish() (over what it held before). Th
 column is the embed estimate's term for the same store (memory/formulas.store_rows_held with
 the calibration table's constants: its buffers and the larger of a batch of rows and what
 finish() holds, 1.5 blocks at the shipped size and the window table it reads back).
-
-Usage:
-  PYTHONPATH=workflow python scripts/bench_store_memory.py
-  PYTHONPATH=workflow python scripts/bench_store_memory.py --blocks 16 64 --repeats 3
+scripts/bench_store_memory.py runs it; each child is this module run with `python -m`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import subprocess
@@ -56,28 +51,19 @@ def estimate_term(windows: int, row: tuple[int, ...]) -> float:
     return constants["hdf5_buffer_bytes"] + store_rows_held(inputs, constants)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--blocks", type=int, nargs="+", default=[16, 64],
-                        help="finish block sizes to compare, in MiB (16: the shipped one)")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        path, windows, row, block = args.child
-        child(path, int(windows), json.loads(row), int(block))
-        return 0
+def run(blocks: list[int], repeats: int) -> int:
+    """The table: each store with each finish block of `blocks` MiB, the most of `repeats`."""
     print("| store | store MB | finish block MiB | appending MB | finish MB | "
           "estimate's HDF5 term MB |\n|---|---|---|---|---|---|")
     with TemporaryDirectory() as folder:
         for name, (windows, row) in STORES.items():
             store_mb = windows * math.prod(row) * 4 / MIB
-            for block in args.blocks:
+            for block in blocks:
                 grew = []
-                for repeat in range(args.repeats):
+                for repeat in range(repeats):
                     out = Path(folder) / f"{block}-{repeat}.h5"
                     run = subprocess.run(
-                        [sys.executable, __file__, "--child", str(out), str(windows),
+                        [sys.executable, "-m", __name__, str(out), str(windows),
                          json.dumps(list(row)), str(block)],
                         capture_output=True, text=True, check=True)
                     grew.append(json.loads(run.stdout.splitlines()[-1]))
@@ -90,5 +76,6 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a child: STORE WINDOWS ROW BLOCK_MIB
+    path, windows, row, block = sys.argv[1:]
+    child(path, int(windows), json.loads(row), int(block))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Check the memory estimates against real runs: predicted against measured peak of each job.
 
 A grid of real jobs (embedprobe.devtools.workloads, the calibration's workloads), each run in its
@@ -53,24 +52,11 @@ the embed estimate the one the check job measures, as the workflow does.
 error = (predicted - measured) / measured. Targets: median |error| <= 5%, no error below -10%,
 and every request (the estimate plus the margin, what the scheduler is asked for) above the
 measured peak. Exit 1 when a target fails. The sizes differ from the calibration's
-(scripts/calibrate_memory.py), so this is out of sample.
-
-Usage:
-  python scripts/validate_memory.py                 # the full grid with contended rows
-  python scripts/validate_memory.py --quick         # smaller sizes, one embed model (~2 min)
-  python scripts/validate_memory.py --out validation.tsv   # also the rows (.jsonl: JSON lines)
-  python scripts/validate_memory.py --jobs embed,families --models biot_random,luna_random \
-      --hours 0.1667                                # a part of the embed rows
-  python scripts/validate_memory.py --fresh-clone 5 --with-grid
-      # 5 times in a fresh clone: the test demo workflow (every job's peak against its
-      # request) and the quick grid; --fresh-venv also installs a new venv there
-  python scripts/validate_memory.py --device cuda   # the GPU grid: 4 models x 2 batch sizes x
-                                                    # 2 night lengths, device and host columns
+(scripts/calibrate_memory.py), so this is out of sample. scripts/validate_memory.py runs it.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -84,17 +70,14 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow"))
-
-from embedprobe.core.config import load_config  # noqa: E402
-from embedprobe.core.units import MIB  # noqa: E402
-from embedprobe.devtools import workloads  # noqa: E402
-from embedprobe.measure.limits import job_memory_limit  # noqa: E402
-from embedprobe.measure.peaks import MeasuredRun, run_measured  # noqa: E402
-from embedprobe.memory.baselines import probe_baseline_inputs  # noqa: E402
-from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
-from embedprobe.memory.estimate import fit_knobs  # noqa: E402
+from embedprobe.core.config import load_config
+from embedprobe.core.units import MIB
+from embedprobe.devtools import workloads
+from embedprobe.measure.limits import job_memory_limit
+from embedprobe.measure.peaks import MeasuredRun, run_measured
+from embedprobe.memory.baselines import probe_baseline_inputs
+from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration
+from embedprobe.memory.estimate import fit_knobs
 
 MEDIAN_TARGET = 0.05
 UNDER_TARGET = -0.10
@@ -545,37 +528,3 @@ def cpu_grid(args) -> int:
         print(f"wrote {args.out}")
     return 0 if all(passed for _, passed in results) else 1
 
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, one embed model")
-    parser.add_argument("--out", type=Path, help="also write the rows here (.tsv or .jsonl)")
-    parser.add_argument("--jobs", default=",".join(ROW_KINDS),
-                        help=f"which rows to run (comma-separated from {', '.join(ROW_KINDS)})")
-    parser.add_argument("--models", help="embed rows: only these models (comma-separated)")
-    parser.add_argument("--hours", help="embed rows: only these night lengths of the grid, in "
-                                        "hours (comma-separated, e.g. 0.1667)")
-    parser.add_argument("--workdir", type=Path,
-                        help="keep generated inputs here and reuse them (default: a temp dir)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="cuda: the GPU grid (device and host, predicted vs measured)")
-    parser.add_argument("--fresh-clone", type=int, metavar="N",
-                        help="run the test demo workflow N times in a fresh clone of HEAD")
-    parser.add_argument("--fresh-venv", action="store_true",
-                        help="with --fresh-clone: install a new venv there (scripts/install.sh)")
-    parser.add_argument("--with-grid", action="store_true",
-                        help="with --fresh-clone: each run also runs the clone's --quick grid")
-    args = parser.parse_args(argv)
-    if args.fresh_clone:
-        from validate_fresh_clone import fresh_clone_runs
-
-        return fresh_clone_runs(args.fresh_clone, args.fresh_venv, args.with_grid)
-    if args.device == "cuda":
-        from validate_gpu_memory import gpu_grid
-
-        return gpu_grid(args.workdir)
-    return cpu_grid(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Time the sleep-staging probe: the straightforward protocol against embedprobe's fast probe.
 
 Both run in this process on one hard synthetic embedding set (embedprobe.devtools.synthetic: 5
@@ -8,10 +7,7 @@ embedprobe.probing.logistic.fit_logistic_probe(method="fast").
 
 "Same answer" (exit 1 when it fails): the fast probe's test kappa within 0.005 of the reference's,
 and the reference's validation kappa at the fast probe's chosen C within 0.002 of the best
-reference validation kappa over the grid.
-
-    PYTHONPATH=workflow .venv/bin/python scripts/bench_probe.py            # 160k/20k/20k x 256
-    PYTHONPATH=workflow .venv/bin/python scripts/bench_probe.py --n-train 40000 --n-val 10000
+reference validation kappa over the grid. scripts/bench_probe.py runs it.
 """
 
 from __future__ import annotations
@@ -25,27 +21,6 @@ import time
 TEST_KAPPA_LIMIT = 0.005
 VAL_KAPPA_LIMIT = 0.002
 TARGET_SPEEDUP = 10.0
-
-
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n-train", type=int, default=160_000)
-    parser.add_argument("--n-val", type=int, default=20_000)
-    parser.add_argument("--n-test", type=int, default=20_000)
-    parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--seed", type=int, default=0, help="world and rows of the synthetic set")
-    parser.add_argument(
-        "--search-rows",
-        type=int,
-        default=None,
-        help="fast probe: search C on this many stratified training rows, then refit "
-        "(default: every C on all training rows)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no per-fit progress lines")
-    args = parser.parse_args(argv)
-    if min(args.n_train, args.n_val, args.n_test, args.dim) < 1:
-        parser.error("--n-train, --n-val, --n-test and --dim must be positive")
-    return args
 
 
 def progress_printer(label: str, quiet: bool):
@@ -98,8 +73,8 @@ def per_C_lines(result) -> list[str]:
     return lines
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Both probes on the set `args` sizes, the tables printed; 1 when the answers differ."""
     from embedprobe.devtools.synthetic import hard_probe_splits
     from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
 
@@ -168,6 +143,3 @@ def main(argv=None) -> int:
         return 1
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

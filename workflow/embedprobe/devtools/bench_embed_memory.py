@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Run-to-run spread of one embed job's peak memory and time under glibc malloc settings.
 
 The same `embedprobe embed` job (the calibration's real workload: a generated demo of 2 subjects
@@ -16,20 +15,11 @@ what is live, each batch pays the page faults: why the steps do not set it). "mm
 only blocks that large are mapped. Every mode but the last two keeps embed's own release of the
 freed heap after each batch of 0.5 s or more (measure/allocator.FreedHeapRelease); "no heap
 release" turns it off, "heap release each batch" releases after every batch, however short
-(`--modes` picks; the default runs the first three).
-
-Usage:
-  PYTHONPATH=workflow python scripts/bench_embed_memory.py                # BIOT, 1 h nights, 3 each
-  PYTHONPATH=workflow python scripts/bench_embed_memory.py --model labram_random --repeats 5
-  PYTHONPATH=workflow python scripts/bench_embed_memory.py --modes "one arena" \
-      "mmap threshold 16 MiB" "mmap threshold 32 MiB"
-  PYTHONPATH=workflow python scripts/bench_embed_memory.py --modes "one arena" \
-      "no heap release" "heap release each batch"
+(`--modes` picks; the default runs the first three). scripts/bench_embed_memory.py runs it.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import statistics
@@ -38,13 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow"))
-
-from embedprobe.core.units import MIB  # noqa: E402
-from embedprobe.devtools import workloads  # noqa: E402
-from embedprobe.measure.peaks import run_measured  # noqa: E402
-from embedprobe.memory.preflight import run_preflight  # noqa: E402
+from embedprobe.core.units import MIB
+from embedprobe.devtools import workloads
+from embedprobe.measure.peaks import run_measured
+from embedprobe.memory.preflight import run_preflight
 
 MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"},
          "fixed mmap threshold": {"MALLOC_MMAP_THRESHOLD_": "131072"},
@@ -54,15 +41,9 @@ MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"},
          "heap release each batch": {"EMBEDPROBE_HEAP_RELEASE_S": "0"}}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="biot_random")
-    parser.add_argument("--hours", type=float, default=1.0, help="sleep per generated night")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES)[:3],
-                        metavar="MODE", help=f"malloc settings side by side, of {list(MODES)} "
-                        "(default: the first three)")
-    args = parser.parse_args(argv)
+def run(args) -> int:
+    """`args.repeats` runs of `args.model`'s embed job on nights of `args.hours` in each of
+    `args.modes`, interleaved; the table printed. 1 when a run fails."""
     with tempfile.TemporaryDirectory(prefix="embed_memory_") as tmp:
         demo = workloads.demo_set(Path(tmp), args.hours)
         check, _ = workloads.run_check(demo, args.model)
@@ -95,6 +76,3 @@ def main(argv=None) -> int:
               f"{(high - low) / low:>7.1%} {statistics.mean(seconds[mode]):>7.1f}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

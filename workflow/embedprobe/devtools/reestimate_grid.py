@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Predict a finished validation grid's embed rows again with another calibration table, against
 the peaks the grid measured: how a refit would have done on the same runs, without running them
 again.
@@ -8,30 +7,26 @@ scripts/validate_memory.py --workdir W --out rows.tsv keeps each embed job's pre
 gave) beside the rows. Each row is joined with its record by model and window count (its `size`
 starts with it), and its estimate recomputed from those inputs with --table. The verdicts are
 validate_memory's. The peaks stay those of the grid's runs: a new grid measures new ones, which
-spread 10-20% from run to run (docs/memory.md).
-
-Usage:
-  PYTHONPATH=workflow python scripts/reestimate_grid.py --workdir W --rows rows.tsv \
-      --table config/memory_calibration.yaml
+spread 10-20% from run to run (docs/memory.md). scripts/reestimate_grid.py runs it.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow"))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from validate_memory import Row, per_job_lines, table_header, table_line, verdicts  # noqa: E402
-
-from embedprobe.core.units import MIB  # noqa: E402
-from embedprobe.memory.calibration import load_calibration  # noqa: E402
-from embedprobe.memory.estimate import estimate, request_mb  # noqa: E402
+from embedprobe.core.units import MIB
+from embedprobe.devtools.validate_memory import (
+    Row,
+    per_job_lines,
+    table_header,
+    table_line,
+    verdicts,
+)
+from embedprobe.memory.calibration import load_calibration
+from embedprobe.memory.estimate import estimate, request_mb
 
 
 def embed_records(workdir: Path) -> dict[tuple[str, int], dict]:
@@ -60,24 +55,21 @@ def reestimated(rows: list[dict], records: dict, calibration: dict) -> list[Row]
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workdir", type=Path, required=True, help="the grid's --workdir")
-    parser.add_argument("--rows", type=Path, required=True, help="the grid's --out (.tsv)")
-    parser.add_argument("--table", type=Path, required=True, help="the calibration table")
-    args = parser.parse_args(argv)
-    for path in (args.workdir, args.rows, args.table):
+def run(workdir: Path, rows_path: Path, table: Path) -> int:
+    """The grid's embed rows predicted again with `table`, and the verdicts, printed: 0 when
+    every target holds, 1 when one fails, 2 for a path that is missing or another grid's."""
+    for path in (workdir, rows_path, table):
         if not path.exists():
             print(f"error: {path} does not exist\nfix: pass a finished grid's --workdir and "
                   "--out, and a calibration table", file=sys.stderr)
             return 2
-    with args.rows.open() as handle:
+    with rows_path.open() as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
     try:
-        out = reestimated(rows, embed_records(args.workdir), load_calibration(args.table))
+        out = reestimated(rows, embed_records(workdir), load_calibration(table))
     except LookupError as missing:
         print(f"error: {missing.args[0]}\nfix: pass the --workdir of the grid that wrote "
-              f"{args.rows}", file=sys.stderr)
+              f"{rows_path}", file=sys.stderr)
         return 2
     print("\n".join(table_header() + [table_line(row) for row in out]))
     print()
@@ -87,6 +79,3 @@ def main(argv=None) -> int:
         print(f"{'PASS' if passed else 'FAIL'}: {line}")
     return 0 if all(passed for _, passed in results) else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Fit the memory calibration table from measured peaks of the project's real jobs.
 
 Every workload is the code a workflow job runs, in its own child process, measured by the kernel
@@ -39,18 +38,12 @@ the tightest constants >= 0 under which no run is under-predicted, since a reque
 the unlucky run (embed peaks vary by ~10% between runs of the same job). The sizes here differ
 from the ones scripts/validate_memory.py checks. The table is written with the environment it was
 measured in, and a drift table against the table it replaces is printed (constants that rose and
-that fell).
-
-Usage:
-  python scripts/calibrate_memory.py --quick          # the shipped table
-  python scripts/calibrate_memory.py --quick --jobs embed_cpu   # its embed runs alone
-  python scripts/calibrate_memory.py                  # more and larger runs
-  python scripts/calibrate_memory.py --quick --out /tmp/cal.yaml --no-drift
+that fell). scripts/calibrate_memory.py runs it; each child is this module run with
+`python -m` (child_argv).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -64,11 +57,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow"))
-
-from embedprobe.core.units import MIB  # noqa: E402
-from embedprobe.devtools.workloads import (  # noqa: E402
+from embedprobe.core.units import MIB
+from embedprobe.devtools.workloads import (
     AGE_BENCHMARK,
     DEMO_DATASET,
     EVENTS_PROBE,
@@ -100,20 +90,20 @@ from embedprobe.devtools.workloads import (  # noqa: E402
     write_estimate,
     write_store,
 )
-from embedprobe.measure.gpu import cuda_context_bytes, gpu_batch_peaks  # noqa: E402
-from embedprobe.measure.limits import available_memory_limit  # noqa: E402
-from embedprobe.measure.peaks import MeasuredRun, self_peak_rss  # noqa: E402
-from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS  # noqa: E402
-from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration  # noqa: E402
-from embedprobe.memory.estimate import (  # noqa: E402
+from embedprobe.measure.gpu import cuda_context_bytes, gpu_batch_peaks
+from embedprobe.measure.limits import available_memory_limit
+from embedprobe.measure.peaks import MeasuredRun, self_peak_rss
+from embedprobe.memory.baselines import JOB_STEP, STEP_IMPORTS
+from embedprobe.memory.calibration import load_calibration
+from embedprobe.memory.estimate import (
     DEFAULT_CONSTANTS,
     JOB_TYPES,
     estimate,
     job_constants,
 )
-from embedprobe.memory.formulas import FINISH_BLOCK_COPIES, FLOAT32  # noqa: E402
-from embedprobe.memory.refit import FITTED, fit_constants, rounded  # noqa: E402
-from embedprobe.probing.probe_forms import eigen_preconditioner  # noqa: E402
+from embedprobe.memory.formulas import FINISH_BLOCK_COPIES, FLOAT32
+from embedprobe.memory.refit import FITTED, fit_constants, rounded
+from embedprobe.probing.probe_forms import eigen_preconditioner
 
 RESULT_TAG = "RESULT "
 RUNS_FILE = "calibration_runs.json"  # in --workdir: every fitted run, its inputs and peaks
@@ -123,9 +113,8 @@ RUNS_FILE = "calibration_runs.json"  # in --workdir: every fitted run, its input
 
 
 def child_argv(workload: str, params: dict) -> list[str]:
-    """A workload of this script's child side (ridge, subject means, imports)."""
-    return [sys.executable, str(Path(__file__).resolve()), "--child", workload,
-            "--params", json.dumps(params)]
+    """A workload of this module's child side (ridge, subject means, imports)."""
+    return [sys.executable, "-m", __name__, workload, json.dumps(params)]
 
 
 def child_result(run: MeasuredRun) -> dict:
@@ -513,7 +502,7 @@ def measure_subject_means(plan, workdir: Path) -> list[dict]:
     return runs
 
 
-# The job types this script fits: those with fitted constants (refit.FITTED, whose keys are
+# The job types the calibration fits: those with fitted constants (refit.FITTED, whose keys are
 # registered job types of estimate.CALIBRATED_JOBS).
 CALIBRATED_JOBS = tuple(FITTED)
 
@@ -549,7 +538,7 @@ def calibrate(mode: str, workdir: Path, old: dict,
     for step in dict.fromkeys(JOB_STEP[job] for job in selected if job in JOB_STEP):
         # as preflight measures it on a node (baselines.measured_step_baseline: `python -c`
         # with the step's imports), so the fitted constants carry what the job adds beyond
-        # exactly that; a child of this script would also hold the script's own imports (every
+        # exactly that; a child of this module would also hold the module's own imports (every
         # probe estimate then short where preflight measures:
         # docs/measurements/2026-12-01-check-baseline.md)
         run = measure([sys.executable, "-c", STEP_IMPORTS[step]], f"imports {step}")
@@ -744,54 +733,34 @@ HEADER = """\
 """
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer and smaller runs")
-    parser.add_argument("--out", type=Path, default=CALIBRATION_PATH)
-    parser.add_argument("--previous", type=Path, default=None,
-                        help="table to compare against (default: the one at --out)")
-    parser.add_argument("--no-drift", action="store_true", help="do not print the drift table")
-    parser.add_argument("--workdir", type=Path,
-                        help="keep generated inputs here and reuse them (default: a temp dir)")
-    every = ",".join(CALIBRATED_JOBS)
-    parser.add_argument("--jobs", default=every,
-                        help="job types to refit (comma-separated; the others keep the "
-                             f"previous table's constants; default all: {every})")
-    parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
-    parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        CHILDREN[args.child](json.loads(args.params))
-        return 0
-
-    mode = "quick" if args.quick else "full"
-    previous_path = args.previous or args.out
+def run(quick: bool, out: Path, previous: Path | None, drift: bool, workdir: Path | None,
+        selected: tuple[str, ...] = CALIBRATED_JOBS) -> int:
+    """Refit the `selected` job types (the quick plan or the full one), write the table to
+    `out`, and print its drift against `previous` (default: the table at `out`)."""
+    mode = "quick" if quick else "full"
+    previous_path = previous or out
     old = yaml.safe_load(previous_path.read_text()) if previous_path.is_file() else {}
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="calibrate_memory_") as tmp:
-        workdir = args.workdir or Path(tmp)
-        selected = tuple(args.jobs.split(","))
-        unknown = sorted(set(selected) - set(CALIBRATED_JOBS))
-        if unknown:
-            parser.error(f"unknown job types {unknown}; use some of {', '.join(CALIBRATED_JOBS)}")
-        constants, provenance, report = calibrate(mode, workdir, old or {}, selected)
+        constants, provenance, report = calibrate(mode, workdir or Path(tmp), old or {},
+                                                  selected)
     table = {
         "environment": environment(mode, time.monotonic() - start),
         "jobs": constants,
         "provenance": provenance,
         "fit": tidy(kept_fit((old or {}).get("fit", {}), report, selected)),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(HEADER + yaml.safe_dump(table, sort_keys=False, width=100))
-    if not args.no_drift:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(HEADER + yaml.safe_dump(table, sort_keys=False, width=100))
+    if drift:
         print(f"\ndrift against {previous_path if old else 'no previous table'}:")
         print("\n".join(drift_table(old or {}, constants)))
         if old:
             print()
             print("\n".join(reference_drift(old, {"jobs": constants})))
-    print(f"\nwrote {args.out} in {time.monotonic() - start:.0f} s")
+    print(f"\nwrote {out} in {time.monotonic() - start:.0f} s")
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a measured child: WORKLOAD PARAMS_JSON (child_argv)
+    CHILDREN[sys.argv[1]](json.loads(sys.argv[2]))

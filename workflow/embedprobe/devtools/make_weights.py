@@ -1,28 +1,17 @@
-#!/usr/bin/env python3
 """Write a checkpoint for MODEL_ID: the model built from its seed, saved as a plain state_dict.
 
 The pretrained variants read a local file that cannot be downloaded here; this writes one of the
 right architecture and shapes (random weights), so the whole pretrained path (find, load without
-executing code, sha256 into the cache key) runs offline.
-
-Usage: python scripts/make_weights.py MODEL_ID OUT_PATH [--format pt|safetensors]
-                                      [--n-chans N] [--seed S]
+executing code, sha256 into the cache key) runs offline. scripts/make_weights.py runs it.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import sys
 from pathlib import Path
 
-try:
-    import embedprobe  # noqa: F401
-except ImportError:  # run from a checkout without installing the package
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
-
 from embedprobe.core.config import load_config
-from embedprobe.core.errors import EmbedprobeError, UsageError
+from embedprobe.core.errors import UsageError
 from embedprobe.core.hashing import sha256_file
 from embedprobe.models.registry import RANDOM, build_model, model_spec
 
@@ -53,25 +42,3 @@ def write_weights(model_id: str, out_path: Path, fmt: str | None = None, n_chans
     tmp.replace(out_path)  # a half-written checkpoint never carries the real name
     return sha256_file(out_path)
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model_id", help="a model id from config/models.yaml")
-    parser.add_argument("out_path", type=Path, help="file to write (.pt or .safetensors)")
-    parser.add_argument("--format", choices=("pt", "safetensors"),
-                        help="default: from the file name's suffix")
-    parser.add_argument("--n-chans", type=int, default=2,
-                        help="input channels the model is built for (Sleep-EDF: 2)")
-    parser.add_argument("--seed", type=int, help="default: the model's seed in models.yaml")
-    args = parser.parse_args(argv)
-    try:
-        digest = write_weights(args.model_id, args.out_path, args.format, args.n_chans, args.seed)
-    except EmbedprobeError as exc:
-        print(exc.render(), file=sys.stderr)
-        return exc.exit_code
-    print(f"wrote {args.out_path} ({args.out_path.stat().st_size / 1e6:.1f} MB), sha256 {digest}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
