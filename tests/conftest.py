@@ -28,8 +28,8 @@ def require_this_checkouts_package() -> None:
 
 
 def pytest_configure(config):
-    """Without a SLURM controller, every snakemake a test starts gives up on it in 1 s, not 10
-    (helpers/slurm.py); the SLURM tests skip there anyway."""
+    """This checkout's package under test; and without a SLURM controller, every snakemake a
+    test starts gives up on it in 1 s, not 10 (helpers/slurm.py; the SLURM tests skip there)."""
     require_this_checkouts_package()
     global _SLURM_CONF_FOLDER
     _SLURM_CONF_FOLDER = tempfile.mkdtemp(prefix="embedprobe-slurm-conf-")
