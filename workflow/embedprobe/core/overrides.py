@@ -101,12 +101,6 @@ def split_overrides(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
     return rest, files, entries
 
 
-# The command line a `fix:` may repeat with one more setting: set by cli.main for a step run
-# by hand, and by smk/plan.py for snakemake's own command line while it builds the plan.
-# None inside a workflow job, whose command the user did not type.
-INVOCATION: list[str] | None = None
-
-
 def with_config(argv: list[str], assignment: str) -> list[str]:
     """argv with one more KEY=VALUE: inside its --config when it has one (a second --config
     would replace the first in snakemake), else as a new --config at the end."""
@@ -116,13 +110,14 @@ def with_config(argv: list[str], assignment: str) -> list[str]:
     return [*argv, "--config", assignment]
 
 
-def rerun_with(assignment: str, otherwise: str = "") -> str:
-    """A `fix:` that is the command to run: this command again with the setting added (a
-    comment after `#` says the other way); inside a workflow job, where to set it."""
+def rerun_with(invocation: list[str] | None, assignment: str, otherwise: str = "") -> str:
+    """A `fix:` that is the command to run: `invocation` (the command line the user typed,
+    program first) again with the setting added (a comment after `#` says the other way);
+    with none (a workflow job, the Python API: no command was typed), where to set it."""
     import shlex
 
-    if INVOCATION:
-        command = shlex.join(with_config(INVOCATION, assignment))
+    if invocation:
+        command = shlex.join(with_config(invocation, assignment))
         return command + (f"   # {otherwise}" if otherwise else "")
     key, _, value = assignment.partition("=")
     return (f"set {key}: {value} in config/config.yaml, or add {assignment} to the --config "
