@@ -714,7 +714,7 @@ def test_success_removes_the_stale_failure_record(world, capsys):
     record = estimate.with_name(estimate.name + ".failure.json")
     sized = ["preflight", "--dataset", DATASET, "--model", "biot_random", "--check", check,
              "--index", out, "--out", estimate]
-    code, _ = run_cli(capsys, "--configfile", config, "--config", "memory_limit_mb=10", *sized)
+    code, _ = run_cli(capsys, "--configfile", config, "--config", "memory.limit_mb=10", *sized)
     failed = json.loads(record.read_text())
     assert code != 0 and (failed["step"], failed["category"]) == ("preflight", "oom")
     assert not estimate.exists()

@@ -11,7 +11,14 @@ import json
 import sys
 from pathlib import Path
 
-from embedprobe.core.config import check_names, fill_defaults, load_config, lookup, resolve_roots
+from embedprobe.core.config import (
+    check_moved_keys,
+    check_names,
+    fill_defaults,
+    load_config,
+    lookup,
+    resolve_roots,
+)
 from embedprobe.core.errors import (
     EmbedprobeError,
     UsageError,
@@ -33,7 +40,9 @@ def job_config(args) -> tuple[dict, dict]:
         text = args.job_config
         if not text.lstrip().startswith("{"):
             text = Path(text).read_text()
-        config = fill_defaults(apply_overrides(json.loads(text), args.configfile, args.config))
+        config = apply_overrides(json.loads(text), args.configfile, args.config)
+        check_moved_keys(config)  # an old spelling would otherwise run on the defaults
+        fill_defaults(config)
         return config, resolve_roots(config)
     config = apply_overrides(load_config(), args.configfile, args.config)
     check_names(config)
@@ -283,6 +292,8 @@ def cmd_memory(args, config, roots):
 
 def cmd_calibrate(args, config, roots):
     """Refit the memory calibration from the runs table; the drift to stdout, notes to stderr."""
+    import shlex
+
     from embedprobe.memory.calibration import calibration_path, load_calibration
     from embedprobe.memory.estimate import JOB_TYPES
     from embedprobe.memory.refit import calibrate_from_runs, drift_lines
@@ -309,8 +320,8 @@ def cmd_calibrate(args, config, roots):
             print(f"note: {outcome.job} keeps the constants of {base.name}: {outcome.reason}",
                   file=sys.stderr)
     print(f"note: preflight uses it once the config names it: snakemake ... --config "
-          f"memory_calibration={out} (or memory_calibration in config/config.yaml)",
-          file=sys.stderr)
+          f"{shlex.quote(f'memory={{calibration: {out}}}')} (or memory: calibration: in "
+          "config/config.yaml)", file=sys.stderr)
 
 
 def cmd_fetch_weights(args, config, roots):
@@ -524,7 +535,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="the calibration YAML to write (default: "
                                  "RESULTS/memory/calibration.yaml)")
     p.add_argument("--calibration", help="the table to start from and compare with "
-                                         "(default: the config's memory_calibration, else "
+                                         "(default: the config's memory.calibration, else "
                                          "config/memory_calibration.yaml)")
     p.add_argument("--job", action="append", help="refit only this job type (may be given "
                                                   "again); refused if it cannot be refitted")

@@ -41,6 +41,22 @@ def parse_assignment(entry: str) -> dict:
     return value
 
 
+def for_snakemake(entry: str) -> str:
+    """A --config KEY=VALUE as snakemake takes it: a dotted key (`memory.margin=0.2`), which
+    snakemake refuses, as the mapping it sets (`memory={margin: 0.2}`); others as they are."""
+    key = entry.partition("=")[0]
+    if "." not in key:
+        return entry
+    (top, value), = parse_assignment(entry).items()
+    return f"{top}={yaml_line(value)}"
+
+
+def yaml_line(value) -> str:
+    """A value as YAML on one line (`0.2`, `{margin: 0.2}`), as --config takes it."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+    return text.removesuffix("...").strip()  # a scalar's document end
+
+
 def read_configfile(path: str | Path) -> dict:
     path = Path(path)
     try:

@@ -147,11 +147,15 @@ def _tables(benchmark: str, bench: dict, roots: dict, configfile=(), assignments
 
 def snakemake_command(target: str, configfile=(), assignments=()) -> str:
     """The snakemake command that runs `target` with the --configfile files and --config
-    assignments of the embedprobe command being run (a `fix:` to copy)."""
+    assignments of the embedprobe command being run (a `fix:` to copy; a dotted key as the
+    mapping snakemake takes)."""
     import shlex
 
+    from embedprobe.core.overrides import for_snakemake
+
+    settings = [for_snakemake(a) for a in assignments]
     return shlex.join(["snakemake", *(a for f in configfile for a in ("--configfile", f)),
-                       target, *(["--config", *assignments] if assignments else [])])
+                       target, *(["--config", *settings] if settings else [])])
 
 
 def _pair_row(benchmark: str, dataset: str, record: dict, task, headline: str) -> dict:
