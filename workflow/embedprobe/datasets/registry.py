@@ -176,7 +176,10 @@ def partial_allowed(config: dict) -> bool:
     return bool(config.get("allow_partial")) or not config.get("strict")
 
 
-def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
+def fix_for(config: dict, dataset: str, status: DataStatus,
+            invocation: list[str] | None = None) -> str:
+    """What to do about a dataset that is not all there; for a partial one a strict run
+    refuses, `invocation` (the command the user typed, if any) again with allow_partial."""
     entry = lookup(config, "datasets", dataset)
     if "generator" in entry:
         if status.state == "missing":  # a look-alike is written when a benchmark needs it
@@ -190,20 +193,22 @@ def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
         # the command that runs on the recordings that are there
         rest = (f"fetch the rest: embedprobe data download {dataset} (on a login node)" if fetch
                 else put)
-        return rerun_with("allow_partial=true", f"runs on the {status.found} complete "
-                                                f"recordings; or {rest}")
+        return rerun_with(invocation, "allow_partial=true",
+                          f"runs on the {status.found} complete recordings; or {rest}")
     return f"embedprobe data download {dataset}   # on a login node; or {put}" if fetch else put
 
 
-def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:
+def require_data(config: dict, roots: dict, dataset: str,
+                 invocation: list[str] | None = None) -> list[Path]:
     """The dataset's files (those of its complete recordings); a missing dataset is refused,
-    and a partial one where partial_allowed says so (a strict run)."""
+    and a partial one where partial_allowed says so (a strict run), the fix for `invocation`
+    (fix_for)."""
     status = data_status(config, roots, dataset)
     if status.state == "missing" or (status.state == "partial" and not partial_allowed(config)):
         details = "; ".join(status.problems[:5])
         raise DataError(
             f"dataset '{dataset}' is {status.describe()} in {status.root}: {details}",
-            fix=fix_for(config, dataset, status),
+            fix=fix_for(config, dataset, status, invocation),
         )
     recordings = find_dataset_recordings(config, roots, dataset, status.root)
     return [p for r in recordings if not r.problem for p in r.files]

@@ -482,8 +482,8 @@ def cpu_grid(args) -> int:
     grid = chosen_grid(args)
     calibration = load_calibration()
     config = load_config()
-    limit = job_memory_limit(config.get("memory_limit_mb"))
-    margin = config["memory_margin"]
+    limit = job_memory_limit(config["memory"]["limit_mb"])
+    margin = config["memory"]["margin"]
     started = time.monotonic()
     rows: list[Row] = []
     print(f"calibration {CALIBRATION_PATH} ({calibration['environment']['date']}); "

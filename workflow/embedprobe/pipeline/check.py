@@ -171,17 +171,18 @@ def _apply_channel_map(result: CheckResult, config: dict, dataset: str, family: 
     return plan
 
 
-def _check_data(result: CheckResult, config: dict, roots: dict, dataset: str) -> None:
+def _check_data(result: CheckResult, config: dict, roots: dict, dataset: str,
+                invocation: list[str] | None) -> None:
     """Skip the pair when a run would refuse the dataset; note a partial one a run accepts."""
     status = data_status(config, roots, dataset)
     result.data = status.describe()
     problems = "; ".join(status.problems[:3])
     if status.state == "missing":
         result.stop(SKIPPED, "data", f"skipped: data missing: {problems}",
-                    fix_for(config, dataset, status))
+                    fix_for(config, dataset, status, invocation))
     elif status.state == "partial" and not partial_allowed(config):
         result.stop(SKIPPED, "data", f"skipped: data partial, which a run refuses: {problems}",
-                    fix_for(config, dataset, status))
+                    fix_for(config, dataset, status, invocation))
     elif status.state == "partial":
         result.reason = (f"note: data partial, the run uses the {status.found} complete "
                          f"recordings: {problems}")
@@ -259,7 +260,8 @@ def _failure(result: CheckResult, phase: str, exc: Exception) -> CheckResult:
 
 
 def check_pair(config: dict, roots: dict, dataset: str, model: str, batch_size: int | None = None,
-               encoder_factory=None, map_dir: Path = CHANNEL_MAP_DIR) -> CheckResult:
+               encoder_factory=None, map_dir: Path = CHANNEL_MAP_DIR,
+               invocation: list[str] | None = None) -> CheckResult:
     """Check one pair; only unknown names raise (UsageError), every other problem is a row.
 
     The batch is the one embed would ask for (`batch_size`, default the config's
@@ -267,16 +269,19 @@ def check_pair(config: dict, roots: dict, dataset: str, model: str, batch_size: 
     result's `batch_size` reports what ran, and preflight sizes embed's batch from it.
 
     `encoder_factory(spec, ch_names, roots)` builds the encoder (default: the real `Encoder`);
-    `map_dir` holds the channel maps (default config/channel_maps).
+    `map_dir` holds the channel maps (default config/channel_maps); `invocation`, the command
+    the user typed (none in a workflow job), is what a data fix repeats (registry.fix_for).
     """
     started = time.monotonic()
     batch_size = batch_size or config["embed"]["batch_size"]
-    result = _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir)
+    result = _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir,
+                    invocation)
     result.total_seconds = round(time.monotonic() - started, 3)
     return result
 
 
-def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) -> CheckResult:
+def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir,
+           invocation) -> CheckResult:
     result = CheckResult(dataset, model)
     spec = model_spec(config, model, dataset)
     result.weights = WEIGHTS_WORDS[weights_state(spec, roots)]
@@ -287,7 +292,7 @@ def _check(config, roots, dataset, model, batch_size, encoder_factory, map_dir) 
         return result
     phase = "data"
     try:
-        _check_data(result, config, roots, dataset)
+        _check_data(result, config, roots, dataset, invocation)
         _check_weights(result, spec, roots)
         if result.status != OK:
             return result

@@ -49,11 +49,15 @@ def expose_cli(basedir: str) -> None:
     os.environ["PATH"] = os.pathsep.join([*parts, os.environ.get("PATH", "")])
 
 
-def checked_roots(config: dict) -> dict:
-    from embedprobe.core import overrides
+def typed_command() -> list[str]:
+    """Snakemake's command line, as the user can type it again: a `fix:` printed while the
+    plan is built may repeat it with a setting."""
+    from embedprobe.core.overrides import invocation_from
 
-    # A `fix:` printed while the plan is built may repeat snakemake's command with a setting.
-    overrides.INVOCATION = overrides.invocation_from(sys.argv)
+    return invocation_from(sys.argv)
+
+
+def checked_roots(config: dict) -> dict:
     from embedprobe.core.selection import check_misplaced, check_selection
     from embedprobe.tasks.registry import check_benchmark_tasks
 
@@ -96,7 +100,8 @@ def index_inputs(config: dict, roots: dict, dataset: str) -> list[str]:
         # (params changed) and with it every real result on the next uncapped run.
         if not (config["limit_batches"] and Path(manifest).is_file()):
             return [manifest]
-    files = [str(p) for p in exit_on_error(require_data, config, roots, dataset)]
+    files = [str(p) for p in exit_on_error(require_data, config, roots, dataset,
+                                           typed_command())]
     warn_partial(config, roots, dataset)
     return files
 
@@ -374,7 +379,7 @@ def data_skip(config: dict, dataset: str) -> dict | None:
         _DATA_SKIPS[key] = None if status.state != "missing" else {
             "status": "skipped", "reason": f"data not found in {status.root} "
                                            f"({status.found}/{status.expected} recordings)",
-            "fix": fix_for(config, dataset, status) + ", then run again"}
+            "fix": fix_for(config, dataset, status, typed_command()) + ", then run again"}
     return _DATA_SKIPS[key]
 
 
