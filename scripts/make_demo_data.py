@@ -11,11 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-try:
-    import embedprobe  # noqa: F401
-except ImportError:  # run from a checkout without installing the package
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
-
 from embedprobe.core.errors import EmbedprobeError
 from embedprobe.datasets.sleep_edf.lookalike import generate
 

@@ -2,23 +2,35 @@
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
-
-from helpers.project import PROJECT  # noqa: E402
-from helpers.slurm import quick_failing_conf  # noqa: E402
+from helpers.project import PACKAGE, PROJECT
+from helpers.slurm import quick_failing_conf
 
 _SLURM_CONF_FOLDER = None
 
 
+def require_this_checkouts_package() -> None:
+    """The package under test is this checkout's: its editable install, or PYTHONPATH where the
+    venv holds another checkout's (nothing here edits sys.path). Else every test would run
+    other code, and each child process it starts too."""
+    import embedprobe
+
+    found = Path(embedprobe.__file__).resolve().parent
+    if found != PACKAGE:
+        raise pytest.UsageError(
+            f"embedprobe imports from {found}, not from this checkout's {PACKAGE}\n"
+            f"fix: export PYTHONPATH={PACKAGE.parent}, or install this checkout: "
+            "bash scripts/install.sh .venv --test")
+
+
 def pytest_configure(config):
-    """Without a SLURM controller, every snakemake a test starts gives up on it in 1 s, not 10
-    (helpers/slurm.py); the SLURM tests skip there anyway."""
+    """This checkout's package under test; and without a SLURM controller, every snakemake a
+    test starts gives up on it in 1 s, not 10 (helpers/slurm.py; the SLURM tests skip there)."""
+    require_this_checkouts_package()
     global _SLURM_CONF_FOLDER
     _SLURM_CONF_FOLDER = tempfile.mkdtemp(prefix="embedprobe-slurm-conf-")
     conf = quick_failing_conf(Path(_SLURM_CONF_FOLDER))

@@ -42,11 +42,15 @@ def test_benchmarks_and_datasets_tables(tmp_path):
     run = run_list("benchmarks")
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[0].split() == ["benchmark", "task", "datasets", "n_models", "folds", "variants"]
+    assert lines[0].split() == ["benchmark", "task", "quick", "datasets", "n_models", "folds",
+                                "variants"]
     demo = next(line for line in lines if line.startswith("demo "))
-    assert demo.split()[:5] == ["demo", "sleep_staging", "sleep_edf_demo", "1", "5"]
+    assert demo.split()[:6] == ["demo", "sleep_staging", "sleep_edf_demo", "sleep_edf_demo", "1",
+                                "5"]
     assert lines[-1] == f"{len(load_config()['benchmarks'])} benchmarks"
     rows = tables.listing("benchmarks").set_index("benchmark")
+    # the quick dataset (only_datasets=quick) is the reference's: Siena for epilepsy
+    assert rows.loc["epilepsy", ["quick", "datasets"]].tolist() == ["siena", "siena, chbmit"]
     assert rows.loc["bci_mi_demo", "variants"] == (
         "default, token_flattening, no_filtering, no_filtering_token_flattening")
     data = tables.listing("datasets", config=[f"data_root={tmp_path}"]).set_index("dataset")

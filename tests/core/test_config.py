@@ -59,8 +59,8 @@ def test_a_bad_value_names_its_place_and_the_choices(config):
     assert err.value.message.startswith("config embed.device: 'gpu' is not one of")
     assert err.value.fix == "set embed.device to one of: cpu, cuda" and err.value.exit_code == 2
     bad = copy.deepcopy(config)
-    bad["memory_margin"] = -0.5
-    with pytest.raises(UsageError, match=r"config memory_margin: -0.5 is less than the minimum"):
+    bad["memory"]["margin"] = -0.5
+    with pytest.raises(UsageError, match=r"config memory.margin: -0.5 is less than the minimum"):
         check_names(bad)
 
 

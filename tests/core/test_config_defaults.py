@@ -31,7 +31,7 @@ def test_an_empty_config_gets_every_schema_default():
     assert filled["embed"] == {"batch_size": 32, "reader_threads": 2, "threads": 2,
                                "device": "cpu"}
     assert filled["probe"] == {"threads": 2, "n_jobs": 1}
-    assert filled["memory_margin"] == 0.15 and filled["memory_retry_factor"] == 1.5
+    assert filled["memory"]["margin"] == 0.15 and filled["memory"]["retry_factor"] == 1.5
     assert filled["download"]["hosts"]["physionet"] == "https://physionet.org/files"
     assert filled["download"]["retries"] == 3
     assert filled["benchmarks"]["b"] == {"task": "sleep_staging", "folds": 5, "fold_seed": 42}
@@ -63,6 +63,7 @@ def test_no_module_repeats_a_schema_default():
     keys = [k for k, v in schema_defaults().items() if not isinstance(v, dict)]
     keys += ["folds", "fold_seed", "batch_size", "reader_threads", "n_jobs", "device",
              "retries"]
+    keys += list(schema_defaults()["memory"])  # limit_mb, margin, ...
     keys += ["epoch_seconds"]  # datasets/registry.entry_unit_seconds owns its default per task
     names = "|".join(keys)
     pattern = re.compile(rf"""\.get\(["']({names})["'],\s*[^)]""")

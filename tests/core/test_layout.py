@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -143,8 +144,8 @@ def test_imports_run_downward():
 
 
 def test_every_module_imports_in_a_fresh_interpreter():
-    code = ("import importlib, json, sys\n"
-            f"sys.path.insert(0, {str(PACKAGE.parent)!r})\n"
+    """In a child that finds the package as the tests do (this checkout's, conftest.py)."""
+    code = ("import importlib, json, embedprobe\n"
             f"names = {sorted(modules())!r}\n"
             "bad = {}\n"
             "for n in names:\n"
@@ -152,11 +153,59 @@ def test_every_module_imports_in_a_fresh_interpreter():
             "        importlib.import_module(n)\n"
             "    except Exception as e:\n"
             "        bad[n] = repr(e)\n"
-            "print(json.dumps(bad))\n")
+            "print(json.dumps([embedprobe.__file__, bad]))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, cwd=PROJECT)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) == {}
+    found, bad = json.loads(done.stdout.splitlines()[-1])
+    assert Path(found).resolve().parent == PACKAGE
+    assert bad == {}
+
+
+def test_no_rule_imports_the_development_tools():
+    """devtools ranks above cli, so no module of the package imports it (the test above); the
+    rules and the Snakefile, which the rank walk does not read, name it nowhere either."""
+    rules = [PROJECT / "Snakefile", *(PROJECT / "workflow" / "rules").glob("*.smk")]
+    assert len(rules) > 3
+    assert [p.name for p in rules if "devtools" in p.read_text()] == []
+
+
+# sys.path changed: a method that edits it in place, an item or slice set, an assignment
+SYS_PATH_EDIT = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend|remove|pop|clear)\b"
+                           r"|\[[^\]]*\]\s*=(?!=)|[+]?=(?!=))")
+
+
+def test_scripts_are_thin_mains_over_the_installed_package():
+    """Each Python script is a main that parses its arguments and calls embedprobe.devtools or
+    the package: no other function or class, no import of another script, and the package found
+    as installed (scripts/install.sh installs it), never through a sys.path edit."""
+    scripts = sorted((PROJECT / "scripts").glob("*.py"))
+    assert len(scripts) > 5
+    siblings = {p.stem for p in scripts}
+    for path in scripts:
+        tree = ast.parse(path.read_text())
+        defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+        assert defined == ["main"], (path.name, defined)
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                    for a in n.names}
+        imported |= {n.module.split(".")[0] for n in ast.walk(tree)
+                     if isinstance(n, ast.ImportFrom) and n.module}
+        assert not imported & siblings, path.name
+
+
+def test_no_test_or_script_edits_sys_path():
+    """Tests find the package as the scripts do (conftest.py checks it is this checkout's) and
+    their helpers through pytest's rootdir conftest; child processes through their folder."""
+    edited = "sys.path"  # (joined here, so that this file holds no edit itself)
+    for line in (".insert(0, x)", ".append(x)", "[:0] = [x]", " += [x]", " = [x]"):
+        assert SYS_PATH_EDIT.search(edited + line), line
+    for line in ("[0]", " == x", ")"):
+        assert not SYS_PATH_EDIT.search(edited + line), line
+    files = [*(PROJECT / "scripts").glob("*.py"), *(PROJECT / "tests").rglob("*.py")]
+    edits = [f"{p.relative_to(PROJECT)}:{n}" for p in files
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if SYS_PATH_EDIT.search(line)]
+    assert edits == []
 
 
 def test_the_schema_names_exactly_the_formats_and_tasks_the_registries_own():

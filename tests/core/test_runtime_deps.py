@@ -57,9 +57,8 @@ def imported_modules(paths) -> dict[str, set[str]]:
 
 
 def third_party(modules: dict[str, set[str]]) -> dict[str, set[str]]:
-    local = {"embedprobe", *(p.stem for p in SCRIPTS.glob("*.py"))}  # scripts import each other
     return {m: files for m, files in modules.items()
-            if m not in sys.stdlib_module_names and m not in local}
+            if m not in sys.stdlib_module_names and m != "embedprobe"}
 
 
 def test_every_imported_package_is_pinned_for_the_runtime_install():

@@ -1,12 +1,12 @@
 """What a run selects: only_models, only_datasets, folds, limit_batches, strict
-(embedprobe/core/selection.py), checked as the plan checks them."""
+(embedprobe/core/selection.py), checked as the plan checks them. only_datasets' quick and full
+and the variants: tests/core/test_quick_and_variants.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from embedprobe.core.config import check_names, load_config, resolve_roots
-from embedprobe.core.errors import UsageError
 from embedprobe.core.selection import (
     benchmark_folds,
     check_misplaced,
@@ -20,17 +20,12 @@ from embedprobe.core.selection import (
     selected,
 )
 
+from helpers.usage import usage_error
+
 
 @pytest.fixture
 def config():
     return load_config()
-
-
-def usage_error(func, *args) -> UsageError:
-    with pytest.raises(UsageError) as caught:
-        func(*args)
-    assert caught.value.exit_code == 2 and caught.value.fix
-    return caught.value
 
 
 @pytest.mark.parametrize("value, folds", [
@@ -63,7 +58,7 @@ def test_selected_folds_are_checked_against_each_benchmark(config):
 
 
 def test_models_and_datasets_are_kept_in_the_benchmarks_order(config):
-    assert selected(config, "epilepsy", "datasets") == ["chbmit", "siena"]
+    assert selected(config, "epilepsy", "datasets") == ["siena", "chbmit"]
     config["only_datasets"] = "siena"  # `a,b` from the command line
     config["only_models"] = ["biot_random", "labram_random"]
     assert selected(config, "epilepsy", "datasets") == ["siena"]
@@ -101,10 +96,10 @@ def test_models_given_where_the_selection_belongs_is_refused_with_the_key_to_use
 
 
 def test_the_schema_takes_the_keys_with_their_defaults(config):
-    assert {k: config[k] for k in ("only_models", "only_datasets", "folds", "limit_batches",
-                                   "strict")} == {
-        "only_models": None, "only_datasets": None, "folds": None, "limit_batches": None,
-        "strict": False}
+    assert {k: config[k] for k in ("only_models", "only_datasets", "variants", "folds",
+                                   "limit_batches", "strict")} == {
+        "only_models": None, "only_datasets": "full", "variants": "default", "folds": None,
+        "limit_batches": None, "strict": False}
     config.update(folds=["0", "2"], only_models="biot_random", strict="true", limit_batches=2)
     check_names(config)  # as snakemake's --config hands them over
     assert config["strict"] is True
@@ -132,6 +127,7 @@ def test_a_capped_run_writes_to_sibling_roots(config):
 
 def test_the_selection_stays_out_of_job_configs_and_the_cap_only_when_set():
     assert not any(in_job_config(k, v) for k, v in (
-        ("only_models", ["a"]), ("only_datasets", None), ("folds", "debug"), ("strict", True),
+        ("only_models", ["a"]), ("only_datasets", "full"), ("variants", "all"),
+        ("folds", "debug"), ("strict", True),
         ("limit_batches", None)))
     assert in_job_config("limit_batches", 2) and in_job_config("allow_partial", False)

@@ -93,10 +93,7 @@ def test_header_and_signals_are_what_was_written(demo):
     assert header.n_samples == plan.n_samples
     signals = bi.read_signals(rec, ["Pz", "Oz"])
     written = lookalike.synthesize(plan, SETTINGS["seed"])[:, [10, 14]].T
-    assert signals.data.dtype == np.float32 and signals.ch_names == ["Pz", "Oz"]
     np.testing.assert_allclose(signals.data, written, rtol=1e-6, atol=1e-12)
-    part = bi.read_signals(rec, ["Pz", "Oz"], span=(10, 300))
-    assert part.data.tobytes() == signals.data[:, 10:300].tobytes()
     with pytest.raises(DataError, match="no channel C3"):
         bi.read_signals(rec, ["C3"])
 
@@ -178,8 +175,6 @@ def test_layout_and_setting_errors(tmp_path):
         lookalike.plan({"runs": 2})
     with pytest.raises(UsageError, match="sessions=9"):
         lookalike.plan({"sessions": 9})
-    assert registry.FORMATS["bi2013a"].reader is bi
-    assert registry.FORMATS["bi2013a"].task == "bci_erp"
 
 
 @pytest.mark.skipif(not os.environ.get("EMBEDPROBE_TRY_MOABB"),

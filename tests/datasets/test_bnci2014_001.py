@@ -75,13 +75,10 @@ def test_header_and_signals_are_what_was_written(demo):
     assert header.n_samples == plan.runs[4].n_samples
     signals = bnci.read_signals(rec, ["C3", "C4", "EOG1"])
     written = lookalike.synthesize(plan, plan.runs[4], SETTINGS["seed"])[:, [7, 11, 22]].T
-    assert signals.data.dtype == np.float32 and signals.ch_names == ["C3", "C4", "EOG1"]
     np.testing.assert_allclose(signals.data, written * UV, rtol=1e-6, atol=1e-12)
     assert 3 * UV < signals.data[:2].std() < 50 * UV
     with pytest.raises(DataError, match="no channel C7"):
         bnci.read_signals(rec, ["C7"])
-    part = bnci.read_signals(rec, ["C3", "C4", "EOG1"], span=(100, 350))
-    assert part.data.tobytes() == signals.data[:, 100:350].tobytes()
 
 
 def test_same_settings_write_the_same_bytes(tmp_path):
@@ -189,9 +186,6 @@ def test_layout_and_setting_errors(tmp_path):
         lookalike.plan({"runs": 2})
     with pytest.raises(UsageError, match="eog_run_seconds"):
         lookalike.plan({"eog_runs": 1})
-    assert registry.FORMATS["bnci2014_001"].reader is bnci
-    assert registry.FORMATS["bnci2014_001"].lookalike \
-        == "embedprobe.datasets.bnci2014_001.lookalike"
 
 
 def test_the_class_signature_survives_amplitude_scaling(tmp_path):

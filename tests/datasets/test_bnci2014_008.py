@@ -13,7 +13,6 @@ import scipy.io
 import scipy.signal
 
 from embedprobe.core.errors import DataError, UsageError
-from embedprobe.datasets import registry
 from embedprobe.datasets.bnci2014_008 import lookalike
 from embedprobe.datasets.bnci2014_008 import reader as bnci
 
@@ -91,11 +90,8 @@ def test_header_and_signals_are_what_was_written(demo):
     assert header.n_samples == plans[1].n_samples
     signals = bnci.read_signals(rec, ["Pz", "PO8"])
     written = lookalike.synthesize(plans[1], SETTINGS["seed"])[:, [2, 7]].T
-    assert signals.data.dtype == np.float32 and signals.ch_names == ["Pz", "PO8"]
     np.testing.assert_allclose(signals.data, written * UV, rtol=1e-6, atol=1e-12)
     assert 3 * UV < signals.data.std() < 50 * UV
-    part = bnci.read_signals(rec, ["Pz", "PO8"], span=(100, 350))
-    assert part.data.tobytes() == signals.data[:, 100:350].tobytes()
     with pytest.raises(DataError, match="no channel C3"):
         bnci.read_signals(rec, ["C3"])
 
@@ -172,8 +168,6 @@ def test_layout_and_setting_errors(tmp_path):
         lookalike.plan({"runs": 2})
     with pytest.raises(UsageError, match="subjects=9"):
         lookalike.plan({"subjects": 9})
-    assert registry.FORMATS["bnci2014_008"].reader is bnci
-    assert registry.FORMATS["bnci2014_008"].task == "bci_erp"
 
 
 @pytest.mark.skipif(not os.environ.get("EMBEDPROBE_TRY_MOABB"),

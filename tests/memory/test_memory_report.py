@@ -458,11 +458,11 @@ def test_refit_from_runs_recovers_the_true_calibration(tmp_path, tables, capsys)
     assert refitted["environment"]["based_on"] == str(in_use)
     assert refitted["fit"]["embed_cpu"]["status"] == "refitted"
     assert f"note: preflight uses it once the config names it: snakemake ... --config " \
-        f"memory_calibration={out_path}" in err
+        f"'memory={{calibration: {out_path}}}'" in err
 
 
 def test_a_second_preflight_moves_the_estimates_toward_the_peaks(tmp_path, tables, capsys):
-    """The refitted table, pointed to by memory_calibration, gives new estimates (and requests)
+    """The refitted table, pointed to by memory.calibration, gives new estimates (and requests)
     closer to what the jobs measured; the requests still cover the peaks."""
     truth, in_use = tables
     s = Scenario(tmp_path / "results", in_use, truth, seed=1)
@@ -471,8 +471,8 @@ def test_a_second_preflight_moves_the_estimates_toward_the_peaks(tmp_path, table
     out_path = tmp_path / "refitted.yaml"
     assert run_cli(capsys, "calibrate", "--from-runs", runs, "--out", out_path,
                    "--calibration", in_use)[0] == 0
-    config = {"memory_calibration": str(out_path)}
-    second = load_calibration(config["memory_calibration"])
+    config = {"memory": {"calibration": str(out_path)}}
+    second = load_calibration(calibration_path(config))
     closer, covered = 0, 0
     for (dataset, model), jobs in s.pairs.items():
         for key, entry in jobs.items():
@@ -705,7 +705,7 @@ class RealProbes:
             job_type, inputs, _ = benchmark_task(config, "demo").probe_memory(
                 config, bench, table, 0, dim)
             est = estimates.estimate(job_type, inputs | self.baseline, calibration, None,
-                                     config["memory_margin"])
+                                     config["memory"]["margin"])
             path = estimate_path(self.results / "preflight", "sleep_edf_demo", model, REAL_KEY)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"dataset": "sleep_edf_demo", "model": model,
@@ -746,7 +746,7 @@ def test_real_probe_jobs_refitted_from_their_runs_are_within_5_percent_on_a_reru
     assert code == 0, err
     assert f"{len(REAL_JOBS)} finished runs joined with their preflight inputs\n" in out
     # the second preflight takes the table the config names, as the workflow's preflight does
-    jobs.config["memory_calibration"] = str(refitted)
+    jobs.config["memory"]["calibration"] = str(refitted)
     jobs.run(load_calibration(calibration_path(jobs.config)))
     rerun = memory_report.read_runs(runs).iloc[len(first):]
 

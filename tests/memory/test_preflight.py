@@ -3,6 +3,7 @@ it) and, with --benchmark, that benchmark's probe folds. Real check, index and C
 generated Sleep-EDF demo (5 subjects x 2 nights)."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -74,6 +75,25 @@ def test_the_pair_s_preflight_sizes_embed_alone_whatever_the_benchmarks(pair, tm
     none = tmp_path / "none.json"
     assert preflight({**config, "benchmarks": {}}, check_path, index, none).returncode == 0
     assert json.loads(none.read_text())["jobs"] == record["jobs"]
+
+
+def test_the_nested_memory_margins_size_the_request(pair, tmp_path):
+    """memory.margin, a dotted --config key over the job's config, reaches the embed request:
+    the wider of it and memory.embed_margin (20%) over the same total."""
+    config, index, check_path = pair
+    records = {}
+    for margin in ("0.15", "0.6"):
+        out = tmp_path / f"margin_{margin}.json"
+        run = preflight(config, check_path, index, out, "--config", f"memory.margin={margin}")
+        assert run.returncode == 0, run.stderr[-2000:]
+        records[margin] = json.loads(out.read_text())
+    low, high = records["0.15"], records["0.6"]
+    assert (low["margin"], high["margin"]) == (0.15, 0.6)
+    embed_low, embed_high = low["jobs"]["embed"], high["jobs"]["embed"]
+    assert (embed_low["margin"], embed_high["margin"]) == (0.20, 0.6)
+    assert embed_low["total"] == embed_high["total"]
+    assert embed_high["request_mb"] == math.ceil(embed_high["total"] * 1.6 / 2**20)
+    assert embed_low["request_mb"] == math.ceil(embed_low["total"] * 1.2 / 2**20)
 
 
 def test_a_benchmark_s_preflight_sizes_its_probe_folds(pair, tmp_path):
@@ -152,7 +172,7 @@ def test_inside_a_scheduler_job_every_estimate_counts_its_processes_config_untou
     from embedprobe.pipeline.context import DatasetContext
 
     config, index, check_path = pair
-    assert config["memory_on_cluster"] is False
+    assert config["memory"]["on_cluster"] is False
     before = copy.deepcopy(config)
     roots = resolve_roots(config)
     records = {}
@@ -206,7 +226,7 @@ def test_each_preflight_s_config_slice_holds_only_what_it_sizes(pair):
         before = preflight_job_config_json(config, DATASET, MODEL, benchmark)
         assert preflight_job_config_json(added, DATASET, MODEL, benchmark) == before
     pair_slice = json.loads(preflight_job_config_json(config, DATASET, MODEL))
-    assert pair_slice["benchmarks"] == {} and "memory_margin" in pair_slice
+    assert pair_slice["benchmarks"] == {} and pair_slice["memory"] == config["memory"]
     bench_slice = json.loads(preflight_job_config_json(config, DATASET, MODEL, "sleep_stage"))
     assert list(bench_slice["benchmarks"]) == ["sleep_stage"]
     assert list(bench_slice["datasets"]) == [DATASET] and list(bench_slice["models"]) == [MODEL]
@@ -225,7 +245,8 @@ def test_a_token_width_that_cannot_fit_is_refused_naming_the_pooled_width(pair, 
     wide = tmp_path / "check_tokens.json"
     write_result(dataclasses.replace(check, feature_dim=120 * 2048, tokens=120), wide)
     out = tmp_path / "sleep_stage.json"
-    run = preflight({**config, "memory_limit_mb": 3000}, wide, index, out,
+    limited = {**config, "memory": {**config["memory"], "limit_mb": 3000}}
+    run = preflight(limited, wide, index, out,
                     "--benchmark", "sleep_stage")
     assert run.returncode != 0 and not out.exists()
     assert "probe/sleep_stage/fold0" in run.stderr and "cannot fit the memory limit" in run.stderr
@@ -236,7 +257,7 @@ def test_a_token_width_that_cannot_fit_is_refused_naming_the_pooled_width(pair, 
     # the same pair pooled is sized as usual
     pooled = tmp_path / "pooled.json"
     write_result(dataclasses.replace(check, feature_dim=2048, tokens=0), pooled)
-    assert preflight({**config, "memory_limit_mb": 3000}, pooled, index, out,
+    assert preflight(limited, pooled, index, out,
                      "--benchmark", "sleep_stage").returncode == 0
 
 
@@ -256,11 +277,11 @@ def test_a_flattened_variant_that_cannot_fit_is_offered_its_pooled_variant():
 
     for variant, pooled in (("token_flattening", "default"),
                             ("no_filtering_token_flattening", "no_filtering")):
-        estimate = SimpleNamespace(verdict="too_big", fix="raise memory_limit_mb")
+        estimate = SimpleNamespace(verdict="too_big", fix="raise memory.limit_mb")
         check = SimpleNamespace(tokens=12, feature_dim=12 * 2048)
         offer_pooled(estimate, check, f"{variant}/eegpt_random", fold_estimate)
         assert estimate.fix == (
-            f"raise memory_limit_mb; or probe eegpt_random pooled: its variant {pooled} (drop "
-            f"{variant} from the benchmark's `variants:`) gives 2048 features instead of 12 "
-            "tokens x 2048 and needs 321 MB, which fits")
+            f"raise memory.limit_mb; or probe eegpt_random pooled: its variant {pooled} "
+            f"(--config variants={pooled} in place of {variant}) gives 2048 features instead "
+            "of 12 tokens x 2048 and needs 321 MB, which fits")
     assert asked == [2048, 2048]

@@ -10,20 +10,22 @@ from types import SimpleNamespace
 import pandas as pd
 import psutil
 
+from embedprobe.core.config import load_config
+from embedprobe.devtools.calibrate_memory import PLANS, kept_fit
+from embedprobe.devtools.validate_fresh_clone import run_line
+from embedprobe.devtools.validate_memory import (
+    GRIDS,
+    chosen_grid,
+    cpu_load,
+    with_token_entries,
+)
+from embedprobe.devtools.workloads import SEIZURE_DATASET
+from embedprobe.models.registry import model_spec
+from embedprobe.pipeline.embed import EmbedSettings
+from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing
+from embedprobe.pipeline.window_source import PART_WINDOWS
+
 from helpers.project import PROJECT
-
-sys.path.insert(0, str(PROJECT / "scripts"))
-
-from calibrate_memory import PLANS, kept_fit  # noqa: E402
-from validate_fresh_clone import run_line  # noqa: E402
-from validate_memory import GRIDS, chosen_grid, cpu_load, with_token_entries  # noqa: E402
-
-from embedprobe.core.config import load_config  # noqa: E402
-from embedprobe.devtools.workloads import SEIZURE_DATASET  # noqa: E402
-from embedprobe.models.registry import model_spec  # noqa: E402
-from embedprobe.pipeline.embed import EmbedSettings  # noqa: E402
-from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing  # noqa: E402
-from embedprobe.pipeline.window_source import PART_WINDOWS  # noqa: E402
 
 
 def runs(peaks, requests, statuses=None) -> pd.DataFrame:
@@ -127,7 +129,7 @@ def test_the_calibration_measures_the_store_writers_own_buffers(tmp_path):
     the window table it reads back while finishing (2026-12-05: 3.1 and 3.1 MB)."""
     import subprocess
 
-    from calibrate_memory import child_argv, child_result
+    from embedprobe.devtools.calibrate_memory import child_argv, child_result
 
     params = {"n_windows": 1000, "feature_dim": 256, "batch_size": 32,
               "out": str(tmp_path / "store.h5"), "finish_block_bytes": 16 * 2**20}

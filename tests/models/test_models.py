@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the netwo
 from embedprobe.core.config import load_config  # noqa: E402
 from embedprobe.core.errors import ModelError, WeightsError  # noqa: E402
 from embedprobe.datasets.sleep_edf import lookalike as demo_data  # noqa: E402
+from embedprobe.devtools.make_weights import write_weights  # noqa: E402
 from embedprobe.models.architectures import ARCHITECTURES  # noqa: E402
 from embedprobe.models.encoder import Encoder  # noqa: E402
 from embedprobe.models.registry import model_spec, weights_path  # noqa: E402
@@ -26,11 +26,7 @@ from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_map_path, 
 from embedprobe.pipeline.preprocess import cut_windows, resample, scale  # noqa: E402
 from embedprobe.pipeline.window_source import NORMALISERS  # noqa: E402
 
-from helpers.project import LOCAL_WEIGHTS, SCRIPTS, with_local_weights  # noqa: E402
-
-sys.path.insert(0, str(SCRIPTS))
-from make_weights import main as make_weights_main  # noqa: E402
-from make_weights import write_weights  # noqa: E402
+from helpers.project import LOCAL_WEIGHTS, script_main, with_local_weights  # noqa: E402
 
 DATASET = "sleep_edf_demo"
 # Feature widths as documented (REFERENCE.md), independent of the code under test.
@@ -255,6 +251,7 @@ def test_channel_maps_cover_every_family_and_the_demo_shares_sleep_edfs():
 
 
 def test_make_weights_cli(tmp_path, capsys):
+    make_weights_main = script_main("make_weights")
     out = tmp_path / "w" / "biot.pt"
     assert make_weights_main(["biot_pretrained", str(out)]) == 0
     digest = hashlib.sha256(out.read_bytes()).hexdigest()

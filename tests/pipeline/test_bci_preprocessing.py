@@ -91,7 +91,7 @@ def test_the_no_filtering_protocol_option_names_the_variant_that_replaced_it(con
     spec = model_spec(config, "cbramod_random", "bnci2014_001")
     with pytest.raises(UsageError, match="BCI variant") as error:
         preprocessing(changed, "bnci2014_001", spec)
-    assert "variants: [no_filtering]" in error.value.fix
+    assert "--config variants=no_filtering" in error.value.fix
 
 
 @pytest.mark.parametrize("family", ["steegformer", "sleepfm"])

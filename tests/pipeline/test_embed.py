@@ -258,10 +258,7 @@ def test_an_unknown_reader_kind_is_refused(tiny):
 
 
 def bench():
-    from helpers.project import PROJECT
-
-    sys.path.insert(0, str(PROJECT / "scripts"))
-    import bench_embed
+    from embedprobe.devtools import bench_embed
 
     return bench_embed
 
@@ -291,8 +288,9 @@ def test_bench_defaults_follow_the_device():
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a GPU is here")
 def test_bench_on_cuda_without_a_gpu_says_so_and_what_to_do(capsys):
-    bench_embed = bench()
-    assert bench_embed.main(["--device", "cuda"]) == 2
+    from helpers.project import script_main
+
+    assert script_main("bench_embed")(["--device", "cuda"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("error: --device cuda, but torch ")
     assert "sees no CUDA device (its CUDA: none (a CPU build))" in err[0]

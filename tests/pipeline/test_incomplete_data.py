@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 
 from embedprobe import cli
-from embedprobe.core import overrides
 from embedprobe.core.config import load_config
 from embedprobe.datasets import registry
 from embedprobe.datasets.edf import read_edf_header
@@ -41,11 +40,8 @@ def run_index(tmp: Path, data_root: Path, path: str, expected: int, dataset="sle
                   **settings)
     out = tmp / "results" / "index" / f"{dataset}.tsv"
     capsys.readouterr()
-    try:
-        code = cli.main(["--job-config", json.dumps(config), "index", "--dataset", dataset,
-                         "--out", str(out)])
-    finally:
-        overrides.INVOCATION = None
+    code = cli.main(["--job-config", json.dumps(config), "index", "--dataset", dataset,
+                     "--out", str(out)])
     return code, capsys.readouterr().err, out
 
 

@@ -427,7 +427,6 @@ def test_sigkills_in_a_token_store_resume_to_the_uninterrupted_bytes(tmp_path):
 FINISH_PROBE = """
 import sys
 import numpy as np
-sys.path.insert(0, sys.argv[2])
 from helpers.cache_writer import identity_for, window_table
 from embedprobe.pipeline.store import EmbeddingWriter
 def status_mb(field):
@@ -450,9 +449,9 @@ print(round(status_mb("VmHWM") - before))
 def test_finishing_a_token_store_holds_one_small_block(tmp_path):
     """finish() reads every row back while the embed job still holds its model: one block
     of FINISH_BLOCK_BYTES at a time (two 64 MB blocks and their checks took 145 MB)."""
-    tests = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "-c", FINISH_PROBE, str(tmp_path / "tokens.h5"),
-                          str(tests)], capture_output=True, text=True, timeout=120)
+    tests = Path(__file__).resolve().parents[1]  # `python -c` finds helpers/ in its folder
+    run = subprocess.run([sys.executable, "-c", FINISH_PROBE, str(tmp_path / "tokens.h5")],
+                         capture_output=True, text=True, timeout=120, cwd=tests)
     assert run.returncode == 0, run.stderr
     grew_mb = int(run.stdout)
     block_mb = cache.FINISH_BLOCK_BYTES / 2**20

@@ -188,3 +188,33 @@ def test_a_benchmark_in_variants_has_a_column_per_variant_and_its_default_ranks_
     header = next(line for line in text.splitlines() if line.startswith("| model |"))
     assert "| erp[default]/e1 (balanced_accuracy) | erp[token_flattening]/e1 " in header
     assert "Not ranked" not in text
+    # the flattened variant ranks cbramod, though the mean rank does not count it
+    assert "Ranks nobody" not in text
+
+
+@pytest.mark.parametrize("variants", [
+    ["default"],  # a run's default: the default variant alone
+    ["token_flattening", "no_filtering"],  # named, the default left out
+])
+def test_a_run_of_fewer_variants_ranks_the_benchmark_once_by_one_of_them(tmp_path, variants):
+    """With `variants` selecting some of a benchmark's variants (core/selection.py), its
+    columns are those variants', and the mean rank counts the benchmark once: by its default
+    variant, or, where the run left the default out, by its first variant. Here that variant
+    ranks biot first and staging ranks cbramod first: 1.5 each (the other erp variant, or
+    staging alone, would give cbramod the better mean rank)."""
+    scores = {"default": (0.70, 0.60), "token_flattening": (0.75, 0.65),
+              "no_filtering": (0.50, 0.55)}
+    paths = [hand_table(tmp_path, "erp", "e1", "balanced_accuracy",
+                        {f"{v}/{m}": scores[v][k] for v in variants
+                         for k, m in enumerate(("biot", "cbramod"))}, chance=0.5),
+             hand_table(tmp_path, "stage", "a1", "kappa", {"biot": 0.6, "cbramod": 0.8})]
+    tables = read_tables(paths)
+    assert sorted(tables) == sorted([(f"erp[{v}]", "e1") for v in variants] + [("stage", "a1")])
+    tasks = {f"erp[{v}]": task_for("bci_erp") for v in variants} | {
+        "stage": task_for("sleep_staging")}
+    assert rank_frame(tables, tasks)["mean rank"].to_dict() == {"biot": 1.5, "cbramod": 1.5}
+    text = leaderboard_markdown("bci", tables, tasks)
+    header = next(line for line in text.splitlines() if line.startswith("| model |"))
+    assert [c for c in header.split(" | ") if c.startswith("erp[")] == [
+        f"erp[{v}]/e1 (balanced_accuracy)" for v in variants]
+    assert "Not ranked" not in text and "Ranks nobody" not in text

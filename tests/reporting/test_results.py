@@ -268,8 +268,13 @@ def test_usage_errors_exit_2_with_the_fix(workdir, tmp_path):
     assert run.returncode == 2 and run.stdout == ""
     assert f"no results for benchmark 'demo' yet: {empty}/demo/sleep_edf_demo/results.tsv" \
         in run.stderr
-    # the fix is the snakemake command that writes them, with the settings given here
+    # the fix is the snakemake command that writes them, with the settings given here (a
+    # dotted key, which snakemake refuses, as the mapping it sets)
     assert f"fix: snakemake demo --config results_root={empty}\n" in run.stderr
+    run = run_cli("results", "demo", "--config", f"results_root={empty}", "memory.margin=0.2")
+    assert run.returncode == 2
+    assert (f"fix: snakemake demo --config results_root={empty} 'memory={{margin: 0.2}}'\n"
+            in run.stderr)
 
 
 def test_a_pair_with_one_fold_keeps_its_chosen_value(tmp_path):

@@ -15,7 +15,6 @@ import scipy.io
 import yaml
 
 from embedprobe import cli
-from embedprobe.core import overrides
 from embedprobe.core.config import load_config
 from embedprobe.datasets.registry import generator_for
 
@@ -79,11 +78,8 @@ def test_a_damaged_bci_dataset_stops_its_index_with_the_file_and_a_fix(tmp_path,
                                        | {"datasets": {"mine": mine}, "strict": True}))
     out = tmp_path / "results/index/mine.tsv"
     capsys.readouterr()
-    try:
-        code = cli.main(["--configfile", str(settings), "index", "--dataset", "mine",
-                         "--out", str(out)])
-    finally:
-        overrides.INVOCATION = None
+    code = cli.main(["--configfile", str(settings), "index", "--dataset", "mine",
+                     "--out", str(out)])
     printed = capsys.readouterr()
     text = printed.out + printed.err
     assert code == 2, text

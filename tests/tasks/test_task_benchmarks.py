@@ -48,7 +48,8 @@ def epilepsy_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bci_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("bci")
-    run = snakemake(workdir, *SMALL_JOBS, "bci_demo")
+    # every variant (a run's default is the default variant alone)
+    run = snakemake(workdir, *SMALL_JOBS, "bci_demo", config=("variants=all",))
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir, run
 

@@ -88,10 +88,7 @@ def tree_hashes(*roots: Path) -> dict:
 
 def run_cli(capsys, *argv) -> tuple[int, str]:
     capsys.readouterr()
-    try:
-        code = cli.main([str(a) for a in argv])
-    finally:
-        overrides.INVOCATION = None
+    code = cli.main([str(a) for a in argv])
     out = capsys.readouterr()
     return code, out.out + out.err
 
@@ -717,7 +714,7 @@ def test_success_removes_the_stale_failure_record(world, capsys):
     record = estimate.with_name(estimate.name + ".failure.json")
     sized = ["preflight", "--dataset", DATASET, "--model", "biot_random", "--check", check,
              "--index", out, "--out", estimate]
-    code, _ = run_cli(capsys, "--configfile", config, "--config", "memory_limit_mb=10", *sized)
+    code, _ = run_cli(capsys, "--configfile", config, "--config", "memory.limit_mb=10", *sized)
     failed = json.loads(record.read_text())
     assert code != 0 and (failed["step"], failed["category"]) == ("preflight", "oom")
     assert not estimate.exists()
@@ -749,10 +746,30 @@ def test_first_night_start_is_kept(pristine):
 
 
 def test_shlex_fix_quotes_paths_with_spaces():
-    overrides.INVOCATION = ["embedprobe", "index", "--out", "my results/x.tsv"]
-    try:
-        fix = overrides.rerun_with("allow_partial=true", "or put the files there")
-    finally:
-        overrides.INVOCATION = None
+    typed = ["embedprobe", "index", "--out", "my results/x.tsv"]
+    fix = overrides.rerun_with(typed, "allow_partial=true", "or put the files there")
     assert shlex.split(fix.split("   #")[0]) == [
         "embedprobe", "index", "--out", "my results/x.tsv", "--config", "allow_partial=true"]
+
+
+def test_a_fix_repeats_the_command_typed_and_no_other(world, capsys):
+    """The command a `fix:` repeats is handed down from the one typed, not kept in the
+    process: after `embedprobe index` printed itself again with allow_partial, `data status`
+    repeats its own command, and the Python API (no command typed) says where to set it."""
+    from embedprobe.api import tables
+
+    tmp, data, config = world
+    CASES["missing hypnogram"][0](data)
+    code, out = run_cli(capsys, *index_args(tmp, config))
+    typed = ["embedprobe", *map(str, index_args(tmp, config))]
+    assert code == 2
+    assert shlex.split(fix_line(out), comments=True) == [
+        *typed, "--config", "allow_partial=true"]
+    code, out = run_cli(capsys, "--configfile", config, "data", "status", DATASET)
+    assert code == 1
+    assert shlex.split(fix_line(out), comments=True) == [
+        "embedprobe", "--configfile", str(config), "data", "status", DATASET, "--config",
+        "allow_partial=true"]
+    (fix,) = tables.data_status([DATASET], configfile=[config])["fix"]
+    assert fix.startswith("set allow_partial: true in config/config.yaml, or add "
+                          "allow_partial=true to the --config of your snakemake command"), fix

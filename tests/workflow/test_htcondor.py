@@ -30,11 +30,13 @@ pytestmark = pytest.mark.workflow
 FAKE_SCHEDD = Path(__file__).resolve().parents[1] / "helpers" / "htcondor_fake"
 # Tiny demo: 5 one-night subjects, 10 min of sleep and 2 min of wake on each side (~140 windows).
 # The small jobs ask for a size no profile default has, so a rule that sends none shows.
+# on_cluster: a pool's job finds itself under HTCondor (_CONDOR_JOB_AD), the fake's do not;
+# set in the --configfile, as the profile says memory settings go (not --config).
 SMALL_JOB_MB = 1500
 TINY_DEMO = {"datasets": {"sleep_edf_demo": {
     "expected_recordings": 5, "trim_wake_minutes": 2,
     "generator": {"subjects": 5, "nights": 1, "hours": 1 / 6, "seed": 0}}},
-    "memory_small_job_mb": SMALL_JOB_MB}
+    "memory": {"small_job_mb": SMALL_JOB_MB, "on_cluster": True}}
 # What a user's shell may hold; none of it may reach a job.
 SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-secret-4f1c9e", "HF_TOKEN": "hf_token_8d2b7a",
            "GITHUB_TOKEN": "ghp_token_61e0d3", "EMBEDPROBE_DB_PASSWORD": "db-password-93ac"}
@@ -57,8 +59,6 @@ def run_through_condor(workdir: Path, settings: dict, env_extra: dict | None = N
     run = snakemake(
         workdir, "--profile", str(PROJECT / "profiles/htcondor"), f"--configfile={configfile}",
         "--seconds-between-status-checks", "1", str(target), timeout=600,
-        # The profile's `config:` mapping is replaced by the --config the helper passes (roots).
-        config=["memory_on_cluster=True"],
         env_extra={"PYTHONPATH": str(FAKE_SCHEDD), "CONDOR_CONFIG": "/dev/null",
                    "FAKE_HTCONDOR_RECORD": str(record), **(env_extra or {})})
     submits = [json.loads(line) for line in record.read_text().splitlines()] \
@@ -91,7 +91,7 @@ def test_embed_asks_for_the_preflight_estimate_and_its_threads(condor_run):
         (workdir / "results/preflight/sleep_edf_demo/biot_random.json").read_text())
     (embed,) = submits_of(submits, "embed")
     assert memory_mb(embed["request_memory"]) == preflight["jobs"]["embed"]["request_mb"]
-    assert preflight["jobs"]["embed"]["terms"]["scheduler processes"] > 0  # memory_on_cluster
+    assert preflight["jobs"]["embed"]["terms"]["scheduler processes"] > 0  # memory.on_cluster
     assert embed["request_cpus"] == "2"  # config/config.yaml embed.threads
     assert "request_gpus" not in embed  # a CPU run asks for no GPU
 

@@ -32,9 +32,9 @@ DATASET, MODEL = "sleep_edf_demo", "biot_random"
 SMALL_DEMO = {
     "datasets": {DATASET: {"expected_recordings": 5, "trim_wake_minutes": 2,
                            "generator": {"subjects": 5, "nights": 1, "hours": 1 / 6, "seed": 0}}},
-    "memory_small_job_mb": 1500,
+    "memory": {"small_job_mb": 1500},
 }
-CLUSTER_CONFIG = ["memory_on_cluster=True"]  # as the cluster profiles set it
+CLUSTER_CONFIG = ["memory={on_cluster: true}"]  # as the SLURM profile sets it
 DAMAGED = "SC4021E0-PSG.edf"  # the third subject's night: embed has stored rows before it
 
 

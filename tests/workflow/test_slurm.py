@@ -45,10 +45,10 @@ SMALL_DEMO = {
                            "generator": {"subjects": 5, "nights": 1, "hours": 1 / 6, "seed": 0}}},
     "benchmarks": {BENCH: {"folds": FOLDS}},
     "probe": {"threads": 1},
-    "memory_small_job_mb": SMALL_JOB_MB,
+    "memory": {"small_job_mb": SMALL_JOB_MB},
 }
 # The profile's `config:` mapping is replaced by the --config the helper passes for the roots.
-CLUSTER_CONFIG = ["memory_on_cluster=True"]
+CLUSTER_CONFIG = ["memory={on_cluster: true}"]
 # Status checks from 2 s after a submission (the profile keeps the plugin's 40 s).
 FAST_POLL = ("--slurm-init-seconds-before-status-checks", "2")
 LIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
@@ -140,7 +140,7 @@ def test_every_job_asked_slurm_for_its_preflight_memory(slurm_demo):
     workdir, run, jobs = slurm_demo
     assert run.returncode == 0, run.stderr[-3000:]
     estimate = preflight(workdir)
-    assert estimate["jobs"]["embed"]["terms"]["scheduler processes"] > 0, "memory_on_cluster"
+    assert estimate["jobs"]["embed"]["terms"]["scheduler processes"] > 0, "memory.on_cluster"
     expected = {  # rule and wildcards -> (--mem in MB, CPUs)
         ("index", DATASET): (SMALL_JOB_MB, 1),
         ("check", DATASET, MODEL): (SMALL_JOB_MB, 1),
@@ -184,7 +184,7 @@ def test_out_of_memory_kill_is_rerun_with_the_scaled_request(tmp_path_factory, s
     workdir = after_preflight(tmp_path_factory, "slurm_oom", slurm_demo)
     target = workdir / f"cache/embeddings/{DATASET}/{MODEL}.h5"
     run = on_slurm(workdir, small_demo, local_demo, str(target),
-                   config=[f"memory_first_request_factor={FIRST_REQUEST_FACTOR}"])
+                   config=[f"memory={{first_request_factor: {FIRST_REQUEST_FACTOR}}}"])
     assert run.returncode == 0, run.stderr[-3000:]
     request = preflight(workdir)["jobs"]["embed"]["request_mb"]
     jobs = slurm_jobs(workdir)

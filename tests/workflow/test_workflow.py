@@ -219,7 +219,7 @@ def test_check_json_has_what_preflight_reads(demo_run):
 
 def test_limit_below_estimate_stops_before_embed(tmp_path, small_demo_config):
     run = snakemake(tmp_path, "--configfile", small_demo_config, "--cores", "2", "demo",
-                    config=["memory_limit_mb=400"])
+                    config=["memory={limit_mb: 400}"])
     assert run.returncode == 1
     out = run.stdout + run.stderr
     assert "embed cannot fit its memory limit" in out or "cannot fit the memory limit" in out

@@ -11,8 +11,14 @@ import json
 import sys
 from pathlib import Path
 
-from embedprobe.core import overrides
-from embedprobe.core.config import check_names, fill_defaults, load_config, lookup, resolve_roots
+from embedprobe.core.config import (
+    check_moved_keys,
+    check_names,
+    fill_defaults,
+    load_config,
+    lookup,
+    resolve_roots,
+)
 from embedprobe.core.errors import (
     EmbedprobeError,
     UsageError,
@@ -34,7 +40,9 @@ def job_config(args) -> tuple[dict, dict]:
         text = args.job_config
         if not text.lstrip().startswith("{"):
             text = Path(text).read_text()
-        config = fill_defaults(apply_overrides(json.loads(text), args.configfile, args.config))
+        config = apply_overrides(json.loads(text), args.configfile, args.config)
+        check_moved_keys(config)  # an old spelling would otherwise run on the defaults
+        fill_defaults(config)
         return config, resolve_roots(config)
     config = apply_overrides(load_config(), args.configfile, args.config)
     check_names(config)
@@ -58,9 +66,9 @@ def cmd_index(args, config, roots):
     from embedprobe.pipeline.index import build_index, write_index, write_quality
 
     context = DatasetContext.build(config, roots, args.dataset)
-    context.require_data()
+    context.require_data(args.invocation)
     quality: list = []
-    table = build_index(context, quality)
+    table = build_index(context, quality, args.invocation)
     write_index(table, Path(args.out))
     # beside the index: one row per flagged channel (the summary lists them)
     write_quality(quality, Path(args.quality or Path(args.out).with_suffix(".quality.tsv")))
@@ -209,7 +217,7 @@ def cmd_check(args, config, roots):
     for dataset in datasets:
         context = DatasetContext.build(config, roots, dataset)  # one for all its models
         for model in models:
-            result = check_pair(context, model, args.batch_size)
+            result = check_pair(context, model, args.batch_size, invocation=args.invocation)
             result.table_baseline_bytes = table_baseline_of_check(config, result)
             results.append(result)
             write_result(result, Path(args.out) if args.out else
@@ -288,6 +296,8 @@ def cmd_memory(args, config, roots):
 
 def cmd_calibrate(args, config, roots):
     """Refit the memory calibration from the runs table; the drift to stdout, notes to stderr."""
+    import shlex
+
     from embedprobe.memory.calibration import calibration_path, load_calibration
     from embedprobe.memory.estimate import JOB_TYPES
     from embedprobe.memory.refit import calibrate_from_runs, drift_lines
@@ -314,8 +324,8 @@ def cmd_calibrate(args, config, roots):
             print(f"note: {outcome.job} keeps the constants of {base.name}: {outcome.reason}",
                   file=sys.stderr)
     print(f"note: preflight uses it once the config names it: snakemake ... --config "
-          f"memory_calibration={out} (or memory_calibration in config/config.yaml)",
-          file=sys.stderr)
+          f"{shlex.quote(f'memory={{calibration: {out}}}')} (or memory: calibration: in "
+          "config/config.yaml)", file=sys.stderr)
 
 
 def cmd_fetch_weights(args, config, roots):
@@ -344,7 +354,7 @@ def cmd_results(args, config, roots):
     from embedprobe.reporting.results import format_rows
 
     rows, notes, task = result_records(config, roots, args.benchmark, args.per_fold,
-                                       args.reference)
+                                       args.reference, args.configfile, args.config)
     print(format_rows(rows, task, args.format, args.per_fold))
     for note in notes:
         print(note, file=sys.stderr)
@@ -386,7 +396,7 @@ def cmd_data(args, config, roots):
     from embedprobe.api.tables import availability_records
     from embedprobe.datasets.availability import exit_code, format_availability
 
-    rows = availability_records(config, roots, args.names)
+    rows = availability_records(config, roots, args.names, args.invocation)
     print(json.dumps(rows, indent=2) if args.format == "json" else format_availability(rows))
     return exit_code(rows)
 
@@ -529,7 +539,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="the calibration YAML to write (default: "
                                  "RESULTS/memory/calibration.yaml)")
     p.add_argument("--calibration", help="the table to start from and compare with "
-                                         "(default: the config's memory_calibration, else "
+                                         "(default: the config's memory.calibration, else "
                                          "config/memory_calibration.yaml)")
     p.add_argument("--job", action="append", help="refit only this job type (may be given "
                                                   "again); refused if it cannot be refitted")
@@ -604,8 +614,10 @@ def main(argv=None) -> int:
         return exc.exit_code
     args = parser().parse_args(argv)
     args.configfile, args.config = configfiles, assignments
-    if not args.job_config:  # run by hand: a `fix:` may repeat this command with a setting
-        overrides.INVOCATION = ["embedprobe", *(sys.argv[1:] if original is None else original)]
+    # Run by hand, a `fix:` may repeat this command with a setting; a workflow job's command
+    # is not one the user typed.
+    args.invocation = None if args.job_config else [
+        "embedprobe", *(sys.argv[1:] if original is None else original)]
     output = getattr(args, "out", None)
     startup_crashes = 0  # start-up crashes in a row before this attempt (core/attempts.py)
     if output and getattr(args, "attempt", None):  # embed, probe: retried by Snakemake

@@ -1,9 +1,9 @@
 """`embedprobe list benchmarks|models|datasets`: what the config offers, without reading YAML.
 
-One row per benchmark (its task, datasets, models, folds, variants), per model (its family,
-architecture, weights and whether they are here, its input contract, the aliases that name it)
-or per dataset (its format, labelling task, folder and its state on disk: the rows of `data
-status`). The states are their owners' (models.registry.weights_state,
+One row per benchmark (its task, quick dataset, datasets, models, folds, variants), per model
+(its family, architecture, weights and whether they are here, its input contract, the aliases
+that name it) or per dataset (its format, labelling task, folder and its state on disk: the
+rows of `data status`). The states are their owners' (models.registry.weights_state,
 datasets.availability), so a listing never disagrees with `check` or the plan.
 """
 
@@ -17,7 +17,7 @@ from embedprobe.core.variants import listed_models
 KINDS = ("benchmarks", "models", "datasets")
 # the columns the table shows of each kind's rows (the JSON has every key)
 COLUMNS = {
-    "benchmarks": ("benchmark", "task", "datasets", "n_models", "folds", "variants"),
+    "benchmarks": ("benchmark", "task", "quick", "datasets", "n_models", "folds", "variants"),
     "models": ("model", "family", "weights", "weights_state", "sfreq", "window_seconds",
                "aliases"),
     "datasets": ("dataset", "format", "labels", "state", "recordings", "folder"),
@@ -25,7 +25,9 @@ COLUMNS = {
 
 
 def benchmark_rows(config: dict) -> list[dict]:
-    return [{"benchmark": name, "task": bench["task"],
+    from embedprobe.core.selection import quick_dataset
+
+    return [{"benchmark": name, "task": bench["task"], "quick": quick_dataset(bench),
              "datasets": ", ".join(bench["datasets"]), "models": ", ".join(bench["models"]),
              "n_models": len(bench["models"]),
              "folds": str(bench["folds"]),

@@ -42,8 +42,10 @@ def settings(configfile=(), config=()) -> tuple[dict, dict]:
 
 
 def result_records(config: dict, roots: dict, benchmark: str, per_fold: bool = False,
-                   reference: str | Path | None = None) -> tuple[list[dict], list[str], object]:
-    """(rows, notes, the benchmark's task): what `embedprobe results` prints."""
+                   reference: str | Path | None = None, configfile=(), assignments=()
+                   ) -> tuple[list[dict], list[str], object]:
+    """(rows, notes, the benchmark's task): what `embedprobe results` prints; with no results
+    yet, the fix is the snakemake command with the same --configfile and --config."""
     from embedprobe.reporting.results import fold_rows, read_reference, result_rows
     from embedprobe.tasks.registry import benchmark_task
 
@@ -51,7 +53,7 @@ def result_records(config: dict, roots: dict, benchmark: str, per_fold: bool = F
     task = benchmark_task(config, benchmark)
     published = read_reference(Path(reference), task.metrics) if reference else None
     rows, notes = (fold_rows if per_fold else result_rows)(benchmark, bench, task, roots,
-                                                          published)
+                                                          published, configfile, assignments)
     return rows, notes, task
 
 
@@ -75,12 +77,13 @@ def status_records(config: dict, roots: dict, target: str = "all", scheduler: bo
                       Path(workdir or Path.cwd()), configfile, assignments, scheduler)
 
 
-def availability_records(config: dict, roots: dict, names=()) -> list[dict]:
+def availability_records(config: dict, roots: dict, names=(),
+                         invocation: list[str] | None = None) -> list[dict]:
     """One row per dataset the names select: what `embedprobe data status --format json`
-    prints."""
+    prints (a fix that is a command repeats `invocation`, the command typed, if any)."""
     from embedprobe.datasets.availability import availability
 
-    return availability(config, roots, list(names))
+    return availability(config, roots, list(names), invocation)
 
 
 def check_records(config: dict, roots: dict, benchmark: str, dataset: str | None = None,
@@ -109,7 +112,8 @@ def results(benchmark: str, per_fold: bool = False, reference: str | Path | None
     mean and SD, folds done/expected, status, chance level (None where the headline has
     none), normalised score (None unless the task sets a dummy); `reference` (a TSV/CSV of
     dataset, model, metric, value) adds `reference_<metric>` columns."""
-    rows, _, _ = result_records(*settings(configfile, config), benchmark, per_fold, reference)
+    rows, _, _ = result_records(*settings(configfile, config), benchmark, per_fold, reference,
+                                configfile, config)
     return pd.DataFrame(rows)
 
 

@@ -101,13 +101,75 @@ def _check_keys(value, schema: dict, where: str) -> None:
             )
 
 
-def coerce_flags(config: dict) -> None:
-    """`--config allow_partial=true` arrives as the string 'true': make top-level flags bools."""
-    for key, spec in _schema()["properties"].items():
-        value = config.get(key)
-        if spec.get("type") == "boolean" and isinstance(value, str):
-            if value.lower() in ("true", "false", "yes", "no", "1", "0"):
-                config[key] = value.lower() in ("true", "yes", "1")
+# The flat `memory_<key>` settings, now nested under `memory:`: an old spelling is refused by
+# name with the new one in the fix, so an old config file or command line does not silently
+# run on the defaults.
+MOVED_TO_MEMORY = ("limit_mb", "margin", "embed_margin", "partitions", "on_cluster",
+                   "retry_factor", "first_request_factor", "calibration", "small_job_mb")
+
+
+def check_moved_keys(config: dict) -> None:
+    """`memory_margin` and the other keys of MOVED_TO_MEMORY are a usage error naming their
+    new place (`memory.margin`), in the forms a config file, embedprobe and snakemake take."""
+    from shlex import quote
+
+    from embedprobe.core.overrides import yaml_line
+
+    moved = {key: config[f"memory_{key}"] for key in MOVED_TO_MEMORY
+             if f"memory_{key}" in config}
+    if not moved:
+        return
+    one = len(moved) == 1
+    raise UsageError(
+        f"config key{'' if one else 's'} {', '.join(f'memory_{k}' for k in moved)} "
+        f"{'is' if one else 'are'} now {', '.join(f'memory.{k}' for k in moved)}: the memory "
+        "settings are nested under `memory:`",
+        fix=f"write `memory: {yaml_line(moved)}` in the config file, or --config "
+            + " ".join(quote(f"memory.{k}={yaml_line(v)}") for k, v in moved.items())
+            + f" on embedprobe, or --config {quote(f'memory={yaml_line(moved)}')} on snakemake")
+
+
+BOOLEAN_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+PYTHON_TYPES = {"boolean": (bool,), "integer": (int,), "number": (int, float),
+                "null": (type(None),), "object": (dict,), "array": (list,)}
+
+
+def coerce_strings(value, schema: dict) -> None:
+    """Snakemake's --config reads `allow_partial=true` and every value of a mapping
+    (`memory={margin: 0.2}`) as text: each string where the schema wants no string becomes
+    the value it reads as (`true`, `0.2`, `null`), when that is of a type the schema takes.
+    In place, at every level; what reads as no such value stays for the checks to name."""
+    if not isinstance(value, dict) or schema.get("type") != "object":
+        return
+    known = schema.get("properties", {})
+    extra = schema.get("additionalProperties")
+    for key, item in value.items():
+        spec = known.get(key, extra if isinstance(extra, dict) else None)
+        if spec is None:
+            continue
+        if isinstance(item, str):
+            value[key] = _typed(item, spec)
+        else:
+            coerce_strings(item, spec)
+
+
+def _typed(text: str, spec: dict):
+    types = spec.get("type", [])
+    types = [types] if isinstance(types, str) else list(types)
+    for member in spec.get("anyOf", ()):  # e.g. folds: an integer, or `loso`
+        types += [member["type"]] if isinstance(member.get("type"), str) else []
+    if not types or "string" in types:
+        return text
+    if "boolean" in types and text.lower() in BOOLEAN_WORDS:
+        return BOOLEAN_WORDS[text.lower()]
+    try:
+        read = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    wanted = tuple(t for name in types for t in PYTHON_TYPES.get(name, ()))
+    if isinstance(read, bool) and "boolean" not in types:  # YAML's `yes`: no number
+        return text
+    return read if isinstance(read, wanted) else text
 
 
 def _check_values(config: dict, schema: dict) -> None:
@@ -130,8 +192,9 @@ def check_names(config: dict) -> None:
     """Every key is known, every value fits the schema, and every benchmark names datasets and
     models the config defines (model aliases expanded: core/model_aliases.py); then the schema's
     defaults are filled in (fill_defaults)."""
-    coerce_flags(config)
     schema = _schema()
+    coerce_strings(config, schema)
+    check_moved_keys(config)
     _check_keys(config, schema, "")
     _check_values(config, schema)
     fill_defaults(config)

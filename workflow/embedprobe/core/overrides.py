@@ -41,6 +41,22 @@ def parse_assignment(entry: str) -> dict:
     return value
 
 
+def for_snakemake(entry: str) -> str:
+    """A --config KEY=VALUE as snakemake takes it: a dotted key (`memory.margin=0.2`), which
+    snakemake refuses, as the mapping it sets (`memory={margin: 0.2}`); others as they are."""
+    key = entry.partition("=")[0]
+    if "." not in key:
+        return entry
+    (top, value), = parse_assignment(entry).items()
+    return f"{top}={yaml_line(value)}"
+
+
+def yaml_line(value) -> str:
+    """A value as YAML on one line (`0.2`, `{margin: 0.2}`), as --config takes it."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+    return text.removesuffix("...").strip()  # a scalar's document end
+
+
 def read_configfile(path: str | Path) -> dict:
     path = Path(path)
     try:
@@ -101,12 +117,6 @@ def split_overrides(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
     return rest, files, entries
 
 
-# The command line a `fix:` may repeat with one more setting: set by cli.main for a step run
-# by hand, and by smk/plan.py for snakemake's own command line while it builds the plan.
-# None inside a workflow job, whose command the user did not type.
-INVOCATION: list[str] | None = None
-
-
 def with_config(argv: list[str], assignment: str) -> list[str]:
     """argv with one more KEY=VALUE: inside its --config when it has one (a second --config
     would replace the first in snakemake), else as a new --config at the end."""
@@ -116,13 +126,14 @@ def with_config(argv: list[str], assignment: str) -> list[str]:
     return [*argv, "--config", assignment]
 
 
-def rerun_with(assignment: str, otherwise: str = "") -> str:
-    """A `fix:` that is the command to run: this command again with the setting added (a
-    comment after `#` says the other way); inside a workflow job, where to set it."""
+def rerun_with(invocation: list[str] | None, assignment: str, otherwise: str = "") -> str:
+    """A `fix:` that is the command to run: `invocation` (the command line the user typed,
+    program first) again with the setting added (a comment after `#` says the other way);
+    with none (a workflow job, the Python API: no command was typed), where to set it."""
     import shlex
 
-    if INVOCATION:
-        command = shlex.join(with_config(INVOCATION, assignment))
+    if invocation:
+        command = shlex.join(with_config(invocation, assignment))
         return command + (f"   # {otherwise}" if otherwise else "")
     key, _, value = assignment.partition("=")
     return (f"set {key}: {value} in config/config.yaml, or add {assignment} to the --config "

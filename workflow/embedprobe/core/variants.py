@@ -1,7 +1,8 @@
 """The BCI tasks and their protocol variants: one owner for both tables.
 
-The reference runs every BCI benchmark in four variants (its user guide, "BCI variants"): the
-two filterings crossed with the two ways a trial's patch tokens become one vector.
+The reference has four variants of every BCI benchmark (its user guide, "BCI variants"): the
+two filterings crossed with the two ways a trial's patch tokens become one vector. It runs
+`default` unless asked for another (`--variant`).
 
 | variant | filtering | embedding |
 |---|---|---|
@@ -10,7 +11,9 @@ two filterings crossed with the two ways a trial's patch tokens become one vecto
 | no_filtering | the model's own band | patch tokens averaged |
 | no_filtering_token_flattening | the model's own band | patch tokens concatenated in order |
 
-A benchmark's `variants:` list turns each model `m` into one model id per variant,
+A benchmark's `variants:` lists the variants it can run; a run runs its default variant
+(default_variant) unless the `variants` setting names others (core/selection.py). The list
+turns each model `m` into one model id per variant,
 `<variant>/<m>`: an entry of its own in config["models"] (m's entry with `bci_filtering` and
 `pooling` set). Its store is the one of the (dataset, model, preprocessing, pooling) it runs:
 the default variant of `m` reads `m`'s own store, a variant no listed model matches gets its
@@ -53,6 +56,7 @@ VARIANT_ALIASES = {
     "per_patch": "no_filtering_token_flattening",
 }
 SEPARATOR = "/"
+DEFAULT_VARIANT = "default"  # the reference's headline protocol
 
 
 def variant_name(name: str, where: str) -> str:
@@ -63,6 +67,12 @@ def variant_name(name: str, where: str) -> str:
                          fix=f"use any of {', '.join(VARIANTS)} (or the reference's aliases "
                              f"{', '.join(VARIANT_ALIASES)})")
     return name
+
+
+def default_variant(listed: list[str]) -> str:
+    """A benchmark's default variant, the one a run without `variants` runs: the reference's
+    `default` where its `variants:` list it, else the first they list."""
+    return DEFAULT_VARIANT if DEFAULT_VARIANT in listed else listed[0]
 
 
 def variant_model(variant: str, model: str) -> str:

@@ -50,8 +50,10 @@ def datasets_named(config: dict, names=()) -> list[str]:
     return chosen
 
 
-def availability_row(config: dict, roots: dict, dataset: str) -> dict:
-    """One dataset's row (the keys of COLUMNS, then `found`, `expected` and `fix`)."""
+def availability_row(config: dict, roots: dict, dataset: str,
+                     invocation: list[str] | None = None) -> dict:
+    """One dataset's row (the keys of COLUMNS, then `found`, `expected` and `fix`: for
+    `invocation`, the command the user typed, if any: registry.fix_for)."""
     entry = config["datasets"][dataset]
     expected = expected_recordings(entry)
     row = {"dataset": dataset, "format": entry["format"],
@@ -66,12 +68,15 @@ def availability_row(config: dict, roots: dict, dataset: str) -> dict:
         detail += f"; and {len(status.problems) - SHOWN_PROBLEMS} more"
     return row | {"state": status.state, "found": status.found,
                   "recordings": f"{status.found}/{status.expected}", "detail": detail,
-                  "fix": "" if status.state == READY else fix_for(config, dataset, status)}
+                  "fix": "" if status.state == READY else fix_for(config, dataset, status,
+                                                                  invocation)}
 
 
-def availability(config: dict, roots: dict, names=()) -> list[dict]:
+def availability(config: dict, roots: dict, names=(),
+                 invocation: list[str] | None = None) -> list[dict]:
     """A row per dataset the names select (datasets_named)."""
-    return [availability_row(config, roots, d) for d in datasets_named(config, names)]
+    return [availability_row(config, roots, d, invocation)
+            for d in datasets_named(config, names)]
 
 
 def format_availability(rows: list[dict]) -> str:

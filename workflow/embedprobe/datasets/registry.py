@@ -185,11 +185,15 @@ def partial_allowed(config: dict) -> bool:
     return bool(config.get("allow_partial")) or not config.get("strict")
 
 
-def fix_for(config: dict, dataset: str, status: DataStatus) -> str:
-    return entry_fix(config, dataset, lookup(config, "datasets", dataset), status)
+def fix_for(config: dict, dataset: str, status: DataStatus,
+            invocation: list[str] | None = None) -> str:
+    """What to do about a dataset that is not all there; for a partial one a strict run
+    refuses, `invocation` (the command the user typed, if any) again with allow_partial."""
+    return entry_fix(config, dataset, lookup(config, "datasets", dataset), status, invocation)
 
 
-def entry_fix(config: dict, dataset: str, entry: dict, status: DataStatus) -> str:
+def entry_fix(config: dict, dataset: str, entry: dict, status: DataStatus,
+              invocation: list[str] | None = None) -> str:
     """fix_for of a dataset's config entry."""
     if "generator" in entry:
         if status.state == "missing":  # a look-alike is written when a benchmark needs it
@@ -203,26 +207,30 @@ def entry_fix(config: dict, dataset: str, entry: dict, status: DataStatus) -> st
         # the command that runs on the recordings that are there
         rest = (f"fetch the rest: embedprobe data download {dataset} (on a login node)" if fetch
                 else put)
-        return rerun_with("allow_partial=true", f"runs on the {status.found} complete "
-                                                f"recordings; or {rest}")
+        return rerun_with(invocation, "allow_partial=true",
+                          f"runs on the {status.found} complete recordings; or {rest}")
     return f"embedprobe data download {dataset}   # on a login node; or {put}" if fetch else put
 
 
-def require_data(config: dict, roots: dict, dataset: str) -> list[Path]:
+def require_data(config: dict, roots: dict, dataset: str,
+                 invocation: list[str] | None = None) -> list[Path]:
     """The dataset's files (those of its complete recordings); a missing dataset is refused,
-    and a partial one where partial_allowed says so (a strict run)."""
+    and a partial one where partial_allowed says so (a strict run), the fix for `invocation`
+    (fix_for)."""
     entry = lookup(config, "datasets", dataset)
-    return require_entry_data(config, dataset, entry, Path(roots["data_root"]) / entry["path"])
+    return require_entry_data(config, dataset, entry, Path(roots["data_root"]) / entry["path"],
+                              invocation)
 
 
-def require_entry_data(config: dict, dataset: str, entry: dict, root: Path) -> list[Path]:
+def require_entry_data(config: dict, dataset: str, entry: dict, root: Path,
+                       invocation: list[str] | None = None) -> list[Path]:
     """require_data of a dataset's config entry, its files under `root`."""
     status = entry_status(dataset, entry, root)
     if status.state == "missing" or (status.state == "partial" and not partial_allowed(config)):
         details = "; ".join(status.problems[:5])
         raise DataError(
             f"dataset '{dataset}' is {status.describe()} in {status.root}: {details}",
-            fix=entry_fix(config, dataset, entry, status),
+            fix=entry_fix(config, dataset, entry, status, invocation),
         )
     recordings = entry_recordings(entry, status.root)
     return [p for r in recordings if not r.problem for p in r.files]

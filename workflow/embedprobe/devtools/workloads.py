@@ -1,8 +1,8 @@
 """The project's real jobs as measured workloads: data built, the job run in its own child
 process, its peak measured by the kernel (peaks.run_measured: the child's ru_maxrss from wait4).
 
-scripts/calibrate_memory.py fits the calibration table on them; scripts/validate_memory.py,
-scripts/validate_gpu_memory.py and scripts/bench_embed_memory.py check estimates against them.
+The calibration (calibrate_memory) fits the table on them; the validation (validate_memory, its
+GPU grid validate_gpu_memory) and bench_embed_memory check estimates against them.
 Each workload runs the code a workflow job runs, through `embedprobe <step> --job-config ...`
 as the rules run it, with every root (data, cache, results, weights) under a folder of its own:
 

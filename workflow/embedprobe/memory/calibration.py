@@ -1,7 +1,7 @@
 """The memory calibration table: the fitted constants of the formulas, by job type.
 
 config/memory_calibration.yaml is shipped (scripts/calibrate_memory.py fits it on the
-project's real jobs); the config key `memory_calibration` names another one (e.g. one that
+project's real jobs); the config key `memory.calibration` names another one (e.g. one that
 `embedprobe calibrate --from-runs` refitted from this cluster's runs).
 """
 
@@ -21,8 +21,8 @@ CALIBRATION_PATH = Path(__file__).resolve().parents[3] / "config" / "memory_cali
 
 
 def calibration_path(config: dict) -> Path:
-    """The table the config names (`memory_calibration`), else the shipped one."""
-    return Path(config.get("memory_calibration") or CALIBRATION_PATH)
+    """The table the config names (`memory.calibration`), else the shipped one."""
+    return Path(config["memory"]["calibration"] or CALIBRATION_PATH)
 
 
 def embed_baseline_from_table(config: dict, cuda: bool, weights_bytes: int) -> int:

@@ -465,10 +465,10 @@ def _fix_text(result: Estimate, partitions: dict[str, int] | None, on_cluster: b
     if fitting:
         mb, name = fitting[0]
         where = (f"run it on partition '{name}' ({mb:,} MB; set slurm_partition for this rule "
-                 f"in the profile and the largest memory to {mb} in the config)")
+                 f"in the profile and memory.limit_mb to {mb} in the config)")
     elif on_cluster:
-        where = (f"no configured partition has {need:,} MB: add one that does to the config, "
-                 f"or use fewer windows")
+        where = (f"no configured partition has {need:,} MB: add one that does to the config's "
+                 f"memory.partitions, or use fewer windows")
     else:
         where = (f"run it on a machine (or container limit) with at least {need:,} MB, or "
                  f"on a cluster partition that large")

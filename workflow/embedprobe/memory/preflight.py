@@ -177,8 +177,8 @@ def offer_pooled(estimate, check, model: str, fold_estimate) -> None:
     verdict = "fits" if pooled.verdict == "ok" else "does not fit either"
     variant, base = split_variant(model)
     setting = ("`pooling: mean` in its entry (config/models.yaml)" if variant is None else
-               f"its variant {pooled_variant(variant)} (drop {variant} from the benchmark's "
-               "`variants:`)")
+               f"its variant {pooled_variant(variant)} (--config "
+               f"variants={pooled_variant(variant)} in place of {variant})")
     estimate.fix = (f"{estimate.fix}; or probe {base} pooled: {setting} gives {width} "
                     f"features instead of {check.tokens} tokens x {width} and needs "
                     f"{pooled.request_mb:,} MB, which {verdict}")
@@ -211,19 +211,20 @@ def sizing(config: dict, dataset: str, model: str, check_path: Path, index_path:
     if check.status != OK:
         raise UsageError(f"check of {dataset}/{model} did not pass ({check.status}): "
                          f"{check.reason}", fix=check.fix or "run the check step again")
-    cluster_mb = config.get("memory_limit_mb") or cluster_memory_limit_mb()
+    memory = config["memory"]
+    cluster_mb = memory["limit_mb"] or cluster_memory_limit_mb()
     return Sizing(
         check=check, table=read_index(index_path),
         calibration=load_calibration(calibration_path(config)),
         limit=job_memory_limit(cluster_mb),
-        limit_source=("config memory_limit_mb" if config.get("memory_limit_mb") else
+        limit_source=("config memory.limit_mb" if memory["limit_mb"] else
                       "largest SLURM node (sinfo)" if cluster_mb else
                       "this machine (cgroup aware)"),
-        margin=config["memory_margin"],
-        partitions=config.get("memory_partitions") or None,
+        margin=memory["margin"],
+        partitions=memory["partitions"] or None,
         # the config's setting (the cluster profiles set it), or found: the allocation also
         # holds Snakemake's own processes
-        on_cluster=bool(config["memory_on_cluster"]) or running_under_scheduler())
+        on_cluster=bool(memory["on_cluster"]) or running_under_scheduler())
 
 
 def run_preflight(context: DatasetContext, model: str, check_path: Path, index_path: Path,
@@ -235,7 +236,7 @@ def run_preflight(context: DatasetContext, model: str, check_path: Path, index_p
         "on_cluster": sized.on_cluster}
     estimate = fit_knobs(
         embed_job_type(config, sized.check), inputs, sized.calibration, sized.limit,
-        max(sized.margin, config["memory_embed_margin"]), sized.partitions)
+        max(sized.margin, config["memory"]["embed_margin"]), sized.partitions)
     runtime = embed_runtime_minutes(sized.check, len(sized.table))
     return write_record(sized, {"dataset": dataset, "model": model},
                         {"embed": (estimate, runtime)}, out)

@@ -134,7 +134,7 @@ def fit_constants(job: str, runs: list[dict], names, constants: dict) -> tuple[d
     either side (its |error| counts), and it covers each repeat within REPEAT_ALLOWANCE: the
     same job's peaks spread 10-20% from run to run
     (docs/measurements/2026-12-05-typical-run.md), which the embed request's margin
-    (memory_embed_margin, 20%) is there to take, so fitting the highest repeat would put every
+    (memory.embed_margin, 20%) is there to take, so fitting the highest repeat would put every
     job's estimate half a spread high.
     """
     peaks = np.array([run["peak"] for run in runs], float)
@@ -465,7 +465,7 @@ HEADER = """\
 # Constants marked "fitted from runs" are the tightest (>= 0) under which the formulas of
 # workflow/embedprobe/memory/formulas.py cover every one of those runs' measured peaks; the
 # others are the table this one was based on (environment.based_on). Point the config key
-# memory_calibration at this file to use it.
+# memory.calibration at this file to use it.
 """
 
 

@@ -14,13 +14,13 @@ from embedprobe.memory.records import job_estimate
 
 
 def memory_request_mb(config: dict, estimate_path, job_key: str, attempt: int) -> int:
-    """The preflight request, scaled on retries (x memory_retry_factor per attempt) and capped
-    at the limit; `memory_first_request_factor` < 1 shrinks the first attempt on purpose."""
+    """The preflight request, scaled on retries (x memory.retry_factor per attempt) and capped
+    at the limit; `memory.first_request_factor` < 1 shrinks the first attempt on purpose."""
     estimate = job_estimate(estimate_path, job_key)
     if attempt == 1:
-        factor = float(config["memory_first_request_factor"])
+        factor = float(config["memory"]["first_request_factor"])
     else:
-        factor = float(config["memory_retry_factor"]) ** (attempt - 1)
+        factor = float(config["memory"]["retry_factor"]) ** (attempt - 1)
     request = int(estimate["request_mb"] * factor)
     limit = estimate.get("limit_mb")
     return max(1, min(request, limit) if limit else request)
@@ -40,7 +40,7 @@ def gpu_request_mb(estimate_path, job_key: str) -> int:
 def check_memory_mb(config: dict, on_gpu: bool) -> int:
     """The check job's request: a small job's, plus on a GPU the host memory CUDA's libraries
     take (the calibration's embed_gpu baseline), since check then runs the model there."""
-    small = int(config["memory_small_job_mb"])
+    small = int(config["memory"]["small_job_mb"])
     if not on_gpu:
         return small
     from embedprobe.memory.calibration import calibration_path, load_calibration

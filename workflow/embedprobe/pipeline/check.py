@@ -163,17 +163,18 @@ def _apply_channel_map(result: CheckResult, context: DatasetContext, family: str
     return plan
 
 
-def _check_data(result: CheckResult, context: DatasetContext) -> None:
+def _check_data(result: CheckResult, context: DatasetContext,
+                invocation: list[str] | None) -> None:
     """Skip the pair when a run would refuse the dataset; note a partial one a run accepts."""
     status = context.status()
     result.data = status.describe()
     problems = "; ".join(status.problems[:3])
     if status.state == "missing":
         result.stop(SKIPPED, "data", f"skipped: data missing: {problems}",
-                    context.fix_for(status))
+                    context.fix_for(status, invocation))
     elif status.state == "partial" and not partial_allowed(context.config):
         result.stop(SKIPPED, "data", f"skipped: data partial, which a run refuses: {problems}",
-                    context.fix_for(status))
+                    context.fix_for(status, invocation))
     elif status.state == "partial":
         result.reason = (f"note: data partial, the run uses the {status.found} complete "
                          f"recordings: {problems}")
@@ -251,7 +252,8 @@ def _failure(result: CheckResult, phase: str, exc: Exception) -> CheckResult:
 
 
 def check_pair(context: DatasetContext, model: str, batch_size: int | None = None,
-               encoder_factory=None, map_dir: Path = CHANNEL_MAP_DIR) -> CheckResult:
+               encoder_factory=None, map_dir: Path = CHANNEL_MAP_DIR,
+               invocation: list[str] | None = None) -> CheckResult:
     """Check one pair; only unknown names raise (UsageError), every other problem is a row.
 
     The batch is the one embed would ask for (`batch_size`, default the config's
@@ -259,17 +261,18 @@ def check_pair(context: DatasetContext, model: str, batch_size: int | None = Non
     result's `batch_size` reports what ran, and preflight sizes embed's batch from it.
 
     `encoder_factory(spec, ch_names, roots)` builds the encoder (default: the real `Encoder`);
-    `map_dir` holds the channel maps (default config/channel_maps).
+    `map_dir` holds the channel maps (default config/channel_maps); `invocation`, the command
+    the user typed (none in a workflow job), is what a data fix repeats (registry.fix_for).
     """
     started = time.monotonic()
     batch_size = batch_size or context.config["embed"]["batch_size"]
-    result = _check(context, model, batch_size, encoder_factory, map_dir)
+    result = _check(context, model, batch_size, encoder_factory, map_dir, invocation)
     result.total_seconds = round(time.monotonic() - started, 3)
     return result
 
 
-def _check(context: DatasetContext, model, batch_size, encoder_factory, map_dir
-           ) -> CheckResult:
+def _check(context: DatasetContext, model, batch_size, encoder_factory, map_dir,
+           invocation) -> CheckResult:
     config, roots = context.config, context.roots
     result = CheckResult(context.name, model)
     spec = context.model_spec(model)
@@ -281,7 +284,7 @@ def _check(context: DatasetContext, model, batch_size, encoder_factory, map_dir
         return result
     phase = "data"
     try:
-        _check_data(result, context)
+        _check_data(result, context, invocation)
         _check_weights(result, spec, roots)
         if result.status != OK:
             return result

@@ -84,11 +84,11 @@ class DatasetContext:
     def status(self) -> DataStatus:
         return entry_status(self.name, self.entry, self.root)
 
-    def fix_for(self, status: DataStatus) -> str:
-        return entry_fix(self.config, self.name, self.entry, status)
+    def fix_for(self, status: DataStatus, invocation: list[str] | None = None) -> str:
+        return entry_fix(self.config, self.name, self.entry, status, invocation)
 
-    def require_data(self) -> list[Path]:
-        return require_entry_data(self.config, self.name, self.entry, self.root)
+    def require_data(self, invocation: list[str] | None = None) -> list[Path]:
+        return require_entry_data(self.config, self.name, self.entry, self.root, invocation)
 
     def channel_map_path(self, map_dir: Path = CHANNEL_MAP_DIR) -> Path:
         return entry_map_path(self.name, self.entry, map_dir)

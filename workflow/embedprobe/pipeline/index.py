@@ -17,11 +17,13 @@ from embedprobe.pipeline.context import DatasetContext
 INDEX_COLUMNS = ["recording", "subject", "session", "start", "label", "sfreq"]
 
 
-def build_index(context: DatasetContext, quality: list | None = None) -> pd.DataFrame:
+def build_index(context: DatasetContext, quality: list | None = None,
+                invocation: list[str] | None = None) -> pd.DataFrame:
     """Read every recording's labels (headers and annotations) and scan its EEG channels over
     the kept windows (flat, clipped, NaN/inf scaling, unit, rate: `warning:` lines). With
     `exclude_bad_recordings` a flagged recording is left out. `quality`, when given, receives
-    one row per problem (QUALITY_COLUMNS)."""
+    one row per problem (QUALITY_COLUMNS). The `fix:` for flagged recordings is `invocation`
+    (the command the user typed, if any) again with exclude_bad_recordings."""
     from embedprobe.datasets.quality import rate_problems, scan
 
     config, dataset, entry, reader = context.config, context.name, context.entry, context.reader
@@ -67,7 +69,7 @@ def build_index(context: DatasetContext, quality: list | None = None) -> pd.Data
         print(f"{'note' if exclude else 'warning'}: {len(flagged)} recording(s) of {dataset} "
               f"flagged, {action}: {', '.join(flagged)}", file=sys.stderr)
         if not exclude:
-            print("fix: " + rerun_with("exclude_bad_recordings=true",
+            print("fix: " + rerun_with(invocation, "exclude_bad_recordings=true",
                                        "or replace the flagged files"), file=sys.stderr)
     if quality is not None:
         quality += [[p.recording, p.channel, p.problem, p.detail, exclude] for p in problems]

@@ -38,8 +38,9 @@ PROTOCOL_OPTIONS = {
         "night, and no recording-wide pass is needed"),
 }
 # What became a BCI benchmark's variant: the option's fix names it.
-MOVED_OPTIONS = {"no_filtering": "list `variants: [no_filtering]` (or no_filtering_token_"
-                                 "flattening) on the BCI benchmark in config/benchmarks.yaml"}
+MOVED_OPTIONS = {"no_filtering": "run the BCI benchmark's variant: --config "
+                                 "variants=no_filtering (or no_filtering_token_flattening; its "
+                                 "`variants:` in config/benchmarks.yaml lists those it can run)"}
 HIGHPASS_HZ = 0.5  # the reference's common protocol (REFERENCE.md, its user guide)
 RECORDING_Q95 = "recording_q95"
 # The reference's REVE and ST-EEGFormer inputs (NeuroAtlas backbones/reve.py, steegformer.py,

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from embedprobe.core.variants import split_variant
+from embedprobe.core.variants import DEFAULT_VARIANT, split_variant
 from embedprobe.reporting.aggregate import pair_status, read_results, score_text
 from embedprobe.reporting.chance import CHANCE_MEANING, headline_normalised
 
@@ -82,11 +82,16 @@ def variant_column(benchmark: str, variant: str | None) -> str:
     return benchmark if variant is None else f"{benchmark}[{variant}]"
 
 
-def counts_for_mean_rank(key: str) -> bool:
-    """Whether a benchmark key (variant_column) enters the mean rank: a benchmark run as its
-    models are, or a variant benchmark's default variant."""
-    variant = key.partition("[")[2].rstrip("]")
-    return variant in ("", "default")
+def mean_rank_keys(keys) -> set[str]:
+    """The benchmark keys (variant_column) the mean rank counts, each benchmark once: one run as
+    its models are, a variant benchmark by its default variant or, where the run selected
+    other variants only (the `variants` setting), by the first of them."""
+    chosen: dict[str, str] = {}
+    for key in keys:
+        benchmark = column_benchmark(key)
+        if benchmark not in chosen or key.partition("[")[2].rstrip("]") in ("", DEFAULT_VARIANT):
+            chosen[benchmark] = key
+    return set(chosen.values())
 
 
 def column_benchmark(column: str) -> str:
@@ -113,7 +118,8 @@ def rank_frame(tables: dict[tuple[str, str], pd.DataFrame], tasks: dict) -> pd.D
         frame[f"avg rank {benchmark}"] = ranks
     # a BCI benchmark counts once, by its default variant (the reference's headline); its
     # other variants are ranked beside it (a family without tokens has no flattened ones)
-    averages = [f"avg rank {b}" for b in per_benchmark if counts_for_mean_rank(b)]
+    counted = mean_rank_keys(b for b, _ in tables)
+    averages = [f"avg rank {b}" for b in per_benchmark if b in counted]
     # skipna=False: a model missing from a ranked benchmark has no mean rank
     frame["mean rank"] = frame[averages].mean(axis=1, skipna=False) if averages else np.nan
     frame["normalised"] = _mean_normalised(normalised, frame["mean rank"])
@@ -206,15 +212,16 @@ def _not_ranked(tables, tasks, ranks: pd.DataFrame) -> list[str]:
     """Which benchmark leaves a model out (no score on one of its datasets), and which
     benchmarks rank nobody."""
     benchmarks = list(dict.fromkeys(b for b, _ in tables))
-    ranked = [b for b in benchmarks
-              if f"avg rank {b}" in ranks.columns and counts_for_mean_rank(b)]
+    counted = mean_rank_keys(benchmarks)
+    ranked = [b for b in benchmarks if f"avg rank {b}" in ranks.columns and b in counted]
     lines = []
     for model in ranks.index:
         missing = [b for b in ranked if not np.isfinite(ranks.at[model, f"avg rank {b}"])]
         if missing:
             lines.append(f"Not ranked: {model} (no score on every dataset of "
                          f"{', '.join(missing)}).")
-    nobody = [b for b in benchmarks if b not in ranked]
+    # a variant the mean rank does not count still ranks its models
+    nobody = [b for b in benchmarks if f"avg rank {b}" not in ranks.columns]
     if nobody:
         lines.append(f"Ranks nobody (no model has a score on each of its datasets): "
                      f"{', '.join(nobody)}.")

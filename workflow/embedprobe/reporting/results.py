@@ -62,11 +62,13 @@ def read_reference(path: Path, metrics) -> pd.DataFrame:
 
 
 def result_rows(benchmark: str, bench: dict, task, roots: dict,
-                reference: pd.DataFrame | None = None) -> tuple[list[dict], list[str]]:
+                reference: pd.DataFrame | None = None, configfile=(), assignments=()
+                ) -> tuple[list[dict], list[str]]:
     """(one row per (dataset, model) of the benchmark's results.tsv tables, notes for stderr).
 
-    No table at all is a usage error whose fix is the command that writes them."""
-    tables, notes = _tables(benchmark, bench, roots)
+    No table at all is a usage error whose fix is the command that writes them, with the
+    run's --configfile files and --config assignments."""
+    tables, notes = _tables(benchmark, bench, roots, configfile, assignments)
     headline = task.metrics[0]
     rows = []
     for dataset, table in tables.items():
@@ -76,10 +78,11 @@ def result_rows(benchmark: str, bench: dict, task, roots: dict,
 
 
 def fold_rows(benchmark: str, bench: dict, task, roots: dict,
-              reference: pd.DataFrame | None = None) -> tuple[list[dict], list[str]]:
+              reference: pd.DataFrame | None = None, configfile=(), assignments=()
+              ) -> tuple[list[dict], list[str]]:
     """(one row per fold of every pair in the benchmark's results.tsv tables, notes): the
     fold's status (ok; failed with its failure record's message; missing) and metrics."""
-    tables, notes = _tables(benchmark, bench, roots)
+    tables, notes = _tables(benchmark, bench, roots, configfile, assignments)
     headline = task.metrics[0]
     rows = []
     for dataset, table in tables.items():
@@ -124,8 +127,8 @@ def format_rows(rows: list[dict], task, fmt: str, per_fold: bool = False) -> str
 # ------------------------------------------------------------------------------ the rows
 
 
-def _tables(benchmark: str, bench: dict, roots: dict) -> tuple[dict[str, pd.DataFrame],
-                                                                list[str]]:
+def _tables(benchmark: str, bench: dict, roots: dict, configfile=(), assignments=()
+            ) -> tuple[dict[str, pd.DataFrame], list[str]]:
     tables, absent = {}, []
     for dataset in bench["datasets"]:
         path = output_path("results", roots, benchmark=benchmark, dataset=dataset)
@@ -136,24 +139,23 @@ def _tables(benchmark: str, bench: dict, roots: dict) -> tuple[dict[str, pd.Data
     if not tables:
         raise UsageError(f"no results for benchmark '{benchmark}' yet: "
                          f"{', '.join(absent)} not written",
-                         fix=snakemake_command(benchmark))
+                         fix=snakemake_command(benchmark, configfile, assignments))
     notes = [f"note: no results yet for {Path(p).parent.name} ({p}); the other datasets "
              "are shown" for p in absent]
     return tables, notes
 
 
-def snakemake_command(target: str) -> str:
-    """The snakemake command that runs `target` with the --configfile and --config settings of
-    the embedprobe command being run (a `fix:` to copy)."""
+def snakemake_command(target: str, configfile=(), assignments=()) -> str:
+    """The snakemake command that runs `target` with the --configfile files and --config
+    assignments of the embedprobe command being run (a `fix:` to copy; a dotted key as the
+    mapping snakemake takes)."""
     import shlex
 
-    from embedprobe.core import overrides
+    from embedprobe.core.overrides import for_snakemake
 
-    files, assignments = [], []
-    if overrides.INVOCATION:
-        _, files, assignments = overrides.split_overrides(list(overrides.INVOCATION[1:]))
-    return shlex.join(["snakemake", *(a for f in files for a in ("--configfile", f)), target,
-                       *(["--config", *assignments] if assignments else [])])
+    settings = [for_snakemake(a) for a in assignments]
+    return shlex.join(["snakemake", *(a for f in configfile for a in ("--configfile", f)),
+                       target, *(["--config", *settings] if settings else [])])
 
 
 def _pair_row(benchmark: str, dataset: str, record: dict, task, headline: str) -> dict:

@@ -16,14 +16,14 @@ from embedprobe.smk.plan import not_run_pairs, target_groups
 
 def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> str:
     """The slice of the config one job needs, so a change elsewhere does not rerun it."""
-    # memory_* settings are read by preflight and the resources callables only: leaving them
-    # out keeps a change of, say, memory_retry_factor from rerunning every job; a selection
+    # the memory settings are read by preflight and the resources callables only: leaving them
+    # out keeps a change of, say, memory.retry_factor from rerunning every job; a selection
     # (only_models, folds, ...) chooses jobs and reruns none; target groups only name targets
     # (a group edited or added must not re-index and re-embed its datasets); where a dataset
     # is downloaded from (`download:`, a dataset's `source:`) changes none of its files.
     sliced = {k: v for k, v in config.items()
               if k not in ("benchmarks", "datasets", "models", "target_groups", "download")
-              and not k.startswith("memory_") and in_job_config(k, v)}
+              and k != "memory" and in_job_config(k, v)}
     for kind, name in (("benchmarks", benchmark), ("datasets", dataset), ("models", model)):
         sliced[kind] = {name: config[kind][name]} if name else {}
     if dataset:
@@ -90,10 +90,10 @@ def preflight_job_config(config: dict, dataset: str, model: str, benchmark=None)
 
 def preflight_job_config_json(config: dict, dataset: str, model: str, benchmark=None) -> str:
     """The job config of a preflight: the pair's job slice (no benchmark: the embed estimate;
-    a benchmark: its probe folds' estimates) and the memory_* settings it sizes with. No other
+    a benchmark: its probe folds' estimates) and the memory settings it sizes with. No other
     benchmark enters it, so adding one reruns neither the pair's embed nor its other probes."""
     sliced = json.loads(job_config_json(config, benchmark, dataset, model))
-    sliced.update({k: v for k, v in config.items() if k.startswith("memory_")})
+    sliced["memory"] = config["memory"]
     return json.dumps(sliced, sort_keys=True)
 
 

@@ -1,7 +1,8 @@
 """The plan, as the Snakefiles build it: config checks at parse time, the targets and target
 groups, the models that run on each dataset, the skips known before running (and their
 warnings), and the lists of folds and tables the rules' input functions return. What a run
-selects (only_models, only_datasets, folds, limit_batches: core/selection.py) is applied here.
+selects (only_models, only_datasets, variants, folds, limit_batches: core/selection.py) is
+applied here, and the plan says which datasets and variants each benchmark runs.
 
 Keeps the Snakefiles declarative: every decision lives here, where it is tested. Paths are
 core/paths.py's patterns, spelled exactly as the rules' outputs so that Snakemake matches them.
@@ -17,7 +18,13 @@ from pathlib import Path
 from embedprobe.core.config import check_names, lookup, resolve_roots
 from embedprobe.core.errors import EmbedprobeError
 from embedprobe.core.paths import pattern
-from embedprobe.core.selection import benchmark_folds, fold_count, has_work, selected
+from embedprobe.core.selection import (
+    benchmark_folds,
+    benchmark_variants,
+    fold_count,
+    has_work,
+    selected,
+)
 from embedprobe.core.variants import embedding_id
 
 
@@ -42,11 +49,15 @@ def expose_cli(basedir: str) -> None:
     os.environ["PATH"] = os.pathsep.join([*parts, os.environ.get("PATH", "")])
 
 
-def checked_roots(config: dict) -> dict:
-    from embedprobe.core import overrides
+def typed_command() -> list[str]:
+    """Snakemake's command line, as the user can type it again: a `fix:` printed while the
+    plan is built may repeat it with a setting."""
+    from embedprobe.core.overrides import invocation_from
 
-    # A `fix:` printed while the plan is built may repeat snakemake's command with a setting.
-    overrides.INVOCATION = overrides.invocation_from(sys.argv)
+    return invocation_from(sys.argv)
+
+
+def checked_roots(config: dict) -> dict:
     from embedprobe.core.selection import check_misplaced, check_selection
     from embedprobe.tasks.registry import check_benchmark_tasks
 
@@ -89,7 +100,8 @@ def index_inputs(config: dict, roots: dict, dataset: str) -> list[str]:
         # (params changed) and with it every real result on the next uncapped run.
         if not (config["limit_batches"] and Path(manifest).is_file()):
             return [manifest]
-    files = [str(p) for p in exit_on_error(require_data, config, roots, dataset)]
+    files = [str(p) for p in exit_on_error(require_data, config, roots, dataset,
+                                           typed_command())]
     warn_partial(config, roots, dataset)
     return files
 
@@ -146,24 +158,71 @@ def benchmark_targets(config: dict, roots: dict, *benchmarks: str) -> list[str]:
 def target_inputs(config: dict, roots: dict, target: str):
     """The input function of a target's rule (evaluated only for the targets a run asks for):
     its benchmarks' summaries and figures and its leaderboard (a capped run's in its own
-    roots); a selection that leaves the target nothing is a usage error."""
-    from embedprobe.core.errors import UsageError
-    from embedprobe.core.selection import describe
+    roots); a selection that leaves the target nothing is a usage error. The plan says which
+    datasets and variants each benchmark runs (note_selection)."""
 
     def inputs(wildcards) -> list[str]:
         members = target_groups(config)[target]
         if not any(has_work(config, b) for b in members):
-            names = {kind: sorted({n for b in members for n in config["benchmarks"][b][kind]})
-                     for kind in ("models", "datasets")}
-            stop(UsageError(
-                f"{describe(config)} leaves target '{target}' nothing to run: its benchmarks "
-                f"run models {', '.join(names['models'])} on datasets "
-                f"{', '.join(names['datasets'])}",
-                fix="choose among those, or another target"))
+            stop(nothing_to_run(config, target, members))
+        for benchmark in members:
+            note_selection(config, benchmark)
         return [*benchmark_targets(config, roots, *members),
                 pattern("leaderboard", roots, target=target)]
 
     return inputs
+
+
+def nothing_to_run(config: dict, target: str, members: list[str]):
+    """The usage error of a selection that leaves the target nothing: the setting that did it
+    where one alone did (only_datasets naming none of its datasets, variants none of its
+    variants), with the values it takes; else the whole selection."""
+    from embedprobe.core.errors import UsageError
+    from embedprobe.core.selection import (
+        ALL_VARIANTS,
+        FULL,
+        QUICK,
+        dataset_choice,
+        describe,
+        setting_value,
+        variant_choice,
+    )
+
+    def listed(kind: str) -> list[str]:
+        return list(dict.fromkeys(n for b in members
+                                  for n in config["benchmarks"][b].get(kind) or []))
+
+    datasets, variants = listed("datasets"), listed("variants")
+    choice = dataset_choice(config)
+    if isinstance(choice, list) and not set(choice) & set(datasets):
+        return UsageError(
+            f"config only_datasets={setting_value(choice)} names no dataset of target "
+            f"'{target}' (its datasets: {', '.join(datasets)})",
+            fix=f"use only_datasets={QUICK}, {FULL}, or some of: {', '.join(datasets)}")
+    # a benchmark without variants runs as it is: only variant benchmarks can be emptied so
+    if all(config["benchmarks"][b].get("variants") and not benchmark_variants(config, b)
+           for b in members):
+        return UsageError(
+            f"config variants={setting_value(variant_choice(config))} names no variant of "
+            f"target '{target}' (its variants: {', '.join(variants)})",
+            fix=f"use variants=default, {ALL_VARIANTS}, or some of: {', '.join(variants)}")
+    models = sorted({n for b in members for n in config["benchmarks"][b]["models"]})
+    return UsageError(
+        f"{describe(config)} leaves target '{target}' nothing to run: its benchmarks run "
+        f"models {', '.join(models)} on datasets {', '.join(sorted(datasets))}",
+        fix="choose among those, or another target")
+
+
+def note_selection(config: dict, benchmark: str) -> None:
+    """The plan's lines for a benchmark of the target, once: the datasets it runs and, for a
+    benchmark with variants, the variants (core/selection.selection_lines)."""
+    from embedprobe.core.selection import selection_lines
+
+    if (benchmark, "selection") in _WARNED:
+        return
+    _WARNED.add((benchmark, "selection"))
+    for line in exit_on_error(selection_lines, config, benchmark):
+        print(f"plan: {benchmark}: {line}", file=sys.stderr)
 
 
 def target_groups(config: dict) -> dict[str, list[str]]:
@@ -320,7 +379,7 @@ def data_skip(config: dict, dataset: str) -> dict | None:
         _DATA_SKIPS[key] = None if status.state != "missing" else {
             "status": "skipped", "reason": f"data not found in {status.root} "
                                            f"({status.found}/{status.expected} recordings)",
-            "fix": fix_for(config, dataset, status) + ", then run again"}
+            "fix": fix_for(config, dataset, status, typed_command()) + ", then run again"}
     return _DATA_SKIPS[key]
 
 

@@ -83,7 +83,7 @@ def gpu_resources(config: dict, job_key: str | None = None) -> dict:
 
 
 def small_job_resources(config: dict, minutes: int, runs_model: bool = False) -> dict:
-    """A small job's memory (`memory_small_job_mb`) and runtime. One that runs the model
+    """A small job's memory (`memory.small_job_mb`) and runtime. One that runs the model
     (check) asks, on a GPU, for one and for the host memory CUDA's libraries take."""
     mem_mb = check_memory_mb(config, runs_model and embed_device(config) == "cuda")
     gpu = gpu_resources(config) if runs_model else {}

@@ -3,7 +3,7 @@
 What a new user runs (a clean checkout, optionally a new venv): `snakemake demo` on the test
 suite's small demo (5 subjects x 2 nights, 0.5 h of sleep each). Each run's jobs are read back
 from its results/memory/runs.tsv. A run passes when snakemake exits 0 and every job's measured
-peak is below the memory it was given. Used by `scripts/validate_memory.py --fresh-clone N`.
+peak is below the memory it was given. Run by `scripts/validate_memory.py --fresh-clone N`.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL_DEMO = {"datasets": {"sleep_edf_demo": {"expected_recordings": 10,
                                               "generator": {"subjects": 5, "nights": 2,
                                                             "hours": 0.5, "seed": 0}}}}
 
 
-def clone(into: Path, fresh_venv: bool) -> Path:
-    """A clone of HEAD; returns the Python to run it with (a new venv, or this one)."""
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(into)], check=True)
+def clone(checkout: Path, into: Path, fresh_venv: bool) -> Path:
+    """A clone of `checkout`'s HEAD; returns the Python to run it with (a new venv, or this
+    one)."""
+    subprocess.run(["git", "clone", "-q", str(checkout), str(into)], check=True)
     if not fresh_venv:
         return Path(sys.executable)
     subprocess.run(["bash", "scripts/install.sh", ".venv"], cwd=into, check=True)
@@ -73,22 +73,25 @@ def run_grid(checkout: Path, python: Path) -> tuple[str, bool]:
     return "; ".join(verdicts) or done.stderr[-500:], done.returncode == 0
 
 
-def fresh_clone_runs(n: int, fresh_venv: bool = False, grid: bool = False) -> int:
+def fresh_clone_runs(checkout: Path, n: int, fresh_venv: bool = False, grid: bool = False
+                     ) -> int:
+    """The demo `n` times in a fresh clone of `checkout` (with `grid`, the quick grid after
+    each); 0 when every run passed."""
     passed = 0
     with tempfile.TemporaryDirectory(prefix="fresh_clone_") as tmp:
-        checkout = Path(tmp) / "fresh"
-        python = clone(checkout, fresh_venv)
+        fresh = Path(tmp) / "fresh"
+        python = clone(checkout, fresh, fresh_venv)
         config = Path(tmp) / "small_demo.yaml"
         config.write_text(yaml.safe_dump(SMALL_DEMO))
-        print(f"fresh clone of {ROOT} at {checkout}; python {python}", flush=True)
+        print(f"fresh clone of {checkout} at {fresh}; python {python}", flush=True)
         for k in range(1, n + 1):
             work = Path(tmp) / f"run{k}"
             work.mkdir()
-            code, runs = run_demo(checkout, python, work, config)
+            code, runs = run_demo(fresh, python, work, config)
             line, ok = run_line(k, code, runs)
             print(line, flush=True)
             if grid:
-                verdicts, grid_ok = run_grid(checkout, python)
+                verdicts, grid_ok = run_grid(fresh, python)
                 print(f"  quick grid: {verdicts}: {'pass' if grid_ok else 'FAIL'}", flush=True)
                 ok = ok and grid_ok
             passed += ok

@@ -21,12 +21,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow"))
-
-from embedprobe.core.units import MIB  # noqa: E402
-from embedprobe.devtools import workloads  # noqa: E402
-from embedprobe.measure.gpu import GpuMemoryUnavailable, gpu_device_used  # noqa: E402
+from embedprobe.core.units import MIB
+from embedprobe.devtools import workloads
+from embedprobe.measure.gpu import GpuMemoryUnavailable, gpu_device_used
 
 MODELS = ("biot_random", "labram_random", "cbramod_random", "eegpt_random")
 BATCH_SIZES = (64, 256)
@@ -131,7 +128,7 @@ def gpu_grid(workdir: Path | None = None) -> int:
                     host_mb, device_mb = run.peak_bytes / MIB, sampler.peak / MIB
                     uncovered += (device["request_mb"] <= device_mb) + (
                         embed["request_mb"] <= host_mb)
-                    print(f"| {model} | {embed['knobs'].get('batch_size', batch)} | "
+                    print(f"| {model} | {embed['knobs']['batch_size']} | "
                           f"{demo.n_windows} | {device['total'] / MIB:,.0f} | "
                           f"{device['request_mb']:,} | {device_mb:,.0f} | "
                           f"{error(device['total'] / MIB, device_mb)} | "
