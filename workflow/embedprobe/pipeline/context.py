@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from embedprobe.core.config import lookup
 from embedprobe.datasets.registry import (
@@ -29,7 +30,9 @@ from embedprobe.pipeline.channel_maps import (
     plan_at,
 )
 from embedprobe.pipeline.protocol import Preprocessing, entry_preprocessing
-from embedprobe.tasks.base import Task
+
+if TYPE_CHECKING:  # the tasks are imported when the labelling task is first asked for
+    from embedprobe.tasks.base import Task
 
 # The index columns every embedding store keeps beside its vectors (a task adds its own).
 WINDOW_COLUMNS = ["recording", "subject", "start", "label"]
