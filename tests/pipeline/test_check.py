@@ -205,7 +205,9 @@ def test_missing_data_is_skipped_with_the_fix(tmp_path, passed):
     assert (result.status, result.category, result.data, result.forward) == (
         SKIPPED, "data", "missing (0/10 recordings)", "-")
     assert result.reason == f"skipped: data missing: folder {folder} does not exist"
-    assert result.fix.startswith(f"put the {DATASET} files under {folder}")
+    # an open dataset: fetch it, or place it by hand
+    assert result.fix.startswith(f"embedprobe data download {DATASET}   # on a login node; "
+                                 f"or put the {DATASET} files under {folder} ")
     assert table_row(result)[6:] == ("-", "-", "-")
     assert exit_code([result]) == 1  # nothing could be checked
     assert exit_code([passed[0], result]) == 0
