@@ -20,6 +20,8 @@ from embedprobe.pipeline.embed import EmbedSettings, run_embed
 from embedprobe.pipeline.index import build_index, read_index, write_index
 from embedprobe.tasks.registry import labelling_task
 
+from helpers.project import VENV_BIN
+
 DATASET, MODEL = "sleep_edf_demo", "biot_random"
 
 
@@ -127,7 +129,7 @@ def test_the_cli_refuses_an_unknown_dataset_with_exit_2_and_a_fix(tmp_path):
     for argv in (["index", "--dataset", "nope", "--out", str(tmp_path / "i.tsv")],
                  ["check", "--dataset", "nope", "--model", MODEL,
                   "--out", str(tmp_path / "c.json")]):
-        proc = subprocess.run(["embedprobe", *argv], capture_output=True, text=True,
+        proc = subprocess.run([str(VENV_BIN / "embedprobe"), *argv], capture_output=True, text=True,
                               cwd=tmp_path)
         assert proc.returncode == 2, proc.stderr
         assert "unknown dataset 'nope'" in proc.stderr

@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from embedprobe.core.errors import DownloadError, EmbedprobeError, UsageError
 from embedprobe.core.text import aligned_rows, byte_size
+from embedprobe.core.units import MIB
 from embedprobe.datasets.availability import datasets_named
 from embedprobe.datasets.registry import dataset_root
 from embedprobe.datasets.sources import Listing, Remote, instructions, list_files
@@ -311,7 +312,7 @@ def unpack(archive: Path, folder: Path, name: str, rule) -> tuple[int, Path]:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 partial = part_of(dest)
                 with z.open(member) as src, partial.open("wb") as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
+                    shutil.copyfileobj(src, out, MIB)
                 partial.replace(dest)
     except zipfile.BadZipFile as exc:
         raise DownloadError(f"{archive}: not a readable zip ({exc}), though its checksum "

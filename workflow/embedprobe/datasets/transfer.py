@@ -26,9 +26,10 @@ from pathlib import Path
 
 from embedprobe.core.errors import DownloadError
 from embedprobe.core.text import byte_size
+from embedprobe.core.units import MIB
 from embedprobe.datasets.sources import TIMEOUT, Remote
 
-CHUNK = 1 << 20
+CHUNK = MIB
 PART = ".part"
 RECORD = ".embedprobe-download.json"
 RETRY_PAUSE_S = 2.0  # doubled after each cut
