@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from embedprobe.core.errors import DownloadError, EmbedprobeError, UsageError
+from embedprobe.core.locks import CannotLock, hold_lock, release_lock
 from embedprobe.core.text import aligned_rows, byte_size
 from embedprobe.core.units import MIB
 from embedprobe.datasets.availability import datasets_named
@@ -219,20 +220,17 @@ class FolderLock:
     """One download at a time into a dataset's folder (an flock, released at exit)."""
 
     def __init__(self, folder: Path):
-        import fcntl
-
         folder.mkdir(parents=True, exist_ok=True)
-        self.file = (folder / LOCK).open("a+")
+        self.path = folder / LOCK
+        held = UsageError(f"another `embedprobe data download` is writing into {folder}",
+                          fix="wait for it to finish (or stop it), then rerun")
         try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.file.close()
-            raise UsageError(f"another `embedprobe data download` is writing into {folder}",
-                             fix="wait for it to finish (or stop it), then rerun") from None
+            self.fd = hold_lock(self.path, held)
+        except CannotLock:  # no flock there: refused too, never two downloads unlocked
+            raise held from None
 
     def release(self) -> None:
-        self.file.close()
-        Path(self.file.name).unlink(missing_ok=True)
+        release_lock(self.path, self.fd)
 
 
 def fetch_dataset(config: dict, plan: Plan, http) -> list[DownloadError]:
