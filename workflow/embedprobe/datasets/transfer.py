@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedprobe.core.errors import DownloadError
+from embedprobe.core.hashing import file_digest
 from embedprobe.core.text import byte_size
 from embedprobe.core.units import MIB
 from embedprobe.datasets.sources import TIMEOUT, Remote
@@ -37,15 +38,6 @@ RETRY_PAUSE_S = 2.0  # doubled after each cut
 
 def part_of(path: Path) -> Path:
     return path.with_name(path.name + PART)
-
-
-def file_digest(path: Path, algorithm: str):
-    """The hashlib object of the file's bytes (to be continued with what a resume appends)."""
-    digest = hashlib.new(algorithm)
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(CHUNK), b""):
-            digest.update(block)
-    return digest
 
 
 def remote_size(session, url: str) -> int | None:
