@@ -237,8 +237,7 @@ def fetch_dataset(config: dict, plan: Plan, http) -> list[DownloadError]:
     """Every file of the plan to fetch, one at a time, then the archives unpacked; the failures
     (each already printed)."""
     record, failed = Record(plan.folder), []
-    for item in plan.verified_now:
-        record.add(item.remote, plan.folder / item.remote.name)
+    record.add_all([(i.remote, plan.folder / i.remote.name) for i in plan.verified_now])
     for name, data in plan.listing.keep.items():  # the listing, as the publisher's zip holds it
         partial = part_of(plan.folder / name)
         partial.write_bytes(data)

@@ -200,10 +200,16 @@ class Record:
         return (entry.get("size"), entry.get("mtime_ns")) == (stat.st_size, stat.st_mtime_ns)
 
     def add(self, remote: Remote, path: Path) -> None:
-        stat = path.stat()
-        self.files[remote.name] = {"key": self._key(remote), "size": stat.st_size,
-                                   "mtime_ns": stat.st_mtime_ns}
-        self._save()
+        self.add_all([(remote, path)])
+
+    def add_all(self, checked) -> None:
+        """Each (remote, path) checked, in one write of the record."""
+        for remote, path in checked:
+            stat = path.stat()
+            self.files[remote.name] = {"key": self._key(remote), "size": stat.st_size,
+                                       "mtime_ns": stat.st_mtime_ns}
+        if checked:
+            self._save()
 
     def was_unpacked(self, remote: Remote) -> bool:
         return self.unpacked.get(remote.name) == self._key(remote)
