@@ -34,7 +34,7 @@ from embedprobe.core.text import aligned_rows, byte_size
 from embedprobe.core.units import MIB
 from embedprobe.datasets.availability import datasets_named
 from embedprobe.datasets.registry import dataset_root
-from embedprobe.datasets.sources import Listing, Remote, instructions, list_files
+from embedprobe.datasets.sources import Listing, Remote, instructions, list_files, stays_inside
 from embedprobe.datasets.transfer import Record, fetch, matches, part_of, remote_size
 
 # Environment variables a scheduler sets in its jobs, and what they mean.
@@ -323,7 +323,7 @@ def _member_path(filename: str, strip: bool, archive: Path) -> str:
     parts = PurePosixPath(filename).parts
     if strip:
         parts = parts[1:]
-    if not parts or filename.startswith("/") or ".." in parts:
+    if not stays_inside(filename, parts):
         raise DownloadError(f"{archive} holds {filename!r}, which would land outside the "
                             "dataset's folder",
                             fix="unpack it by hand after checking where its files belong")

@@ -121,10 +121,17 @@ def list_files(config: dict, dataset: str, session) -> Listing:
     return listing
 
 
+def stays_inside(name: str, parts: tuple[str, ...]) -> bool:
+    """Whether the '/'-separated path `name`, as `parts` (its PurePosixPath parts, which hold
+    no empty or `.` part; an archive's maybe without its top folder), stays under the dataset's
+    folder: relative, no `..`, not empty."""
+    return bool(parts) and not name.startswith("/") and ".." not in parts
+
+
 def safe_name(name: str, where: str) -> str:
     """A listed path that stays under the dataset's folder: relative, no `..`, no empty part."""
     parts = PurePosixPath(name).parts
-    if not parts or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if not stays_inside(name, parts):
         raise DownloadError(f"{where} lists the file {name!r}, which would land outside the "
                             "dataset's folder",
                             fix="check the host in download.hosts: a mirror must serve the "
