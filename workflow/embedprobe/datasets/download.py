@@ -90,6 +90,7 @@ class Item:
 class Plan:
     dataset: str
     folder: Path
+    source: dict  # the dataset's `source:` entry
     listing: Listing
     items: list[Item]
     verified_now: list[Item]  # found in place unrecorded and checked: recorded by a real run
@@ -145,15 +146,14 @@ def is_archive(source: dict, remote: Remote) -> bool:
     return bool(source.get("unpack")) and remote.name.lower().endswith(ARCHIVE_SUFFIX)
 
 
-def plan_dataset(config: dict, roots: dict, dataset: str, http) -> Plan:
-    """What a download of the dataset would do: the listing, each file's action, its size."""
-    source = config["datasets"][dataset]["source"]
-    folder = dataset_root(config, roots, dataset)
-    listing = list_files(config, dataset, http)
+def plan_dataset(config: dict, dataset: str, folder: Path, source: dict, http) -> Plan:
+    """What a download of the dataset (its source, into its folder) would do: the listing, each
+    file's action, its size."""
+    listing = list_files(config, dataset, source, http)
     record = Record(folder)
-    items, open_ones = [], []
+    items, open_ones, archive_of = [], [], {}
     for remote in listing.files:
-        archive = is_archive(source, remote)
+        archive = archive_of[remote.name] = is_archive(source, remote)
         if archive and record.was_unpacked(remote):
             items.append(Item(remote, "here", archive=True))
         elif record.holds(remote, folder / remote.name):
@@ -162,7 +162,7 @@ def plan_dataset(config: dict, roots: dict, dataset: str, http) -> Plan:
             open_ones.append(remote)
     verified = []
     for remote in sizes_of(open_ones):
-        dest, archive = folder / remote.name, is_archive(source, remote)
+        dest, archive = folder / remote.name, archive_of[remote.name]
         if dest.is_file() and matches(dest, remote):
             verified.append(Item(remote, "unpack" if archive else "here", archive=archive))
         elif dest.is_file():
@@ -173,7 +173,7 @@ def plan_dataset(config: dict, roots: dict, dataset: str, http) -> Plan:
             items.append(Item(remote, "fetch", archive=archive))
     order = {r.name: n for n, r in enumerate(listing.files)}
     items = sorted([*items, *verified], key=lambda i: order[i.remote.name])
-    return Plan(dataset, folder, listing, items, verified)
+    return Plan(dataset, folder, source, listing, items, verified)
 
 
 def free_bytes(folder: Path) -> int:
@@ -263,7 +263,7 @@ def fetch_dataset(config: dict, plan: Plan, http) -> list[DownloadError]:
         if dest.is_file():  # fetched and checked (a failed one is named above)
             try:
                 count, target = unpack(dest, plan.folder, item.remote.name,
-                                       config["datasets"][plan.dataset]["source"]["unpack"])
+                                       plan.source["unpack"])
             except DownloadError as error:
                 failed.append(error)
                 print(error.render(), file=sys.stderr)
@@ -353,7 +353,8 @@ def download(config: dict, roots: dict, names, dry_run: bool) -> int:
             refused = True
             continue
         try:
-            plan = plan_dataset(config, roots, dataset, http)
+            plan = plan_dataset(config, dataset, folder, config["datasets"][dataset]["source"],
+                                http)
             free = free_bytes(folder)
             print("\n".join(describe_plan(plan, free, dry_run)), flush=True)
             short = space_error(plan, free)

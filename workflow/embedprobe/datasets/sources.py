@@ -58,10 +58,6 @@ class Listing:
     keep: dict[str, bytes]  # listing files saved beside the data (SHA256SUMS.txt)
 
 
-def source_of(config: dict, dataset: str) -> dict | None:
-    return lookup(config, "datasets", dataset).get("source")
-
-
 def can_fetch(source: dict | None) -> bool:
     return bool(source) and "access" not in source
 
@@ -94,9 +90,8 @@ def instructions(config: dict, dataset: str, folder: str) -> tuple[str, str] | N
                          "of docs/usage.md's datasets table")
 
 
-def list_files(config: dict, dataset: str, session) -> Listing:
+def list_files(config: dict, dataset: str, source: dict, session) -> Listing:
     """The files of the dataset's source, as its publisher lists them (`include` applied)."""
-    source = source_of(config, dataset)
     if "physionet" in source:
         listing = _physionet(host_url(config, dataset, "physionet"), source["physionet"],
                              session)
