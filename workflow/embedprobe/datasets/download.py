@@ -299,9 +299,10 @@ def unpack(archive: Path, folder: Path, name: str, rule) -> tuple[int, Path]:
                        if not m.is_dir() and not m.filename.startswith(MAC_METADATA)]
             names = [_member_path(m.filename, strip, archive) for m in members]
             needed = sum(m.file_size for m in members)
-            if needed > free_bytes(target):
+            free = free_bytes(target)
+            if needed > free:
                 raise DownloadError(f"{archive} unpacks to {byte_size(needed)}, "
-                                    f"{byte_size(free_bytes(target))} are free in {target}",
+                                    f"{byte_size(free)} are free in {target}",
                                     fix="free space there and rerun: the checked archive is "
                                         "kept and unpacked then")
             for member, relative in zip(members, names, strict=True):

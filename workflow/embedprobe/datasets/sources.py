@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from embedprobe.core.config import lookup
@@ -107,7 +107,7 @@ def list_files(config: dict, dataset: str, source: dict, session) -> Listing:
     if patterns:
         kept = tuple(r for r in listing.files
                      if any(fnmatch.fnmatchcase(r.name, p) for p in patterns))
-        listing = Listing(listing.where, listing.url, listing.checks, kept, listing.keep)
+        listing = replace(listing, files=kept)
     if not listing.files:
         raise DownloadError(f"{listing.url} lists no file for {dataset}"
                             + (f" matching include {patterns}" if patterns else ""),
