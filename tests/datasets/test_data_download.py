@@ -146,7 +146,13 @@ def test_a_server_that_ignores_range_sends_the_file_again_whole(physionet, sleep
     physionet.ignore_range = True
     run = download(physionet, data, SLEEP_EDF)
     assert run.returncode == 0, run.stderr
+    assert physionet.gets(f"{PREFIX}/{BIG}") == [None, "bytes=500000-"]
     assert (data / FOLDER / BIG).read_bytes() == sleep_edf_files[BIG]
+    # the whole file came again: no "resumed at", and all of its bytes count as fetched
+    assert f"  [1/1] {BIG}  3.6 MB  sha256 ok" in run.stdout.splitlines()
+    summary = run.stdout.splitlines()[-1]
+    assert summary.startswith(f"{SLEEP_EDF}: 1 fetched (3.6 MB in "), summary
+    assert summary.endswith(" s), 4 already here; every file checked"), summary
 
 
 def test_a_corrupted_file_fails_its_checksum_and_nothing_takes_its_place(

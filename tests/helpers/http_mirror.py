@@ -8,7 +8,6 @@ import hashlib
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 
 class Mirror:
@@ -23,17 +22,6 @@ class Mirror:
 
     def serve(self, path: str, data: bytes) -> None:
         self.routes["/" + path.lstrip("/")] = data
-
-    def serve_folder(self, prefix: str, folder: Path, skip=()) -> dict[str, bytes]:
-        """Every file under folder at prefix/<its relative path>, but those named in skip;
-        the relative paths and bytes served."""
-        served = {}
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            name = path.relative_to(folder).as_posix()
-            if name not in skip:
-                served[name] = path.read_bytes()
-                self.serve(f"{prefix}/{name}", served[name])
-        return served
 
     def gets(self, path: str) -> list[str | None]:
         """The Range headers of the GETs of one path, in order (None: no Range)."""

@@ -29,11 +29,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from embedprobe.core.errors import DownloadError, EmbedprobeError, UsageError
+from embedprobe.core.locks import CannotLock, hold_lock, release_lock
 from embedprobe.core.text import aligned_rows, byte_size
 from embedprobe.core.units import MIB
 from embedprobe.datasets.availability import datasets_named
 from embedprobe.datasets.registry import dataset_root
-from embedprobe.datasets.sources import Listing, Remote, instructions, list_files
+from embedprobe.datasets.sources import Listing, Remote, instructions, list_files, stays_inside
 from embedprobe.datasets.transfer import Record, fetch, matches, part_of, remote_size
 
 # Environment variables a scheduler sets in its jobs, and what they mean.
@@ -89,6 +90,7 @@ class Item:
 class Plan:
     dataset: str
     folder: Path
+    source: dict  # the dataset's `source:` entry
     listing: Listing
     items: list[Item]
     verified_now: list[Item]  # found in place unrecorded and checked: recorded by a real run
@@ -144,15 +146,14 @@ def is_archive(source: dict, remote: Remote) -> bool:
     return bool(source.get("unpack")) and remote.name.lower().endswith(ARCHIVE_SUFFIX)
 
 
-def plan_dataset(config: dict, roots: dict, dataset: str, http) -> Plan:
-    """What a download of the dataset would do: the listing, each file's action, its size."""
-    source = config["datasets"][dataset]["source"]
-    folder = dataset_root(config, roots, dataset)
-    listing = list_files(config, dataset, http)
+def plan_dataset(config: dict, dataset: str, folder: Path, source: dict, http) -> Plan:
+    """What a download of the dataset (its source, into its folder) would do: the listing, each
+    file's action, its size."""
+    listing = list_files(config, dataset, source, http)
     record = Record(folder)
-    items, open_ones = [], []
+    items, open_ones, archive_of = [], [], {}
     for remote in listing.files:
-        archive = is_archive(source, remote)
+        archive = archive_of[remote.name] = is_archive(source, remote)
         if archive and record.was_unpacked(remote):
             items.append(Item(remote, "here", archive=True))
         elif record.holds(remote, folder / remote.name):
@@ -161,7 +162,7 @@ def plan_dataset(config: dict, roots: dict, dataset: str, http) -> Plan:
             open_ones.append(remote)
     verified = []
     for remote in sizes_of(open_ones):
-        dest, archive = folder / remote.name, is_archive(source, remote)
+        dest, archive = folder / remote.name, archive_of[remote.name]
         if dest.is_file() and matches(dest, remote):
             verified.append(Item(remote, "unpack" if archive else "here", archive=archive))
         elif dest.is_file():
@@ -172,7 +173,7 @@ def plan_dataset(config: dict, roots: dict, dataset: str, http) -> Plan:
             items.append(Item(remote, "fetch", archive=archive))
     order = {r.name: n for n, r in enumerate(listing.files)}
     items = sorted([*items, *verified], key=lambda i: order[i.remote.name])
-    return Plan(dataset, folder, listing, items, verified)
+    return Plan(dataset, folder, source, listing, items, verified)
 
 
 def free_bytes(folder: Path) -> int:
@@ -219,28 +220,24 @@ class FolderLock:
     """One download at a time into a dataset's folder (an flock, released at exit)."""
 
     def __init__(self, folder: Path):
-        import fcntl
-
         folder.mkdir(parents=True, exist_ok=True)
-        self.file = (folder / LOCK).open("a+")
+        self.path = folder / LOCK
+        held = UsageError(f"another `embedprobe data download` is writing into {folder}",
+                          fix="wait for it to finish (or stop it), then rerun")
         try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.file.close()
-            raise UsageError(f"another `embedprobe data download` is writing into {folder}",
-                             fix="wait for it to finish (or stop it), then rerun") from None
+            self.fd = hold_lock(self.path, held)
+        except CannotLock:  # no flock there: refused too, never two downloads unlocked
+            raise held from None
 
     def release(self) -> None:
-        self.file.close()
-        Path(self.file.name).unlink(missing_ok=True)
+        release_lock(self.path, self.fd)
 
 
 def fetch_dataset(config: dict, plan: Plan, http) -> list[DownloadError]:
     """Every file of the plan to fetch, one at a time, then the archives unpacked; the failures
     (each already printed)."""
     record, failed = Record(plan.folder), []
-    for item in plan.verified_now:
-        record.add(item.remote, plan.folder / item.remote.name)
+    record.add_all([(i.remote, plan.folder / i.remote.name) for i in plan.verified_now])
     for name, data in plan.listing.keep.items():  # the listing, as the publisher's zip holds it
         partial = part_of(plan.folder / name)
         partial.write_bytes(data)
@@ -266,7 +263,7 @@ def fetch_dataset(config: dict, plan: Plan, http) -> list[DownloadError]:
         if dest.is_file():  # fetched and checked (a failed one is named above)
             try:
                 count, target = unpack(dest, plan.folder, item.remote.name,
-                                       config["datasets"][plan.dataset]["source"]["unpack"])
+                                       plan.source["unpack"])
             except DownloadError as error:
                 failed.append(error)
                 print(error.render(), file=sys.stderr)
@@ -302,9 +299,10 @@ def unpack(archive: Path, folder: Path, name: str, rule) -> tuple[int, Path]:
                        if not m.is_dir() and not m.filename.startswith(MAC_METADATA)]
             names = [_member_path(m.filename, strip, archive) for m in members]
             needed = sum(m.file_size for m in members)
-            if needed > free_bytes(target):
+            free = free_bytes(target)
+            if needed > free:
                 raise DownloadError(f"{archive} unpacks to {byte_size(needed)}, "
-                                    f"{byte_size(free_bytes(target))} are free in {target}",
+                                    f"{byte_size(free)} are free in {target}",
                                     fix="free space there and rerun: the checked archive is "
                                         "kept and unpacked then")
             for member, relative in zip(members, names, strict=True):
@@ -326,7 +324,7 @@ def _member_path(filename: str, strip: bool, archive: Path) -> str:
     parts = PurePosixPath(filename).parts
     if strip:
         parts = parts[1:]
-    if not parts or filename.startswith("/") or ".." in parts:
+    if not stays_inside(filename, parts):
         raise DownloadError(f"{archive} holds {filename!r}, which would land outside the "
                             "dataset's folder",
                             fix="unpack it by hand after checking where its files belong")
@@ -356,7 +354,8 @@ def download(config: dict, roots: dict, names, dry_run: bool) -> int:
             refused = True
             continue
         try:
-            plan = plan_dataset(config, roots, dataset, http)
+            plan = plan_dataset(config, dataset, folder, config["datasets"][dataset]["source"],
+                                http)
             free = free_bytes(folder)
             print("\n".join(describe_plan(plan, free, dry_run)), flush=True)
             short = space_error(plan, free)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from embedprobe.core.config import lookup
@@ -58,10 +58,6 @@ class Listing:
     keep: dict[str, bytes]  # listing files saved beside the data (SHA256SUMS.txt)
 
 
-def source_of(config: dict, dataset: str) -> dict | None:
-    return lookup(config, "datasets", dataset).get("source")
-
-
 def can_fetch(source: dict | None) -> bool:
     return bool(source) and "access" not in source
 
@@ -94,9 +90,8 @@ def instructions(config: dict, dataset: str, folder: str) -> tuple[str, str] | N
                          "of docs/usage.md's datasets table")
 
 
-def list_files(config: dict, dataset: str, session) -> Listing:
+def list_files(config: dict, dataset: str, source: dict, session) -> Listing:
     """The files of the dataset's source, as its publisher lists them (`include` applied)."""
-    source = source_of(config, dataset)
     if "physionet" in source:
         listing = _physionet(host_url(config, dataset, "physionet"), source["physionet"],
                              session)
@@ -112,7 +107,7 @@ def list_files(config: dict, dataset: str, session) -> Listing:
     if patterns:
         kept = tuple(r for r in listing.files
                      if any(fnmatch.fnmatchcase(r.name, p) for p in patterns))
-        listing = Listing(listing.where, listing.url, listing.checks, kept, listing.keep)
+        listing = replace(listing, files=kept)
     if not listing.files:
         raise DownloadError(f"{listing.url} lists no file for {dataset}"
                             + (f" matching include {patterns}" if patterns else ""),
@@ -121,10 +116,17 @@ def list_files(config: dict, dataset: str, session) -> Listing:
     return listing
 
 
+def stays_inside(name: str, parts: tuple[str, ...]) -> bool:
+    """Whether the '/'-separated path `name`, as `parts` (its PurePosixPath parts, which hold
+    no empty or `.` part; an archive's maybe without its top folder), stays under the dataset's
+    folder: relative, no `..`, not empty."""
+    return bool(parts) and not name.startswith("/") and ".." not in parts
+
+
 def safe_name(name: str, where: str) -> str:
     """A listed path that stays under the dataset's folder: relative, no `..`, no empty part."""
     parts = PurePosixPath(name).parts
-    if not parts or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if not stays_inside(name, parts):
         raise DownloadError(f"{where} lists the file {name!r}, which would land outside the "
                             "dataset's folder",
                             fix="check the host in download.hosts: a mirror must serve the "

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedprobe.core.errors import DownloadError
+from embedprobe.core.hashing import file_digest
 from embedprobe.core.text import byte_size
 from embedprobe.core.units import MIB
 from embedprobe.datasets.sources import TIMEOUT, Remote
@@ -37,15 +38,6 @@ RETRY_PAUSE_S = 2.0  # doubled after each cut
 
 def part_of(path: Path) -> Path:
     return path.with_name(path.name + PART)
-
-
-def file_digest(path: Path, algorithm: str):
-    """The hashlib object of the file's bytes (to be continued with what a resume appends)."""
-    digest = hashlib.new(algorithm)
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(CHUNK), b""):
-            digest.update(block)
-    return digest
 
 
 def remote_size(session, url: str) -> int | None:
@@ -61,12 +53,14 @@ def remote_size(session, url: str) -> int | None:
 
 
 class PartFile:
-    """A download's `.part` file and the digest of the bytes in it so far."""
+    """A download's `.part` file and the digest of the bytes in it so far; `resumed_from`: the
+    bytes an earlier run left in it that this download keeps (0 once it restarts)."""
 
     def __init__(self, path: Path, algorithm: str):
         self.path, self.algorithm = path, algorithm
         self.digest = (file_digest(path, algorithm) if path.exists()
                        else hashlib.new(algorithm))
+        self.resumed_from = self.size
 
     @property
     def size(self) -> int:
@@ -75,6 +69,7 @@ class PartFile:
     def restart(self) -> None:
         self.path.unlink(missing_ok=True)
         self.digest = hashlib.new(self.algorithm)
+        self.resumed_from = 0
 
     def append(self, blocks) -> None:
         with self.path.open("ab") as out:
@@ -86,7 +81,7 @@ class PartFile:
 @dataclass(frozen=True)
 class Fetched:
     size: int  # bytes of the finished file
-    resumed_from: int  # bytes that were already in its .part (0: from the start)
+    resumed_from: int  # bytes already in its .part that were kept (0: from the start)
     cuts: int  # connections cut and resumed within this run
 
 
@@ -97,7 +92,7 @@ def fetch(session, remote: Remote, dest: Path, retries: int, say=print) -> Fetch
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = PartFile(part_of(dest), remote.checksum[0] if remote.checksum else "sha256")
-    started, total, cuts = part.size, remote.size, 0
+    total, cuts = remote.size, 0
     while True:
         try:
             total = _request_rest(session, remote, part, total)
@@ -123,7 +118,7 @@ def fetch(session, remote: Remote, dest: Path, retries: int, say=print) -> Fetch
         time.sleep(RETRY_PAUSE_S * 2 ** (cuts - 1))
     check(part, remote, total)
     os.replace(part.path, dest)
-    return Fetched(dest.stat().st_size, started, cuts)
+    return Fetched(dest.stat().st_size, part.resumed_from, cuts)
 
 
 def _request_rest(session, remote: Remote, part: PartFile, total: int | None) -> int | None:
@@ -208,10 +203,16 @@ class Record:
         return (entry.get("size"), entry.get("mtime_ns")) == (stat.st_size, stat.st_mtime_ns)
 
     def add(self, remote: Remote, path: Path) -> None:
-        stat = path.stat()
-        self.files[remote.name] = {"key": self._key(remote), "size": stat.st_size,
-                                   "mtime_ns": stat.st_mtime_ns}
-        self._save()
+        self.add_all([(remote, path)])
+
+    def add_all(self, checked) -> None:
+        """Each (remote, path) checked, in one write of the record."""
+        for remote, path in checked:
+            stat = path.stat()
+            self.files[remote.name] = {"key": self._key(remote), "size": stat.st_size,
+                                       "mtime_ns": stat.st_mtime_ns}
+        if checked:
+            self._save()
 
     def was_unpacked(self, remote: Remote) -> bool:
         return self.unpacked.get(remote.name) == self._key(remote)

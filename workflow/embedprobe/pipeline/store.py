@@ -26,7 +26,6 @@ flattening.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -42,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.core.errors import CacheError
+from embedprobe.core.locks import CannotLock, hold_lock, release_lock
 from embedprobe.core.units import MIB
 
 FORMAT_VERSION = 1
@@ -315,37 +315,19 @@ class _WriterLock:
     def __init__(self, final: Path):
         self.path = _sibling(final, ".lock")
         self.fd: int | None = None
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise CacheError(
-                    f"{final} is being written by another process (it holds {self.path})",
-                    fix="wait for that process to finish or stop it; do not delete the lock "
-                        "file while it runs",
-                ) from None
-            except OSError as error:  # a file system without flock (some network mounts)
-                os.close(fd)
-                _note(f"cannot lock {self.path} ({error}); make sure one process at a time "
-                      f"writes {final}")
-                return
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:  # else the previous holder unlinked it after we opened it: take the new one
-                self.fd = fd
-                return
-            os.close(fd)
+        held = CacheError(f"{final} is being written by another process (it holds {self.path})",
+                          fix="wait for that process to finish or stop it; do not delete the "
+                              "lock file while it runs")
+        try:
+            self.fd = hold_lock(self.path, held)
+        except CannotLock as failed:  # a file system without flock (some network mounts)
+            _note(f"cannot lock {self.path} ({failed.error}); make sure one process at a time "
+                  f"writes {final}")
 
     def release(self) -> None:
         if self.fd is None:
             return
-        # Unlinked while still held: an opener that got the old inode sees it is gone, retries.
-        self.path.unlink(missing_ok=True)
-        os.close(self.fd)
+        release_lock(self.path, self.fd)
         self.fd = None
 
 
