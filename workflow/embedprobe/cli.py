@@ -26,7 +26,7 @@ from embedprobe.core.errors import (
     startup_fields,
     write_failure_record,
 )
-from embedprobe.core.overrides import apply_overrides, split_overrides
+from embedprobe.core.overrides import apply_overrides, for_snakemake, split_overrides
 from embedprobe.core.paths import output_path
 from embedprobe.core.selection import with_fold_count
 from embedprobe.core.units import MIB
@@ -323,8 +323,9 @@ def cmd_calibrate(args, config, roots):
         if not outcome.refitted:
             print(f"note: {outcome.job} keeps the constants of {base.name}: {outcome.reason}",
                   file=sys.stderr)
+    setting = for_snakemake(f"memory.calibration={out}")  # memory={calibration: <out>}
     print(f"note: preflight uses it once the config names it: snakemake ... --config "
-          f"{shlex.quote(f'memory={{calibration: {out}}}')} (or memory: calibration: in "
+          f"{shlex.quote(setting)} (or memory: calibration: in "
           "config/config.yaml)", file=sys.stderr)
 
 

@@ -103,19 +103,31 @@ def _check_keys(value, schema: dict, where: str) -> None:
 
 # The flat `memory_<key>` settings, now nested under `memory:`: an old spelling is refused by
 # name with the new one in the fix, so an old config file or command line does not silently
-# run on the defaults.
-MOVED_TO_MEMORY = ("limit_mb", "margin", "embed_margin", "partitions", "on_cluster",
-                   "retry_factor", "first_request_factor", "calibration", "small_job_mb")
+# run on the defaults. The keys are the schema's `memory` properties (memory_settings).
+def memory_settings(schema: dict) -> tuple[str, ...]:
+    """The keys of `memory:` the schema defines, in its order (the order a refusal names them)."""
+    return tuple(schema["properties"]["memory"]["properties"])
 
 
-def check_moved_keys(config: dict) -> None:
-    """`memory_margin` and the other keys of MOVED_TO_MEMORY are a usage error naming their
-    new place (`memory.margin`), in the forms a config file, embedprobe and snakemake take."""
+def __getattr__(name: str):
+    """MOVED_TO_MEMORY, derived from the schema when asked for: loading the schema on every
+    import would cost each job ~70 ms."""
+    if name == "MOVED_TO_MEMORY":
+        return memory_settings(_schema())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def check_moved_keys(config: dict, schema: dict | None = None) -> None:
+    """`memory_margin` and the other flat spellings of the memory settings are a usage error
+    naming their new place (`memory.margin`), in the forms a config file, embedprobe and
+    snakemake take. `schema`: the loaded schema, where the caller holds it."""
     from shlex import quote
 
     from embedprobe.core.overrides import yaml_line
 
-    moved = {key: config[f"memory_{key}"] for key in MOVED_TO_MEMORY
+    if not any(str(key).startswith("memory_") for key in config):
+        return  # no old spelling: the schema need not be read
+    moved = {key: config[f"memory_{key}"] for key in memory_settings(schema or _schema())
              if f"memory_{key}" in config}
     if not moved:
         return
@@ -194,7 +206,7 @@ def check_names(config: dict) -> None:
     defaults are filled in (fill_defaults)."""
     schema = _schema()
     coerce_strings(config, schema)
-    check_moved_keys(config)
+    check_moved_keys(config, schema)
     _check_keys(config, schema, "")
     _check_values(config, schema)
     fill_defaults(config)

@@ -40,7 +40,7 @@ def in_job_config(key: str, value) -> bool:
     return key not in SELECTION_KEYS and not (key == "limit_batches" and value is None)
 
 
-def name_list(config: dict, key: str) -> list[str] | None:
+def name_list(config: dict, key: str = "only_models") -> list[str] | None:
     """only_models as a list (`a,b` from the command line too), model aliases as their ids
     (core/model_aliases.py); None: all."""
     names = _listed(config, key)
@@ -84,7 +84,7 @@ def variant_choice(config: dict) -> list[str]:
     """`variants` as canonical variant names (the reference's aliases read as theirs, in
     core/variants.py), or [ALL_VARIANTS]; an unknown name is a usage error."""
     from embedprobe.core.names import closest
-    from embedprobe.core.variants import VARIANT_ALIASES, VARIANTS
+    from embedprobe.core.variants import VARIANT_ALIASES, VARIANTS, canonical_variant
 
     names = _names(config["variants"])
     if not names:
@@ -98,7 +98,7 @@ def variant_choice(config: dict) -> list[str]:
     if names == [ALL_VARIANTS]:
         return names
     for name in names:
-        if name not in VARIANTS and name not in VARIANT_ALIASES:
+        if canonical_variant(name) is None:
             raise UsageError(
                 f"config variants names unknown variant '{name}'"
                 f"{closest(name, [ALL_VARIANTS, *VARIANTS, *VARIANT_ALIASES])}",
@@ -106,7 +106,7 @@ def variant_choice(config: dict) -> list[str]:
                     f"variants={ALL_VARIANTS} (every variant it lists), or some of: "
                     f"{', '.join(VARIANTS)} (the reference's aliases too: "
                     f"{', '.join(VARIANT_ALIASES)})")
-    return list(dict.fromkeys(VARIANT_ALIASES.get(n, n) for n in names))
+    return list(dict.fromkeys(canonical_variant(n) for n in names))
 
 
 def benchmark_variants(config: dict, benchmark: str) -> list[str]:
@@ -163,30 +163,32 @@ def check_selection(config: dict) -> None:
     (benchmark_folds), when a benchmark of the run needs them."""
     from embedprobe.core.config import closest
 
-    for kind in ("models", "datasets"):
-        defined = config.get(kind, {})
-        listed = _listed(config, f"only_{kind}")
-        if listed == []:
-            raise UsageError(f"config only_{kind} is empty",
-                             fix=f"name some {kind}, or leave only_{kind} out to run them all")
-        if kind == "models":
-            name_list(config, "only_models")  # an unknown name or alias: its usage error
-            continue
-        choice = dataset_choice(config)
-        for name in [] if isinstance(choice, str) else choice:
-            if name not in defined:
-                raise UsageError(
-                    f"config only_datasets names unknown dataset '{name}'"
-                    f"{closest(name, [QUICK, FULL, *defined])}",
-                    fix=f"use only_datasets={QUICK} (each benchmark's quick dataset), "
-                        f"only_datasets={FULL} (every one it lists), or dataset ids: "
-                        f"{', '.join(sorted(defined))} (config/datasets.yaml)")
+    _check_not_empty(config, "models")
+    name_list(config)  # an unknown name or alias: its usage error
+    _check_not_empty(config, "datasets")
+    defined = config.get("datasets", {})
+    choice = dataset_choice(config)
+    for name in [] if isinstance(choice, str) else choice:
+        if name not in defined:
+            raise UsageError(
+                f"config only_datasets names unknown dataset '{name}'"
+                f"{closest(name, [QUICK, FULL, *defined])}",
+                fix=f"use only_datasets={QUICK} (each benchmark's quick dataset), "
+                    f"only_datasets={FULL} (every one it lists), or dataset ids: "
+                    f"{', '.join(sorted(defined))} (config/datasets.yaml)")
     variant_choice(config)
     parse_folds(config.get("folds"))
     if not any(has_work(config, b) for b in config.get("benchmarks", {})):
         raise UsageError(f"{describe(config)} selects nothing of any benchmark",
                          fix="choose models and datasets that some benchmark of "
                              "config/benchmarks.yaml names")
+
+
+def _check_not_empty(config: dict, kind: str) -> None:
+    """only_<kind> names something when it is set."""
+    if _listed(config, f"only_{kind}") == []:
+        raise UsageError(f"config only_{kind} is empty",
+                         fix=f"name some {kind}, or leave only_{kind} out to run them all")
 
 
 def selected(config: dict, benchmark: str, kind: str) -> list[str]:
@@ -202,7 +204,7 @@ def selected(config: dict, benchmark: str, kind: str) -> list[str]:
         if choice == FULL:
             return list(listed)
         return [quick_dataset(bench)] if choice == QUICK else [d for d in listed if d in choice]
-    chosen = name_list(config, "only_models")
+    chosen = name_list(config)
     variants = benchmark_variants(config, benchmark)
     # a variant's model id (`token_flattening/m`) is chosen with its model and its variant
     return [n for n in listed
@@ -274,12 +276,13 @@ def describe(config: dict) -> str:
     those that leave something out of what the benchmarks list."""
     from embedprobe.core.variants import DEFAULT_VARIANT
 
-    parts = [f"only_models={','.join(name_list(config, 'only_models'))}"
+    parts = [f"only_models={','.join(name_list(config))}"
              ] if config.get("only_models") is not None else []
-    if dataset_choice(config) != FULL:
-        parts.append(f"only_datasets={setting_value(dataset_choice(config))}")
-    if variant_choice(config) != [DEFAULT_VARIANT]:
-        parts.append(f"variants={setting_value(variant_choice(config))}")
+    datasets, variants = dataset_choice(config), variant_choice(config)
+    if datasets != FULL:
+        parts.append(f"only_datasets={setting_value(datasets)}")
+    if variants != [DEFAULT_VARIANT]:
+        parts.append(f"variants={setting_value(variants)}")
     if config.get("folds") is not None:
         value = config["folds"]
         parts.append("folds=" + (",".join(map(str, value)) if isinstance(value, list) else

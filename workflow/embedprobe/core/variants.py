@@ -59,14 +59,20 @@ SEPARATOR = "/"
 DEFAULT_VARIANT = "default"  # the reference's headline protocol
 
 
+def canonical_variant(name: str) -> str | None:
+    """A variant's name, an alias read as its variant; None for an unknown name."""
+    name = VARIANT_ALIASES.get(name, name)
+    return name if name in VARIANTS else None
+
+
 def variant_name(name: str, where: str) -> str:
     """A variant's name, an alias read as its variant; an unknown one is a usage error."""
-    name = VARIANT_ALIASES.get(str(name), str(name))
-    if name not in VARIANTS:
+    canonical = canonical_variant(str(name))
+    if canonical is None:
         raise UsageError(f"{where}: unknown variant '{name}'",
                          fix=f"use any of {', '.join(VARIANTS)} (or the reference's aliases "
                              f"{', '.join(VARIANT_ALIASES)})")
-    return name
+    return canonical
 
 
 def default_variant(listed: list[str]) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from embedprobe.core.variants import DEFAULT_VARIANT, split_variant
+from embedprobe.core.variants import DEFAULT_VARIANT, default_variant, split_variant
 from embedprobe.reporting.aggregate import pair_status, read_results, score_text
 from embedprobe.reporting.chance import CHANCE_MEANING, headline_normalised
 
@@ -86,12 +86,12 @@ def mean_rank_keys(keys) -> set[str]:
     """The benchmark keys (variant_column) the mean rank counts, each benchmark once: one run as
     its models are, a variant benchmark by its default variant or, where the run selected
     other variants only (the `variants` setting), by the first of them."""
-    chosen: dict[str, str] = {}
+    by_variant: dict[str, dict[str, str]] = {}  # benchmark -> variant -> key
     for key in keys:
-        benchmark = column_benchmark(key)
-        if benchmark not in chosen or key.partition("[")[2].rstrip("]") in ("", DEFAULT_VARIANT):
-            chosen[benchmark] = key
-    return set(chosen.values())
+        # a benchmark run as its models are counts as its default variant would
+        variant = column_variant(key) or DEFAULT_VARIANT
+        by_variant.setdefault(column_benchmark(key), {})[variant] = key
+    return {variants[default_variant(list(variants))] for variants in by_variant.values()}
 
 
 def column_benchmark(column: str) -> str:
@@ -99,10 +99,17 @@ def column_benchmark(column: str) -> str:
     return column.split("[", 1)[0]
 
 
-def rank_frame(tables: dict[tuple[str, str], pd.DataFrame], tasks: dict) -> pd.DataFrame:
+def column_variant(column: str) -> str | None:
+    """The variant of a leaderboard key (variant_column); None for a benchmark run as it is."""
+    return column.partition("[")[2].rstrip("]") or None
+
+
+def rank_frame(tables: dict[tuple[str, str], pd.DataFrame], tasks: dict,
+               counted: set[str] | None = None) -> pd.DataFrame:
     """One row per model: `rank <benchmark>/<dataset>` per table, `avg rank <benchmark>` per
     benchmark, `mean rank` and `normalised` (module docstring); NaN where the model is not
-    ranked. Sorted by mean rank."""
+    ranked. Sorted by mean rank. `counted`: the tables' mean_rank_keys, where the caller has
+    them."""
     per_dataset, per_benchmark, normalised = {}, {}, {}
     for benchmark, datasets in _scores_by_benchmark(tables, tasks).items():
         task = tasks[benchmark]
@@ -118,7 +125,8 @@ def rank_frame(tables: dict[tuple[str, str], pd.DataFrame], tasks: dict) -> pd.D
         frame[f"avg rank {benchmark}"] = ranks
     # a BCI benchmark counts once, by its default variant (the reference's headline); its
     # other variants are ranked beside it (a family without tokens has no flattened ones)
-    counted = mean_rank_keys(b for b, _ in tables)
+    if counted is None:
+        counted = mean_rank_keys(b for b, _ in tables)
     averages = [f"avg rank {b}" for b in per_benchmark if b in counted]
     # skipna=False: a model missing from a ranked benchmark has no mean rank
     frame["mean rank"] = frame[averages].mean(axis=1, skipna=False) if averages else np.nan
@@ -137,7 +145,8 @@ def leaderboard_markdown(target: str, tables: dict[tuple[str, str], pd.DataFrame
     its chance differs by dataset, its dummy)."""
     headlines = {b: tasks[b].metrics[0] for b, _ in tables}
     columns, rows = leaderboard_rows(tables, headlines)
-    ranks = rank_frame(tables, tasks)
+    counted = mean_rank_keys(b for b, _ in tables)
+    ranks = rank_frame(tables, tasks, counted)
     if all(tasks[b].dummy is None for b, _ in tables):
         ranks = ranks.drop(columns="normalised")
     lines = [f"# Leaderboard: {target}", "",
@@ -155,7 +164,7 @@ def leaderboard_markdown(target: str, tables: dict[tuple[str, str], pd.DataFrame
         cells = [rows.get(model, {}).get(c, "-") for c in columns]
         cells += [_rank(ranks.at[model, c]) for c in ranks.columns]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    notes = [*_fewer_folds(tables, tasks, ranks), *_not_ranked(tables, tasks, ranks),
+    notes = [*_fewer_folds(tables, tasks, ranks), *_not_ranked(tables, tasks, ranks, counted),
              *_chance_levels(tables, tasks)]
     return "\n".join([*lines, *([""] if notes else []), *notes]) + "\n"
 
@@ -208,11 +217,10 @@ def _fewer_folds(tables, tasks, ranks: pd.DataFrame) -> list[str]:
     return [f"Ranked on fewer folds than the protocol: {', '.join(marked)}."] if marked else []
 
 
-def _not_ranked(tables, tasks, ranks: pd.DataFrame) -> list[str]:
+def _not_ranked(tables, tasks, ranks: pd.DataFrame, counted: set[str]) -> list[str]:
     """Which benchmark leaves a model out (no score on one of its datasets), and which
-    benchmarks rank nobody."""
+    benchmarks rank nobody; `counted`: the benchmark keys the mean rank counts."""
     benchmarks = list(dict.fromkeys(b for b, _ in tables))
-    counted = mean_rank_keys(benchmarks)
     ranked = [b for b in benchmarks if f"avg rank {b}" in ranks.columns and b in counted]
     lines = []
     for model in ranks.index:

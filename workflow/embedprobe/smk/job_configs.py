@@ -22,13 +22,12 @@ def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> s
     # (a group edited or added must not re-index and re-embed its datasets); where a dataset
     # is downloaded from (`download:`, a dataset's `source:`) changes none of its files.
     sliced = {k: v for k, v in config.items()
-              if k not in ("benchmarks", "datasets", "models", "target_groups", "download")
-              and k != "memory" and in_job_config(k, v)}
-    for kind, name in (("benchmarks", benchmark), ("datasets", dataset), ("models", model)):
+              if k not in ("benchmarks", "datasets", "models", "target_groups", "download",
+                           "memory") and in_job_config(k, v)}
+    for kind, name in (("benchmarks", benchmark), ("models", model)):
         sliced[kind] = {name: config[kind][name]} if name else {}
-    if dataset:
-        sliced["datasets"][dataset] = {k: v for k, v in config["datasets"][dataset].items()
-                                       if k != "source"}
+    sliced["datasets"] = {dataset: {k: v for k, v in config["datasets"][dataset].items()
+                                    if k != "source"}} if dataset else {}
     if benchmark and dataset:  # `folds: loso` as the dataset's count (core/selection.py)
         sliced["benchmarks"][benchmark] = with_fold_count(config, benchmark, dataset)
     if benchmark and not model and config["benchmarks"][benchmark].get("variants"):

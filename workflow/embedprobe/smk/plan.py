@@ -10,6 +10,7 @@ core/paths.py's patterns, spelled exactly as the rules' outputs so that Snakemak
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -49,9 +50,10 @@ def expose_cli(basedir: str) -> None:
     os.environ["PATH"] = os.pathsep.join([*parts, os.environ.get("PATH", "")])
 
 
+@functools.cache  # its PATH scans once per plan, not once per dataset (index_inputs)
 def typed_command() -> list[str]:
     """Snakemake's command line, as the user can type it again: a `fix:` printed while the
-    plan is built may repeat it with a setting."""
+    plan is built may repeat it with a setting. Callers only read the list."""
     from embedprobe.core.overrides import invocation_from
 
     return invocation_from(sys.argv)
