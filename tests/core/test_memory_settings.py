@@ -6,7 +6,9 @@ import re
 import subprocess
 import sys
 
-from embedprobe.core.config import MOVED_TO_MEMORY, load_config
+import yaml
+
+from embedprobe.core.config import SCHEMA_PATH, load_config, memory_settings
 
 from helpers.project import PROJECT, snakemake
 
@@ -17,7 +19,8 @@ def embedprobe(*args) -> subprocess.CompletedProcess:
 
 
 def test_every_old_key_names_a_memory_setting_of_the_schema():
-    assert set(MOVED_TO_MEMORY) == set(load_config()["memory"])
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    assert set(memory_settings(schema)) == set(load_config()["memory"])
 
 
 def test_embedprobe_refuses_an_old_key_from_a_file_or_the_command_line(tmp_path):

@@ -109,14 +109,6 @@ def memory_settings(schema: dict) -> tuple[str, ...]:
     return tuple(schema["properties"]["memory"]["properties"])
 
 
-def __getattr__(name: str):
-    """MOVED_TO_MEMORY, derived from the schema when asked for: loading the schema on every
-    import would cost each job ~70 ms."""
-    if name == "MOVED_TO_MEMORY":
-        return memory_settings(_schema())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def check_moved_keys(config: dict, schema: dict | None = None) -> None:
     """`memory_margin` and the other flat spellings of the memory settings are a usage error
     naming their new place (`memory.margin`), in the forms a config file, embedprobe and
