@@ -21,6 +21,7 @@ from embedprobe.pipeline.index import build_index, read_index, write_index
 from embedprobe.tasks.registry import labelling_task
 
 from helpers.project import VENV_BIN
+from helpers.results import roots_in
 
 DATASET, MODEL = "sleep_edf_demo", "biot_random"
 
@@ -31,8 +32,7 @@ def demo(tmp_path_factory):
     root = tmp_path_factory.mktemp("context")
     config = load_config()
     config["datasets"][DATASET].update(expected_recordings=2, path="sleep-edf")
-    roots = {key: str(root / key.removesuffix("_root"))
-             for key in ("data_root", "cache_root", "results_root", "weights_root")}
+    roots = roots_in(root)
     generate(Path(roots["data_root"]) / "sleep-edf", n_subjects=2, nights=1, hours=0.25, seed=5)
     return config, roots
 

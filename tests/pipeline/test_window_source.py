@@ -40,6 +40,8 @@ from embedprobe.pipeline.window_source import (
     largest_part,
 )
 
+from helpers.results import roots_in
+
 DATASET = "sleep_edf_demo"
 LINE_FREQ = 50.0  # the demo's, as Sleep-EDF's (config/datasets.yaml): above Nyquist at 100 Hz
 FACTORS = {"microvolts": 1e6, "millivolts": 1e3, "nanovolts": 1e9, "0.1mV": 1e4, "none": 1.0}
@@ -180,8 +182,7 @@ def demo(tmp_path_factory):
     root = tmp_path_factory.mktemp("window_source")
     config = load_config()
     config["datasets"][DATASET].update(expected_recordings=3, path="sleep-edf")
-    roots = {key: str(root / key.removesuffix("_root"))
-             for key in ("data_root", "cache_root", "results_root", "weights_root")}
+    roots = roots_in(root)
     generate(Path(roots["data_root"]) / "sleep-edf", n_subjects=3, nights=1, hours=0.25, seed=5)
     return config, roots, build_index(DatasetContext.build(config, roots, DATASET))
 

@@ -25,6 +25,8 @@ from embedprobe.pipeline.protocol import Preprocessing
 from embedprobe.pipeline.window_source import WindowSource, make_windows
 from embedprobe.tasks.registry import labelling_task
 
+from helpers.results import roots_in
+
 LOOKALIKES = {
     "bnci2014_001_demo": (bnci_lookalike, {"subjects": 2, "sessions": ["T"],
                                            "runs_per_session": 1, "trials_per_run": 8,
@@ -45,9 +47,7 @@ def demo(request, tmp_path_factory):
     entry.pop("expected_recordings", None)
     lookalike, settings = LOOKALIKES[dataset]
     lookalike.write_lookalike(root / dataset, settings)
-    roots = {key: str(root / key.removesuffix("_root"))
-             for key in ("data_root", "cache_root", "results_root", "weights_root")}
-    roots["data_root"] = str(root)
+    roots = roots_in(root) | {"data_root": str(root)}
     return dataset, config, roots, build_index(DatasetContext.build(config, roots, dataset))
 
 

@@ -72,6 +72,8 @@ class DataStatus:
     found: int
     expected: int
     problems: list[str] = field(default_factory=list)
+    # the recordings found in `root` (none where it is missing), kept for require_entry_data
+    recordings: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def state(self) -> str:
@@ -84,11 +86,21 @@ class DataStatus:
 
 
 def dataset_root(config: dict, roots: dict, dataset: str) -> Path:
-    return Path(roots["data_root"]) / lookup(config, "datasets", dataset)["path"]
+    return entry_root(roots, lookup(config, "datasets", dataset))
+
+
+def entry_root(roots: dict, entry: dict) -> Path:
+    """dataset_root of a dataset's config entry."""
+    return Path(roots["data_root"]) / entry["path"]
 
 
 def reader_for(config: dict, dataset: str):
-    return FORMATS[lookup(config, "datasets", dataset)["format"]].reader
+    return entry_reader(lookup(config, "datasets", dataset))
+
+
+def entry_reader(entry: dict) -> ModuleType:
+    """reader_for of a dataset's config entry: its format's reader module."""
+    return FORMATS[entry["format"]].reader
 
 
 def labelling_task_name(entry: dict) -> str:
@@ -130,12 +142,12 @@ def find_dataset_recordings(config: dict, roots: dict, dataset: str,
     """The dataset's recordings, found by its reader with the reader's settings from the
     dataset's entry (a reader's READER_SETTINGS, e.g. PhysioNet MMI's `runs`)."""
     entry = lookup(config, "datasets", dataset)
-    return entry_recordings(entry, root or Path(roots["data_root"]) / entry["path"])
+    return entry_recordings(entry, root or entry_root(roots, entry))
 
 
 def entry_recordings(entry: dict, root: Path) -> list:
     """find_dataset_recordings of a dataset's config entry, its files under `root`."""
-    reader = FORMATS[entry["format"]].reader
+    reader = entry_reader(entry)
     settings = {k: entry[k] for k in getattr(reader, "READER_SETTINGS", ()) if k in entry}
     return reader.find_recordings(root, **settings)
 
@@ -155,15 +167,18 @@ def expected_recordings(entry: dict) -> int:
 def data_status(config: dict, roots: dict, dataset: str) -> DataStatus:
     """Count complete recordings (every file a recording needs) against the expected number."""
     entry = lookup(config, "datasets", dataset)
-    return entry_status(dataset, entry, Path(roots["data_root"]) / entry["path"])
+    return entry_status(dataset, entry, entry_root(roots, entry))
 
 
-def entry_status(dataset: str, entry: dict, root: Path) -> DataStatus:
-    """data_status of a dataset's config entry, its files under `root`."""
+def entry_status(dataset: str, entry: dict, root: Path,
+                 recordings: list | None = None) -> DataStatus:
+    """data_status of a dataset's config entry, its files under `root`; `recordings`: those
+    entry_recordings already found there (else they are listed here)."""
     expected = expected_recordings(entry)
     if not root.is_dir():
         return DataStatus(dataset, root, 0, expected, [f"folder {root} does not exist"])
-    recordings = entry_recordings(entry, root)
+    if recordings is None:
+        recordings = entry_recordings(entry, root)
     if not recordings:  # the folder is there, empty or holding none of the format's files
         return DataStatus(dataset, root, 0, expected,
                           [f"folder {root} holds no {entry['format']} recording (the layout: "
@@ -173,7 +188,7 @@ def entry_status(dataset: str, entry: dict, root: Path) -> DataStatus:
     absent = expected - len(recordings)  # not even named (an incomplete one names itself)
     if complete and absent > 0:
         problems.append(f"{absent} of {expected} recordings are not in {root}")
-    return DataStatus(dataset, root, complete, expected, problems)
+    return DataStatus(dataset, root, complete, expected, problems, recordings)
 
 
 def partial_allowed(config: dict) -> bool:
@@ -218,19 +233,19 @@ def require_data(config: dict, roots: dict, dataset: str,
     and a partial one where partial_allowed says so (a strict run), the fix for `invocation`
     (fix_for)."""
     entry = lookup(config, "datasets", dataset)
-    return require_entry_data(config, dataset, entry, Path(roots["data_root"]) / entry["path"],
-                              invocation)
+    return require_entry_data(config, dataset, entry, entry_root(roots, entry), invocation)
 
 
 def require_entry_data(config: dict, dataset: str, entry: dict, root: Path,
-                       invocation: list[str] | None = None) -> list[Path]:
-    """require_data of a dataset's config entry, its files under `root`."""
-    status = entry_status(dataset, entry, root)
+                       invocation: list[str] | None = None,
+                       recordings: list | None = None) -> list[Path]:
+    """require_data of a dataset's config entry, its files under `root`; `recordings`: those
+    entry_recordings already found there (entry_status)."""
+    status = entry_status(dataset, entry, root, recordings)
     if status.state == "missing" or (status.state == "partial" and not partial_allowed(config)):
         details = "; ".join(status.problems[:5])
         raise DataError(
             f"dataset '{dataset}' is {status.describe()} in {status.root}: {details}",
             fix=entry_fix(config, dataset, entry, status, invocation),
         )
-    recordings = entry_recordings(entry, status.root)
-    return [p for r in recordings if not r.problem for p in r.files]
+    return [p for r in status.recordings if not r.problem for p in r.files]

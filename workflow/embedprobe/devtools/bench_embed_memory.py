@@ -20,8 +20,6 @@ release" turns it off, "heap release each batch" releases after every batch, how
 
 from __future__ import annotations
 
-import contextlib
-import io
 import statistics
 import sys
 import tempfile
@@ -31,8 +29,6 @@ from pathlib import Path
 from embedprobe.core.units import MIB
 from embedprobe.devtools import workloads
 from embedprobe.measure.peaks import run_measured
-from embedprobe.memory.preflight import run_preflight
-from embedprobe.pipeline.context import DatasetContext
 
 MODES = {"one arena": {}, "glibc default": {"MALLOC_ARENA_MAX": "8"},
          "fixed mmap threshold": {"MALLOC_MMAP_THRESHOLD_": "131072"},
@@ -49,10 +45,8 @@ def run(args) -> int:
         demo = workloads.demo_set(Path(tmp), args.hours)
         check, _ = workloads.run_check(demo, args.model)
         estimate_path = demo.folder / "preflight.json"
-        with contextlib.redirect_stderr(io.StringIO()):
-            context = DatasetContext.build({**demo.config, "benchmarks": {}}, demo.roots,
-                                           workloads.DEMO_DATASET)
-            record = run_preflight(context, args.model, check, demo.index, estimate_path)
+        record = workloads.preflight(demo, {**demo.config, "benchmarks": {}}, args.model, check,
+                                     estimate_path)
         peaks: dict[str, list[float]] = {mode: [] for mode in args.modes}
         seconds: dict[str, list[float]] = {mode: [] for mode in args.modes}
         for _ in range(args.repeats):

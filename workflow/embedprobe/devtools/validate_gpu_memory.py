@@ -11,9 +11,7 @@ Sized to finish in a few minutes on one GPU (16 embed jobs, 4 checks).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import subprocess
 import sys
 import tempfile
@@ -97,9 +95,6 @@ def error(predicted: float, measured: float) -> str:
 
 def gpu_grid(workdir: Path | None = None) -> int:
     require_gpu()
-    from embedprobe.memory.preflight import run_preflight
-    from embedprobe.pipeline.context import DatasetContext
-
     started = time.monotonic()
     print("| model | batch | windows | device predicted MB | device request MB | device measured "
           "MB | device error | host predicted MB | host request MB | host measured MB | host "
@@ -115,10 +110,7 @@ def gpu_grid(workdir: Path | None = None) -> int:
                 for batch in BATCH_SIZES:
                     config = cuda_config(demo.config, batch)
                     out = demo.folder / "preflight" / f"{model}_{batch}.json"
-                    with contextlib.redirect_stderr(io.StringIO()):
-                        context = DatasetContext.build(config, demo.roots,
-                                                       workloads.DEMO_DATASET)
-                        record = run_preflight(context, model, check, demo.index, out)
+                    record = workloads.preflight(demo, config, model, check, out)
                     embed = record["jobs"]["embed"]
                     device = embed["device"]
                     argv = workloads.embed_argv(dataclasses.replace(demo, config=config),

@@ -58,7 +58,6 @@ measured peak. Exit 1 when a target fails. The sizes differ from the calibration
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import statistics
@@ -242,9 +241,6 @@ def with_token_entries(entries: dict, models) -> dict:
 
 def embed_rows(grid: dict, workdir: Path, contended: bool = False) -> Iterator[Row]:
     """The embed job of each model on each data set, predicted by run_preflight."""
-    from embedprobe.memory.preflight import run_preflight
-    from embedprobe.pipeline.context import DatasetContext
-
     checks: dict[tuple[str, str], Path] = {}
     for demo, size, models, contention in embed_sets(grid, workdir, contended):
         demo.config["models"] = with_token_entries(demo.config["models"], models)
@@ -255,9 +251,7 @@ def embed_rows(grid: dict, workdir: Path, contended: bool = False) -> Iterator[R
             preflight_path = demo.folder / "preflight" / f"{model}.json"
             # Only the embed job: the demo benchmarks' probe folds need more than its subjects.
             config = {**demo.config, "benchmarks": {}}
-            with contextlib.redirect_stderr(io.StringIO()):
-                record = run_preflight(DatasetContext.build(config, demo.roots, demo.dataset),
-                                       model, checks[key], demo.index, preflight_path)
+            record = workloads.preflight(demo, config, model, checks[key], preflight_path)
             run = measure_embed(demo, model, preflight_path, contention)
             yield _row("embed", model, size + CONTENTIONS[contention],
                        record["jobs"]["embed"], run)

@@ -9,8 +9,8 @@ as the rules run it, with every root (data, cache, results, weights) under a fol
   embed           generated Sleep-EDF demo nights (demo_set: 30 s windows of 2 channels at
                   100 Hz) or CHB-MIT look-alike files (seizure_embed_set: 10 s windows of 16-18
                   channels at 256 Hz), `embedprobe check` (run_check), then `embedprobe embed`
-                  (embed_argv) with the knobs of an estimate JSON; embed_inputs builds its
-                  estimate inputs as preflight does
+                  (embed_argv) with the knobs of an estimate JSON (preflight writes it);
+                  embed_inputs builds its estimate inputs as preflight does
   logistic probe  `embedprobe probe` (probe_argv: sleep staging unless named) on an HDF5 store
                   of hard synthetic embeddings (hard_rows, write_store); probe_inputs builds
                   the inputs as preflight does, from the benchmark's task
@@ -203,6 +203,21 @@ def embed_inputs(demo: DemoSet, check) -> dict:
     return preflight_embed_inputs(DatasetContext.build(demo.config, demo.roots, demo.dataset),
                                   check,
                                   read_index(demo.index))
+
+
+def preflight(demo: DemoSet, config: dict, model: str, check: Path, out: Path) -> dict:
+    """The preflight record of `model`'s embed job on `demo` under `config` (the demo's, as a
+    measurement changed it), written to `out` as the workflow's preflight writes it; its notes
+    on stderr are dropped, which would interleave with the measurement's table."""
+    import contextlib
+    import io
+
+    from embedprobe.memory.preflight import run_preflight
+    from embedprobe.pipeline.context import DatasetContext
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        return run_preflight(DatasetContext.build(config, demo.roots, demo.dataset), model,
+                             check, demo.index, out)
 
 
 def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> list[str]:
@@ -418,7 +433,6 @@ def brain_age_set(folder: Path, n_subjects: int, dim: int):
     import pandas as pd
 
     from embedprobe.datasets.sleep_edf.lookalike import write_subjects_table
-    from embedprobe.pipeline import store as cache
 
     config = job_config(folder)
     data = Path(config["data_root"]) / config["datasets"][DEMO_DATASET]["path"]
@@ -434,33 +448,19 @@ def brain_age_set(folder: Path, n_subjects: int, dim: int):
                           "label": np.zeros(len(subjects), np.int8)})
     store = folder / f"store_{n_subjects}x{dim}.h5"
     if not store.is_file():
-        identity = synthetic_identity(table)
         X = rng.standard_normal((len(table), dim), dtype=np.float32)
-        with cache.EmbeddingWriter(store, identity, len(X), dim, table) as writer:
-            for start in range(0, len(X), 8192):
-                writer.append(X[start:start + 8192])
-            writer.finish()
+        write_store(store, X, table["label"].to_numpy(), table)
     return config, store, subjects
 
 
 def brain_age_argv(config: dict, store: Path, estimate_path: Path, out: Path) -> list[str]:
     """The workflow's probe job for fold 0 of the brain-age benchmark."""
-    out.mkdir(parents=True, exist_ok=True)
-    return cli_argv(config, "probe", "--benchmark", AGE_BENCHMARK, "--dataset", DEMO_DATASET,
-                    "--model", "synthetic", "--embeddings", store, "--fold", 0,
-                    "--out", out / "fold.json", "--predictions", out / "fold.npz",
-                    "--estimate", estimate_path)
+    return probe_argv(config, store, estimate_path, out, benchmark=AGE_BENCHMARK)
 
 
 def brain_age_inputs(config: dict, subjects: list[str], dim: int) -> dict:
     """The brain-age job's estimate inputs exactly as preflight builds them (fold 0)."""
-    import pandas as pd
-
-    from embedprobe.tasks.registry import benchmark_task
-
-    bench = config["benchmarks"][AGE_BENCHMARK]
-    table = pd.DataFrame({"subject": subjects})
-    return benchmark_task(config, AGE_BENCHMARK).probe_memory(config, bench, table, 0, dim)[1]
+    return probe_inputs(config, AGE_BENCHMARK, subjects, dim)
 
 
 def recording_set(folder: Path, n_units: int, dim: int, aggregation: str = "mean"):

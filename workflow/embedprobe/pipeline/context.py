@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 from embedprobe.core.config import lookup
 from embedprobe.datasets.registry import (
-    FORMATS,
     DataStatus,
     entry_fix,
+    entry_reader,
     entry_recordings,
+    entry_root,
     entry_status,
     entry_unit_seconds,
     entry_window,
@@ -52,13 +53,13 @@ class DatasetContext:
     @classmethod
     def build(cls, config: dict, roots: dict, dataset: str) -> DatasetContext:
         entry = lookup(config, "datasets", dataset)
-        return cls(dataset, config, roots, entry, FORMATS[entry["format"]].reader)
+        return cls(dataset, config, roots, entry, entry_reader(entry))
 
     @cached_property
     def root(self) -> Path:
         """Where the dataset's files live (registry.dataset_root); made when first asked for,
         so that a pair ruled out before any data is read needs no data_root."""
-        return Path(self.roots["data_root"]) / self.entry["path"]
+        return entry_root(self.roots, self.entry)
 
     @cached_property
     def task(self) -> Task:
@@ -81,17 +82,29 @@ class DatasetContext:
         """(start, length) in seconds a model embeds of each unit (registry.entry_window)."""
         return entry_window(self.entry, bci_filtering)
 
-    def recordings(self) -> list:
+    @cached_property
+    def _recordings(self) -> list:
         return entry_recordings(self.entry, self.root)
 
+    def recordings(self) -> list:
+        """The dataset's recordings (registry.entry_recordings), listed once: index, check and
+        preflight each ask again, and the status and require_data reuse them."""
+        return self._recordings
+
+    def _listed(self) -> list | None:
+        """recordings(), or None where the folder is missing: entry_status reports that
+        itself, where a reader's listing would refuse it."""
+        return self.recordings() if self.root.is_dir() else None
+
     def status(self) -> DataStatus:
-        return entry_status(self.name, self.entry, self.root)
+        return entry_status(self.name, self.entry, self.root, self._listed())
 
     def fix_for(self, status: DataStatus, invocation: list[str] | None = None) -> str:
         return entry_fix(self.config, self.name, self.entry, status, invocation)
 
     def require_data(self, invocation: list[str] | None = None) -> list[Path]:
-        return require_entry_data(self.config, self.name, self.entry, self.root, invocation)
+        return require_entry_data(self.config, self.name, self.entry, self.root, invocation,
+                                  self._listed())
 
     def channel_map_path(self, map_dir: Path = CHANNEL_MAP_DIR) -> Path:
         return entry_map_path(self.name, self.entry, map_dir)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from embedprobe.core.config import lookup
 from embedprobe.core.errors import UsageError
 from embedprobe.core.variants import BCI_TASKS, NO_FILTERING
-from embedprobe.datasets.registry import FORMATS, labelling_task_name, reader_for
+from embedprobe.datasets.registry import entry_reader, labelling_task_name, reader_for
 from embedprobe.pipeline.filters import FilterStep, describe
 
 if TYPE_CHECKING:
@@ -97,10 +97,6 @@ def protocol_options(config: dict) -> tuple[str, ...]:
     return options
 
 
-def line_freq(config: dict, dataset: str) -> float:
-    return entry_line_freq(dataset, lookup(config, "datasets", dataset))
-
-
 def entry_line_freq(dataset: str, entry: dict) -> float:
     """line_freq of a dataset's config entry."""
     if "line_freq" not in entry:
@@ -124,8 +120,7 @@ def entry_preprocessing(config: dict, dataset: str, entry: dict, spec: ModelSpec
     if task in BCI_TASKS:
         steps = Preprocessing(entry_bci_filters(dataset, entry, spec, task),
                               whole_recordings=True,
-                              average_reference=reader_average_reference(
-                                  FORMATS[entry["format"]].reader),
+                              average_reference=reader_average_reference(entry_reader(entry)),
                               resampling=WHOLE_MNE)
     else:
         steps = Preprocessing((FilterStep("highpass", (HIGHPASS_HZ,)),
