@@ -47,6 +47,7 @@ SMALL = {
     "physionet2018": {"subjects": 2, "hours": 1 / 6, "seed": 0},
     "nakanishi2015": {"subjects": 1, "blocks": 1, "seed": 0},
     "eegmat": {"subjects": 1, "seconds": 20, "seed": 0},
+    "nsrr": {"study": "shhs", "participants": 2, "second_visits": 1, "hours": 0.25, "seed": 0},
 }
 # format -> the realdata folder that holds whole recordings of it
 REAL = {"physionet_mi": "eeg-motor-movementimagery-dataset-1.0.0/files",

@@ -36,6 +36,7 @@ from embedprobe.datasets.bonn import lookalike as bonn_lookalike
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
 from embedprobe.datasets.dod import lookalike as dod_lookalike
 from embedprobe.datasets.isruc import lookalike as isruc_lookalike
+from embedprobe.datasets.nsrr import lookalike as nsrr_lookalike
 from embedprobe.datasets.physionet2018 import lookalike as physionet2018_lookalike
 from embedprobe.datasets.physionet_mi import lookalike as physionet_mi_lookalike
 from embedprobe.datasets.siena import lookalike as siena_lookalike
@@ -310,6 +311,7 @@ BONN = {"clips_per_set": 1, "sets": ["Z", "O", "N", "S"], "seed": 0}
 DOD = {"healthy": 2, "osa": 2, "hours": 0.25, "seed": 0}
 UCDDB = {"subjects": 4, "hours": 0.25, "seed": 0}
 PSG2018 = {"subjects": 4, "hours": 0.25, "seed": 0}
+SHHS = {"study": "shhs", "participants": 3, "second_visits": 1, "hours": 0.25, "seed": 0}
 FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
     "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
             chbmit_lookalike, CHB),
@@ -331,6 +333,8 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
                "trim_wake_minutes": 1440}, ucddb_lookalike, UCDDB),
     "psg2018": ({"format": "physionet2018", "channel_map": "physionet2018", "epoch_seconds": 30,
                  "trim_wake_minutes": 1440}, physionet2018_lookalike, PSG2018),
+    "shhs": ({"format": "nsrr", "study": "shhs", "channel_map": "shhs", "epoch_seconds": 30,
+              "trim_wake_minutes": 1440}, nsrr_lookalike, SHHS),
 }
 # The recording-level datasets' classes are checked while the index is built when a benchmark
 # of a recording-level task lists them (ISRUC's staging alone does not read its tables).
@@ -457,6 +461,18 @@ def _dod_without_hypnogram(data: Path) -> None:
         del h5["hypnogram"]
 
 
+def _nsrr_rewrite(data: Path, stem: str, change) -> None:
+    visit = stem.split("-")[0]
+    path = data / "polysomnography/annotations-events-nsrr" / visit / f"{stem}-nsrr.xml"
+    path.write_text(change(path.read_text()))
+
+
+def _nsrr_drop_row(data: Path) -> None:
+    table = data / "datasets/shhs-harmonized-dataset-0.21.0.csv"
+    rows = pd.read_csv(table)
+    rows[rows["nsrrid"] != 200003].to_csv(table, index=False)
+
+
 def _ucddb_rewrite_event(data: Path, change) -> None:
     """The first recording's event list with its first event row changed (fixed columns:
     clock time, type, PB/CS flag, duration, ...; DOS line ends, as PhysioNet ships it)."""
@@ -552,6 +568,20 @@ FORMAT_CASES = {
     "UCDDB event list missing": ("ucddb", lambda d: (d / ucddb_lookalike.plan(UCDDB)[2].names[2]
                                                      ).unlink(), 2,
                                  "is partial (3/4 recordings)", "allow_partial=true"),
+    "NSRR XML scoring more epochs than its EDF": ("shhs", lambda d: _nsrr_rewrite(
+        d, "shhs1-200001", lambda t: t.replace("</ScoredEvents>", (
+            "<ScoredEvent><EventType>Stages|Stages</EventType><EventConcept>Wake|0"
+            "</EventConcept><Start>900</Start><Duration>60</Duration></ScoredEvent>"
+            "</ScoredEvents>"))), 2,
+        "the XML disagrees with the EDF", "use the shhs1-200001-nsrr.xml of this EDF"),
+    "NSRR unknown event concept": ("shhs", lambda d: _nsrr_rewrite(
+        d, "shhs1-200002", lambda t: t.replace("Hypopnea|Hypopnea", "Snore|Snore")), 2,
+        "unknown event concept 'Snore|Snore'", "annotations.py EVENTS"),
+    "NSRR participant missing from the CSV": ("shhs", lambda d: _nsrr_drop_row(d), 2,
+                                              "no row for nsrrid 200003", "allow_partial=true"),
+    "NSRR visit folder without annotations": ("shhs", lambda d: shutil.rmtree(
+        d / "polysomnography/annotations-events-nsrr/shhs2"), 2,
+        "1 EDFs but no annotation folder", "annotations-events-nsrr/ folder from NSRR"),
     "PhysioNet 2018 unknown note": ("psg2018", lambda d: _psg2018_notes(d, _psg2018_unknown), 2,
                                     "unknown annotation type 'resp_snoring'",
                                     "resp_obstructiveapnea"),

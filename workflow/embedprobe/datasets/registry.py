@@ -20,6 +20,7 @@ from embedprobe.datasets.dod import reader as dod
 from embedprobe.datasets.eegmat import reader as eegmat
 from embedprobe.datasets.isruc import reader as isruc
 from embedprobe.datasets.nakanishi2015 import reader as nakanishi2015
+from embedprobe.datasets.nsrr import reader as nsrr
 from embedprobe.datasets.physionet2018 import reader as physionet2018
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
@@ -62,6 +63,7 @@ FORMATS = {
     "nakanishi2015": Format(nakanishi2015, "embedprobe.datasets.nakanishi2015.lookalike",
                             "bci_ssvep"),
     "eegmat": Format(eegmat, "embedprobe.datasets.eegmat.lookalike", "bci_cognitive"),
+    "nsrr": Format(nsrr, "embedprobe.datasets.nsrr.lookalike", "sleep_staging"),
 }
 
 
