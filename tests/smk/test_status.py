@@ -8,7 +8,6 @@ local SLURM about a sleeping job.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -25,6 +24,7 @@ from embedprobe.core.paths import output_path
 from embedprobe.pipeline.store import CacheIdentity, EmbeddingWriter, window_table_sha256
 from embedprobe.smk import status
 
+from helpers.markers import mark_incomplete
 from helpers.results import roots_in
 from helpers.slurm import slurm_unavailable
 
@@ -123,14 +123,6 @@ This was a dry-run (flag -n). The order of jobs does not reflect the order of ex
 
 def job(rule: str, output, **wildcards) -> dict:
     return {"rule": rule, "wildcards": wildcards, "output": str(output), "snakemake": "ok"}
-
-
-def mark_incomplete(workdir, output, external_jobid=None) -> None:
-    """Snakemake's marker of a started job (persistence/file.py: the output's urlsafe base64)."""
-    folder = workdir / ".snakemake" / "incomplete"
-    folder.mkdir(parents=True, exist_ok=True)
-    name = base64.urlsafe_b64encode(str(output).encode()).decode()
-    (folder / name).write_text(json.dumps({"external_jobid": external_jobid}))
 
 
 def partial_store(path, rows: int, n_windows: int = 40) -> None:
