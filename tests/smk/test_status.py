@@ -26,7 +26,7 @@ from embedprobe.smk import status
 
 from helpers.markers import mark_incomplete
 from helpers.results import roots_in
-from helpers.slurm import slurm_unavailable
+from helpers.slurm import require_slurm
 
 # squeue --me --states=all --noheader --Format=JobID:|,Name:|,...: exit_code is the raw wait
 # status (768: exit 3; 15: killed by SIGTERM).
@@ -331,9 +331,7 @@ def test_an_unknown_target_is_a_usage_error(tmp_path):
 
 @pytest.mark.slurm
 def test_a_sleeping_slurm_job_shows_as_running(tmp_path):
-    reason = slurm_unavailable()
-    if reason:
-        pytest.skip(reason)
+    require_slurm()
     roots = roots_in(tmp_path)
     names = {"dataset": "sleep_edf_demo", "model": "biot_random"}
     embed = job("embed", output_path("embeddings", roots, **names), **names)

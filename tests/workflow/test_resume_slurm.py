@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from helpers.project import PROJECT, VENV_BIN
-from helpers.slurm import cancel_jobs, slurm_jobs, slurm_unavailable
+from helpers.slurm import cancel_jobs, require_slurm, slurm_jobs
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
@@ -38,11 +38,7 @@ CONTROLLER = "embedprobe_controller"
 
 @pytest.fixture(scope="module", autouse=True)
 def local_slurm():
-    reason = slurm_unavailable()
-    if reason and os.environ.get("EMBEDPROBE_REQUIRE_SLURM"):
-        pytest.fail(f"EMBEDPROBE_REQUIRE_SLURM is set (CI) but {reason}")
-    if reason:
-        pytest.skip(reason)
+    require_slurm()
 
 
 def submit(workdir: Path, configfile: Path) -> str:
