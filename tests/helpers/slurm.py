@@ -31,6 +31,18 @@ def slurm_unavailable() -> str | None:
     return None
 
 
+def require_slurm() -> None:
+    """Skip the calling test where no controller answers; fail it instead where
+    EMBEDPROBE_REQUIRE_SLURM is set (CI), so the SLURM tests cannot pass by skipping there."""
+    import pytest
+
+    reason = slurm_unavailable()
+    if reason and os.environ.get("EMBEDPROBE_REQUIRE_SLURM"):
+        pytest.fail(f"EMBEDPROBE_REQUIRE_SLURM is set (CI) but {reason}")
+    if reason:
+        pytest.skip(reason)
+
+
 def quick_failing_conf(folder: Path) -> Path | None:
     """Where the SLURM client tools are installed but no controller answers: a copy of their
     config that gives up on the controller after 1 s, not 10, or None where nothing is to gain.

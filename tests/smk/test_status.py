@@ -8,7 +8,6 @@ local SLURM about a sleeping job.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -25,8 +24,9 @@ from embedprobe.core.paths import output_path
 from embedprobe.pipeline.store import CacheIdentity, EmbeddingWriter, window_table_sha256
 from embedprobe.smk import status
 
+from helpers.markers import mark_incomplete
 from helpers.results import roots_in
-from helpers.slurm import slurm_unavailable
+from helpers.slurm import require_slurm
 
 # squeue --me --states=all --noheader --Format=JobID:|,Name:|,...: exit_code is the raw wait
 # status (768: exit 3; 15: killed by SIGTERM).
@@ -123,14 +123,6 @@ This was a dry-run (flag -n). The order of jobs does not reflect the order of ex
 
 def job(rule: str, output, **wildcards) -> dict:
     return {"rule": rule, "wildcards": wildcards, "output": str(output), "snakemake": "ok"}
-
-
-def mark_incomplete(workdir, output, external_jobid=None) -> None:
-    """Snakemake's marker of a started job (persistence/file.py: the output's urlsafe base64)."""
-    folder = workdir / ".snakemake" / "incomplete"
-    folder.mkdir(parents=True, exist_ok=True)
-    name = base64.urlsafe_b64encode(str(output).encode()).decode()
-    (folder / name).write_text(json.dumps({"external_jobid": external_jobid}))
 
 
 def partial_store(path, rows: int, n_windows: int = 40) -> None:
@@ -339,9 +331,7 @@ def test_an_unknown_target_is_a_usage_error(tmp_path):
 
 @pytest.mark.slurm
 def test_a_sleeping_slurm_job_shows_as_running(tmp_path):
-    reason = slurm_unavailable()
-    if reason:
-        pytest.skip(reason)
+    require_slurm()
     roots = roots_in(tmp_path)
     names = {"dataset": "sleep_edf_demo", "model": "biot_random"}
     embed = job("embed", output_path("embeddings", roots, **names), **names)

@@ -25,7 +25,7 @@ from embedprobe import cli
 from embedprobe.core.errors import DataError, write_failure_record
 
 from helpers.project import PROJECT, snakemake
-from helpers.slurm import slurm_jobs, slurm_unavailable
+from helpers.slurm import require_slurm, slurm_jobs
 
 DATASET, MODEL = "sleep_edf_demo", "biot_random"
 # 5 one-night subjects, 10 min of sleep and 2 min of wake each side (~130 windows)
@@ -122,11 +122,7 @@ def run_seconds(job_id: int) -> int:
 
 @pytest.mark.slurm
 def test_bad_data_on_slurm_ends_its_retries_in_seconds(prepared, tmp_path):
-    reason = slurm_unavailable()
-    if reason and os.environ.get("EMBEDPROBE_REQUIRE_SLURM"):
-        pytest.fail(f"EMBEDPROBE_REQUIRE_SLURM is set (CI) but {reason}")
-    if reason:
-        pytest.skip(reason)
+    require_slurm()
     workdir = scenario(prepared, tmp_path)
     edf = next((workdir / "data").rglob(DAMAGED))
     damage(edf)

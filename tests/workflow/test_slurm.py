@@ -13,7 +13,6 @@ Snakemake.
 """
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -29,7 +28,7 @@ import pytest
 import yaml
 
 from helpers.project import PROJECT, snakemake
-from helpers.slurm import cancel_jobs, slurm_jobs, slurm_unavailable
+from helpers.slurm import cancel_jobs, require_slurm, slurm_jobs
 
 pytestmark = pytest.mark.slurm
 
@@ -56,11 +55,7 @@ LIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
 
 @pytest.fixture(scope="module", autouse=True)
 def local_slurm():
-    reason = slurm_unavailable()
-    if reason and os.environ.get("EMBEDPROBE_REQUIRE_SLURM"):
-        pytest.fail(f"EMBEDPROBE_REQUIRE_SLURM is set (CI) but {reason}")
-    if reason:
-        pytest.skip(reason)
+    require_slurm()
 
 
 @pytest.fixture(scope="module")

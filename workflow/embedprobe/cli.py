@@ -386,6 +386,43 @@ def cmd_status(args, config, roots):
         print(note, file=sys.stderr)
 
 
+def run_target(args, config) -> str:
+    """resume's and submit's target: a benchmark, a target group, all, or an output path."""
+    from embedprobe.api.tables import known_target
+
+    return args.target if "/" in args.target else known_target(config, args.target)
+
+
+def cmd_resume(args, config, roots):
+    """Wait for what an earlier controller left on the scheduler, keep its finished outputs,
+    then become Snakemake (smk/resume.py)."""
+    import os
+
+    from embedprobe.smk.resume import profile_folder, resume
+
+    target = run_target(args, config)
+    profile = profile_folder(args.profile, "resume", target)
+    argv = resume(target, profile, Path.cwd(), args.configfile, args.config,
+                  args.snakemake_args, args.unlock, args.poll)
+    print(f"resume: starting {' '.join(argv)}", file=sys.stderr, flush=True)
+    os.execv(argv[0], argv)
+
+
+def cmd_submit(args, config, roots):
+    """`resume` as a SLURM job of the profile's partition: the login session may close."""
+    from embedprobe.smk.resume import profile_folder, submit
+
+    target = run_target(args, config)
+    profile = profile_folder(args.profile, "submit", target)
+    job = submit(target, profile, Path.cwd(), args.mem_mb or config["memory"]["small_job_mb"],
+                 args.time, args.configfile, args.config, args.snakemake_args, args.unlock)
+    print(f"submitted controller job {job} for {target} (SLURM job name embedprobe_controller)"
+          f"\nfollow: embedprobe status {target}   # or: tail -f "
+          f".snakemake/slurm_logs/controller/{job}.log\nafter it ended early (time limit, "
+          "lost node): the same command again waits for its jobs and keeps their results")
+    return 0
+
+
 def cmd_data(args, config, roots):
     """`data status`: each dataset's state, recordings, folder and fix (exit 1 unless every
     one is found). `data download`: the named datasets fetched from their publishers, checked
@@ -428,6 +465,8 @@ COMMANDS = {
     "results": cmd_results,
     "rescore": cmd_rescore,
     "status": cmd_status,
+    "resume": cmd_resume,
+    "submit": cmd_submit,
     "data": cmd_data,
     "list": cmd_list,
 }
@@ -572,6 +611,28 @@ def parser() -> argparse.ArgumentParser:
                    help="read the files only: do not ask squeue or condor_q")
     p.add_argument("--format", choices=("table", "json"), default="table")
 
+    for name, text in (
+            ("resume", "start or restart a target's run through a profile: first wait for the "
+                       "jobs an earlier (killed) controller left on the scheduler and keep "
+                       "their finished outputs, then run snakemake --profile P TARGET"),
+            ("submit", "run `resume` as a small SLURM job (sbatch), so the login session can "
+                       "close; again after that job ended, it picks up where it stopped")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("target", help="a benchmark, a target group, all, or an output path")
+        p.add_argument("--profile", help="the Snakemake profile folder (profiles/slurm)")
+        p.add_argument("--unlock", action="store_true",
+                       help="no other Snakemake runs in this folder (on any host): take over "
+                            "its stale lock")
+        if name == "resume":
+            p.add_argument("--poll", type=float, default=30.0, metavar="S",
+                           help="seconds between queue checks while waiting (default 30)")
+        else:
+            p.add_argument("--time", help="the controller job's time limit, as sbatch takes "
+                                          "it (default: the partition's); give it the run's")
+            p.add_argument("--mem-mb", type=int,
+                           help="the controller job's memory (default: memory.small_job_mb)")
+        p.epilog = "after --: more snakemake options, passed on (e.g. -- --dry-run)"
+
     p = sub.add_parser("data", help="the datasets on disk: `data status` says which are where, "
                                     "`data download` fetches the open ones")
     actions = p.add_subparsers(dest="data_action", required=True)
@@ -613,8 +674,12 @@ def main(argv=None) -> int:
     except EmbedprobeError as exc:
         print(exc.render(), file=sys.stderr)
         return exc.exit_code
+    argv, extra = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv \
+        else (argv, [])
     args = parser().parse_args(argv)
-    args.configfile, args.config = configfiles, assignments
+    if extra and args.command not in ("resume", "submit"):
+        parser().error(f"{args.command} takes no options after --")
+    args.configfile, args.config, args.snakemake_args = configfiles, assignments, extra
     # Run by hand, a `fix:` may repeat this command with a setting; a workflow job's command
     # is not one the user typed.
     args.invocation = None if args.job_config else [
