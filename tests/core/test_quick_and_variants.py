@@ -58,8 +58,8 @@ def test_quick_runs_each_benchmarks_reference_quick_dataset(config):
 def test_full_runs_every_listed_dataset_and_names_keep_the_benchmarks_order(config):
     assert config["only_datasets"] == "full"  # the schema's default
     assert selected(config, "sleep_stage", "datasets") == [
-        "sleep_edf_expanded", "cfs", "dod", "homepap", "isruc", "mesa", "mros", "shhs", "ucddb",
-        "physionet2018"]
+        "sleep_edf_expanded", "cfs", "dod", "homepap", "isruc", "mesa", "mros", "shhs", "stages",
+        "ucddb", "wsc", "physionet2018"]
     config["only_datasets"] = ["physionet2018", "dod"]
     assert selected(config, "sleep_stage", "datasets") == ["dod", "physionet2018"]
     assert selected(config, "brain_age", "datasets") == []

@@ -216,3 +216,32 @@ def test_an_unknown_study_names_the_setting():
     with pytest.raises(DataError) as err:
         reader.find_recordings(Path("."), "wsc")
     assert "set `study:`" in err.value.fix and "shhs" in err.value.fix
+
+
+def test_the_shhs_entry_reads_a_placed_manifest_of_shhs1_nights(tmp_path):
+    """The shhs entry's folds: a manifest of the reference's shape (shhs_v1.json: partitions of
+    shhs1 recordings, no `unit`) read as recording folds, fold k testing partition k."""
+    import json
+
+    from embedprobe.core.errors import UsageError
+    from embedprobe.probing.folds import manifest_plan
+
+    lookalike.write_lookalike(tmp_path / "shhs", {"study": "shhs", "participants": 6,
+                                                  "second_visits": 2, "hours": 0.25, "seed": 1})
+    recordings = reader.find_recordings(tmp_path / "shhs", "shhs", visits=["shhs1"])
+    assert {r.session for r in recordings} == {"shhs1"} and len(recordings) == 6
+    path = lookalike.write_fold_manifest(tmp_path / "folds" / "shhs_v1.json",
+                                         [r.recording for r in recordings], 5, 42)
+    folds = json.loads(path.read_text())["folds"]
+    assert json.loads(path.read_text())["n_subjects"] == 6 and list(folds) == list("01234")
+    table = pd.DataFrame({"recording": [r.recording for r in recordings],
+                          "subject": [r.subject for r in recordings]})
+    plan = manifest_plan(str(path), table, 5, "recording")
+    assert plan.unit == "recording"
+    for k in range(5):
+        assert sorted(u for u, p in plan.parts[k].items() if p == "test") == folds[str(k)]
+        assert sorted(u for u, p in plan.parts[k].items() if p == "val") == \
+            folds[str((k + 1) % 5)]
+    with pytest.raises(UsageError, match="shhs_v1.json does not exist") as caught:
+        manifest_plan(str(tmp_path / "nowhere" / "shhs_v1.json"), table, 5, "recording")
+    assert "reference suite ships its manifests in configs/folds/" in caught.value.fix

@@ -42,8 +42,10 @@ from embedprobe.datasets.physionet_mi import lookalike as physionet_mi_lookalike
 from embedprobe.datasets.siena import lookalike as siena_lookalike
 from embedprobe.datasets.sleep_edf import lookalike as demo_data
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
+from embedprobe.datasets.stages import lookalike as stages_lookalike
 from embedprobe.datasets.tuab import lookalike as tuab_lookalike
 from embedprobe.datasets.ucddb import lookalike as ucddb_lookalike
+from embedprobe.datasets.wsc import lookalike as wsc_lookalike
 from embedprobe.reporting import summary as report
 from embedprobe.tasks.registry import task_for
 
@@ -312,6 +314,8 @@ DOD = {"healthy": 2, "osa": 2, "hours": 0.25, "seed": 0}
 UCDDB = {"subjects": 4, "hours": 0.25, "seed": 0}
 PSG2018 = {"subjects": 4, "hours": 0.25, "seed": 0}
 SHHS = {"study": "shhs", "participants": 3, "second_visits": 1, "hours": 0.25, "seed": 0}
+WSC = {"participants": 3, "second_visits": 1, "hours": 0.25, "seed": 0}
+STAGES = {"sites": ["GSBB", "MSTH"], "subjects": 2, "repeats": 0, "hours": 0.25, "seed": 0}
 FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
     "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
             chbmit_lookalike, CHB),
@@ -335,6 +339,10 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
                  "trim_wake_minutes": 1440}, physionet2018_lookalike, PSG2018),
     "shhs": ({"format": "nsrr", "study": "shhs", "channel_map": "shhs", "epoch_seconds": 30,
               "trim_wake_minutes": 1440}, nsrr_lookalike, SHHS),
+    "wsc": ({"format": "wsc", "channel_map": "wsc", "epoch_seconds": 30,
+             "trim_wake_minutes": 1440}, wsc_lookalike, WSC),
+    "stages": ({"format": "stages", "channel_map": "stages", "epoch_seconds": 30,
+                "trim_wake_minutes": 1440}, stages_lookalike, STAGES),
 }
 # The recording-level datasets' classes are checked while the index is built when a benchmark
 # of a recording-level task lists them (ISRUC's staging alone does not read its tables).
@@ -473,6 +481,10 @@ def _nsrr_drop_row(data: Path) -> None:
     rows[rows["nsrrid"] != 200003].to_csv(table, index=False)
 
 
+def _rewrite_text(path: Path, change) -> None:
+    path.write_text(change(path.read_text()))
+
+
 def _ucddb_rewrite_event(data: Path, change) -> None:
     """The first recording's event list with its first event row changed (fixed columns:
     clock time, type, PB/CS flag, duration, ...; DOS line ends, as PhysioNet ships it)."""
@@ -582,6 +594,14 @@ FORMAT_CASES = {
     "NSRR visit folder without annotations": ("shhs", lambda d: shutil.rmtree(
         d / "polysomnography/annotations-events-nsrr/shhs2"), 2,
         "1 EDFs but no annotation folder", "annotations-events-nsrr/ folder from NSRR"),
+    "WSC unknown stage code": ("wsc", lambda d: _rewrite_text(
+        d / "polysomnography/wsc-visit1-10002-nsrr.stg.txt",
+        lambda t: t.replace("\n3\t", "\n3\t9\t", 1)), 2,
+        "unknown stage code 9", "download wsc-visit1-10002-nsrr.stg.txt again"),
+    "STAGES CSV without its columns": ("stages", lambda d: _rewrite_text(
+        d / "original/STAGES PSGs/MSTH/MSTH00002.csv",
+        lambda t: t.replace("Duration (seconds)", "Duration", 1)), 2,
+        "no Duration (seconds) column", "download MSTH00002.csv again"),
     "PhysioNet 2018 unknown note": ("psg2018", lambda d: _psg2018_notes(d, _psg2018_unknown), 2,
                                     "unknown annotation type 'resp_snoring'",
                                     "resp_obstructiveapnea"),

@@ -61,13 +61,14 @@ def availability_row(config: dict, roots: dict, dataset: str,
     try:
         status = data_status(config, roots, dataset)
     except DataError as error:  # a file outside the layout: the reader names it
-        return row | {"state": "error", "found": 0, "recordings": f"?/{expected}",
+        return row | {"state": "error", "found": 0,
+                      "recordings": f"?/{'?' if expected is None else expected}",
                       "detail": str(error), "fix": error.fix or ""}
     detail = "; ".join(status.problems[:SHOWN_PROBLEMS])
     if len(status.problems) > SHOWN_PROBLEMS:
         detail += f"; and {len(status.problems) - SHOWN_PROBLEMS} more"
     return row | {"state": status.state, "found": status.found,
-                  "recordings": f"{status.found}/{status.expected}", "detail": detail,
+                  "recordings": status.counted, "detail": detail,
                   "fix": "" if status.state == READY else fix_for(config, dataset, status,
                                                                   invocation)}
 

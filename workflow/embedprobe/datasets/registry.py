@@ -26,8 +26,10 @@ from embedprobe.datasets.physionet_mi import reader as physionet_mi
 from embedprobe.datasets.siena import reader as siena
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 from embedprobe.datasets.sources import can_fetch
+from embedprobe.datasets.stages import reader as stages
 from embedprobe.datasets.tuab import reader as tuab
 from embedprobe.datasets.ucddb import reader as ucddb
+from embedprobe.datasets.wsc import reader as wsc
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ FORMATS = {
                             "bci_ssvep"),
     "eegmat": Format(eegmat, "embedprobe.datasets.eegmat.lookalike", "bci_cognitive"),
     "nsrr": Format(nsrr, "embedprobe.datasets.nsrr.lookalike", "sleep_staging"),
+    "wsc": Format(wsc, "embedprobe.datasets.wsc.lookalike", "sleep_staging"),
+    "stages": Format(stages, "embedprobe.datasets.stages.lookalike", "sleep_staging"),
 }
 
 
@@ -72,7 +76,7 @@ class DataStatus:
     dataset: str
     root: Path
     found: int
-    expected: int
+    expected: int | None  # None: unknown (expected_recordings)
     problems: list[str] = field(default_factory=list)
     # the recordings found in `root` (none where it is missing), kept for require_entry_data
     recordings: list = field(default_factory=list, repr=False, compare=False)
@@ -81,10 +85,16 @@ class DataStatus:
     def state(self) -> str:
         if self.found == 0:
             return "missing"
-        return "partial" if self.found < self.expected or self.problems else "found"
+        short = self.expected is not None and self.found < self.expected
+        return "partial" if short or self.problems else "found"
+
+    @property
+    def counted(self) -> str:
+        """found/expected ("?" for an unknown count)."""
+        return f"{self.found}/{'?' if self.expected is None else self.expected}"
 
     def describe(self) -> str:
-        return f"{self.state} ({self.found}/{self.expected} recordings)"
+        return f"{self.state} ({self.counted} recordings)"
 
 
 def dataset_root(config: dict, roots: dict, dataset: str) -> Path:
@@ -161,8 +171,12 @@ def generator_for(config: dict, dataset: str):
     return importlib.import_module(FORMATS[lookup(config, "datasets", dataset)["format"]].lookalike)
 
 
-def expected_recordings(entry: dict) -> int:
-    """How many recordings a dataset's entry expects (`expected_recordings`, else 1)."""
+def expected_recordings(entry: dict) -> int | None:
+    """How many recordings a dataset's entry expects (`expected_recordings`, else 1); None
+    where the entry says `expected_recordings: null` (a count no source confirms: any number
+    of complete recordings is the whole dataset)."""
+    if "expected_recordings" in entry and entry["expected_recordings"] is None:
+        return None
     return int(entry.get("expected_recordings", 1))
 
 
@@ -187,7 +201,8 @@ def entry_status(dataset: str, entry: dict, root: Path,
                            "docs/usage.md, the datasets table)"])
     problems = [r.problem for r in recordings if r.problem]
     complete = len(recordings) - len(problems)
-    absent = expected - len(recordings)  # not even named (an incomplete one names itself)
+    # not even named (an incomplete one names itself); an unknown count misses none
+    absent = 0 if expected is None else expected - len(recordings)
     if complete and absent > 0:
         problems.append(f"{absent} of {expected} recordings are not in {root}")
     return DataStatus(dataset, root, complete, expected, problems, recordings)

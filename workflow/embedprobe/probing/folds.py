@@ -23,6 +23,11 @@ same folds:
 - age-stratified (brain age: `adapters/precomputed_embeddings._stratified_subject_splits`):
   the aged subjects sorted, `StratifiedKFold` on their age bin picks the test fold, the same
   splitter over the rest picks validation fold k+1.
+- balanced (WSC's `adapters/wsc._balanced_subject_chunks`, a dataset's `fold_draw: balanced`):
+  the subjects sorted as strings, shuffled by `RandomState(seed)`, stably ordered by their
+  recording count (most first), each given to the chunk holding the fewest recordings so far
+  (the lowest-numbered among equals), so a participant's visits share a fold and the folds hold
+  about as many recordings.
 - a manifest (`registry/fold_manifest`): `explicit` (each fold's train/val/test lists) or
   `partition` (each fold's test list; validation the next fold's, train the rest), read from JSON.
 """
@@ -195,6 +200,23 @@ def chunk_plan(subjects, n_folds: int, seed: int, strata_pattern: str | None = N
     return plan_from_groups(subject_groups(subjects, n_folds, seed, strata), n_folds, rule)
 
 
+def balanced_plan(table: pd.DataFrame, n_folds: int, seed: int) -> FoldPlan:
+    """The balanced plan over a window table's subjects and recordings (module docstring)."""
+    recordings = table["recording"] if "recording" in table else table["subject"]
+    visits = recordings.groupby(table["subject"].astype(str)).nunique().to_dict()
+    subjects = sorted(visits)  # the reference sorts the ids as strings
+    require_units(len(subjects), n_folds, "subjects")
+    np.random.RandomState(seed).shuffle(subjects)
+    subjects.sort(key=lambda s: -visits[s])
+    loads, groups = [0] * n_folds, {}
+    for subject in subjects:
+        chunk = min(range(n_folds), key=lambda j: (loads[j], j))
+        groups[subject] = chunk
+        loads[chunk] += visits[subject]
+    return plan_from_groups(groups, n_folds, f"{n_folds} subject folds balanced by recordings "
+                                             f"(seed {seed})")
+
+
 def subject_strata(subjects: list[str], pattern: str) -> dict[str, str]:
     regex = re.compile(pattern)
     strata = {}
@@ -359,17 +381,20 @@ def manifest_path(value: str) -> Path:
     return path if path.is_absolute() else MANIFEST_DIR / path
 
 
-def read_manifest(path: Path) -> FoldPlan:
+def read_manifest(path: Path, unit: str | None = None) -> FoldPlan:
     """A fold manifest (the reference's format): `folds` (or `subject_folds`) as a list or as a
     mapping "0", "1", ...; each entry {train, val, test} lists (explicit) or one list, the
-    fold's test units (partition); `unit` subject (default) or recording."""
+    fold's test units (partition); `unit` subject (default) or recording: the file's own, else
+    `unit` (a dataset's fold_manifest_unit)."""
     fix = f"correct {path} (format: docs/methods.md, fold manifests)"
     if not path.is_file():
         raise UsageError(f"fold manifest {path} does not exist",
-                         fix="give fold_manifest as a path under config/folds/ or absolute")
+                         fix=f"put the manifest at {path} (the reference suite ships its "
+                             f"manifests in configs/folds/ under the same name), or remove "
+                             f"fold_manifest from the dataset's entry (config/datasets.yaml)")
     payload = json.loads(path.read_text())
     entries = manifest_entries(payload, path, fix)
-    unit = payload.get("unit", "subject")
+    unit = payload.get("unit", unit or "subject")
     if unit not in UNITS:
         raise UsageError(f"{path}: unit {unit!r} is neither subject nor recording", fix=fix)
     if all(isinstance(e, dict) for e in entries):
@@ -453,11 +478,13 @@ def check_manifest_folds(folds: list[dict], path: Path, fix: str) -> None:
         tested |= set(fold["test"])
 
 
-def manifest_plan(value: str, units: pd.DataFrame, n_folds: int) -> FoldPlan:
-    """The plan a dataset's `fold_manifest` names, checked against the units of its rows: every
-    unit in exactly one part of every fold, no unit the data lacks, the benchmark's fold count."""
+def manifest_plan(value: str, units: pd.DataFrame, n_folds: int,
+                  unit: str | None = None) -> FoldPlan:
+    """The plan a dataset's `fold_manifest` names (its ids `unit`s where the file does not
+    say), checked against the units of its rows: every unit in exactly one part of every fold,
+    no unit the data lacks, the benchmark's fold count."""
     path = manifest_path(value)
-    plan = read_manifest(path)
+    plan = read_manifest(path, unit)
     fix = (f"edit {path} so that each fold lists every {plan.unit} of the dataset once, or "
            f"remove fold_manifest from the dataset's entry (config/datasets.yaml)")
     if plan.n_folds != n_folds:

@@ -118,7 +118,8 @@ def warn_partial(config: dict, roots: dict, dataset: str) -> None:
     _WARNED.add((dataset, "partial"))
     status = exit_on_error(data_status, config, roots, dataset)
     if status.state == "partial":
-        print(f"warning: {dataset} runs on {status.found} of its {status.expected} recordings: "
+        total = "?" if status.expected is None else status.expected
+        print(f"warning: {dataset} runs on {status.found} of its {total} recordings: "
               f"{'; '.join(status.problems[:5])}"
               f"{' ...' if len(status.problems) > 5 else ''} (strict=true refuses it instead)",
               file=sys.stderr)
@@ -380,7 +381,7 @@ def data_skip(config: dict, dataset: str) -> dict | None:
         status = exit_on_error(data_status, config, roots, dataset)
         _DATA_SKIPS[key] = None if status.state != "missing" else {
             "status": "skipped", "reason": f"data not found in {status.root} "
-                                           f"({status.found}/{status.expected} recordings)",
+                                           f"({status.counted} recordings)",
             "fix": fix_for(config, dataset, status, typed_command()) + ", then run again"}
     return _DATA_SKIPS[key]
 

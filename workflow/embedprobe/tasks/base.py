@@ -122,17 +122,26 @@ class Task:
 
         table, entry = unit_table(units), entry or {}
         if entry.get("fold_manifest"):
-            return manifest_plan(entry["fold_manifest"], table, bench["folds"])
+            return manifest_plan(entry["fold_manifest"], table, bench["folds"],
+                                 entry.get("fold_manifest_unit"))
         return self.fold_rule(table, bench, entry)
 
     def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
         """The reference's generic folds: subjects in ascending order, shuffled by
         RandomState(fold_seed) within each stratum of the dataset's `fold_strata`, cut into
         `folds` chunks; fold k tests chunk k, validates on chunk k+1. `fold_draw: per_stratum`
-        (ISRUC's adapter): each stratum drawn on its own (probing/folds.per_stratum_plan)."""
-        from embedprobe.probing.folds import chunk_plan, per_stratum_plan, refuse_split
+        (ISRUC's adapter): each stratum drawn on its own (probing/folds.per_stratum_plan);
+        `fold_draw: balanced` (WSC's adapter): chunks balanced by recordings (balanced_plan)."""
+        from embedprobe.probing.folds import (
+            balanced_plan,
+            chunk_plan,
+            per_stratum_plan,
+            refuse_split,
+        )
 
         refuse_split(entry, self.name)
+        if entry.get("fold_draw") == "balanced":
+            return balanced_plan(table, bench["folds"], bench["fold_seed"])
         if entry.get("fold_draw") == "per_stratum":
             return per_stratum_plan(table["subject"], bench["folds"], bench["fold_seed"],
                                     entry.get("fold_strata") or "^",

@@ -189,3 +189,18 @@ def write_lookalike(root: Path, settings: dict) -> list[Path]:
     files = [f for p in nights for f in write_night(root, p, seed)]
     files += write_tables(root, nights)
     return [*files, write_manifest(root, files)]
+
+
+def write_fold_manifest(path: Path, recordings: list[str], n_folds: int, seed: int) -> Path:
+    """A partition manifest of the reference's shape (its configs/folds/shhs_v1.json: dataset,
+    n_subjects, n_folds, seed, folds "0".. each the recordings fold k tests), the recordings
+    shuffled by RandomState(seed) and cut into n_folds chunks."""
+    import json
+
+    order = np.random.RandomState(seed).permutation(len(recordings))
+    chunks = np.array_split(np.array(sorted(recordings))[order], n_folds)
+    payload = {"dataset": path.stem, "n_subjects": len(recordings), "n_folds": n_folds,
+               "seed": seed, "folds": {str(k): sorted(c.tolist()) for k, c in enumerate(chunks)}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2))
+    return path

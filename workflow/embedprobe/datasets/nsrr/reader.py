@@ -38,7 +38,8 @@ index's warning, more mean the XML is another night's and are refused. Events in
 the EDF's first sample by the kinds of annotations.EVENT_KINDS; one that ends past the EDF's
 end is cut at the end, one that starts past it is refused. Powerline: every study is American,
 60 Hz. WSC and STAGES, which NSRR also serves, annotate in other files (WSC's .allscore.txt and
-.stg.txt, STAGES's per-site CSVs, as the reference reads them) and are not read here.
+.stg.txt, STAGES's per-site CSVs) in other folders: datasets/wsc/ and datasets/stages/ read
+them with this module's table and label pieces (Columns, read_table, stage_labels).
 """
 
 from __future__ import annotations
@@ -133,6 +134,19 @@ class Demographics:
     visit: int
 
 
+@dataclass(frozen=True)
+class Columns:
+    """A participant table's column names: NSRR's harmonized ones by default (WSC's own
+    dataset CSV has others)."""
+    id: str = ID
+    age: str = AGE
+    sex: str = SEX
+    visit: str = VISIT
+
+
+HARMONIZED = Columns()
+
+
 def _study(study: str | None) -> Study:
     if study not in STUDIES:
         raise DataError(f"nsrr dataset: study {study!r} is not one the reader knows",
@@ -200,7 +214,7 @@ def find_recordings(root: Path, study: str | None = None, visits: Sequence | Non
             note = annotation_file(root, visit, stem, annotations)
             problem = "" if note.is_file() else f"{stem} has no {note.name} in {note.parent}"
             if not problem and table is not None and \
-                    _row_for(table[1], subject, visit.number) is None:
+                    row_for(table[1], subject, visit.number) is None:
                 problem = (f"{table[0]}: no row for {ID} {subject} (visit {visit.number}) "
                            f"of {stem}")
             found.append(Recording(stem, subject, visit.name, edf, note, study, visit.number,
@@ -220,7 +234,7 @@ def _normal(value) -> str:
     return str(int(text)) if text.isdigit() else text
 
 
-def _row_for(rows: dict, subject: str, visit: int):
+def row_for(rows: dict, subject: str, visit: int):
     """The participant's row of its visit; a table of one visit per participant matches any."""
     by_visit = rows.get(_normal(subject))
     if not by_visit:
@@ -236,42 +250,48 @@ def _table_rows(root: Path, study: str):
     paths = sorted(folder.glob(STUDIES[study].table)) if folder.is_dir() else []
     if not paths:
         return None
+    return Path(folder, " + ".join(p.name for p in paths)), read_tables(paths)
+
+
+def read_tables(paths: Sequence[Path], columns: Columns = HARMONIZED) -> dict:
+    """{participant: {visit or None: Demographics}} of every table in paths."""
     rows: dict[str, dict] = {}
     for path in paths:
-        for subject, visits in _read_table(path, path.stat().st_mtime_ns).items():
+        for subject, visits in read_table(path, path.stat().st_mtime_ns, columns).items():
             rows.setdefault(subject, {}).update(visits)
-    return Path(folder, " + ".join(p.name for p in paths)), rows
+    return rows
 
 
 @lru_cache(maxsize=16)
-def _read_table(path: Path, _mtime: int) -> dict:
-    """One CSV's rows; without a visitnumber column, the visit its name says (mros-visit2-...)
+def read_table(path: Path, _mtime: int, columns: Columns = HARMONIZED) -> dict:
+    """One CSV's rows; without a visit column, the visit its name says (mros-visit2-...)
     or none (a study of one visit)."""
     import pandas as pd
 
-    fix = (f"use the study's NSRR harmonized dataset CSV (columns {ID}, {AGE}, {SEX}, and "
-           f"{VISIT} where it has several visits)")
+    c = columns
+    fix = (f"use the study's NSRR dataset CSV (columns {c.id}, {c.age}, {c.sex}, and "
+           f"{c.visit} where it has several visits)")
     try:
         table = pd.read_csv(path, dtype=str)
     except Exception as exc:  # pandas raises several types for a malformed file
         raise DataError(f"{path}: cannot read the table ({type(exc).__name__}: {exc})",
                         fix=fix) from exc
-    table.columns = [str(c).strip().lower() for c in table.columns]
-    missing = [c for c in (ID, AGE) if c not in table.columns]
+    table.columns = [str(name).strip().lower() for name in table.columns]
+    missing = [name for name in (c.id, c.age) if name not in table.columns]
     if missing:
         raise DataError(f"{path}: no {' or '.join(missing)} column", fix=fix)
     named = re.search(r"visit(\d+)", path.name)
     rows: dict[str, dict] = {}
     for k, row in table.iterrows():
         try:
-            age = float(row[AGE])
+            age = float(row[c.age])
         except (TypeError, ValueError):
-            raise DataError(f"{path}: row {k + 2} ({ID} {row[ID]}) has {AGE} {row[AGE]!r}",
-                            fix=fix) from None
-        visit = int(float(row[VISIT])) if VISIT in table.columns else \
+            raise DataError(f"{path}: row {k + 2} ({c.id} {row[c.id]}) has {c.age} "
+                            f"{row[c.age]!r}", fix=fix) from None
+        visit = int(float(row[c.visit])) if c.visit in table.columns else \
             int(named[1]) if named else None
-        sex = str(row.get(SEX, "") or "")
-        rows.setdefault(_normal(row[ID]), {})[visit] = Demographics(age, sex, visit or 0)
+        sex = str(row.get(c.sex, "") or "")
+        rows.setdefault(_normal(row[c.id]), {})[visit] = Demographics(age, sex, visit or 0)
     return rows
 
 
@@ -288,7 +308,7 @@ def demographics(root: Path, recordings: Sequence[Recording]) -> dict[str, Demog
                         fix=f"download the study's datasets/ folder from NSRR into {root}")
     out = {}
     for rec in recordings:
-        row = _row_for(table[1], rec.subject, rec.visit_number)
+        row = row_for(table[1], rec.subject, rec.visit_number)
         if row is None:
             raise DataError(f"{table[0]}: no row for {ID} {rec.subject} (visit "
                             f"{rec.visit_number}) of {rec.recording}",
@@ -362,9 +382,10 @@ def _scoring(rec: Recording) -> xml.Scoring:
     return scoring
 
 
-def _disagrees(rec: Recording, what: str, seconds: float) -> DataError:
+def _disagrees(rec, what: str, seconds: float) -> DataError:
+    kind = "XML" if rec.annotation_path.suffix == ".xml" else "annotation file"
     return DataError(f"{rec.annotation_path}: {what}, but {rec.signal_path.name} lasts "
-                     f"{seconds:,.0f} s: the XML disagrees with the EDF",
+                     f"{seconds:,.0f} s: the {kind} disagrees with the EDF",
                      fix=f"use the {rec.annotation_path.name} of this EDF (NSRR pairs them by "
                          "name; this one is another night's or the EDF is cut)")
 
@@ -374,18 +395,27 @@ def read_labels(rec: Recording, trim_wake_minutes: float | None = None,
                 counts: Counter | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """(starts: int64 sample of each scored 30 s epoch, labels: index into STAGES, sfreq);
     `counts` gathers the unscored epochs and the one cut at the end."""
+    _refuse_incomplete(rec)
+    header = read_edf_header(rec.signal_path)
+    scoring = _scoring(rec)
+    return stage_labels(rec, header, list(channels or _eeg(rec, header)), scoring.stages,
+                        scoring.unscored, trim_wake_minutes, counts)
+
+
+def stage_labels(rec, header, channels: list[str], stages: np.ndarray, unscored: Counter,
+                 trim_wake_minutes: float | None, counts: Counter | None
+                 ) -> tuple[np.ndarray, np.ndarray, float]:
+    """read_labels of a recording (signal_path, annotation_path) whose annotation file scored
+    `stages` (index into STAGES per 30 s epoch from the EDF's first sample, -1 unscored; the
+    unscored epochs counted by concept in `unscored`): one scored epoch past the EDF's end is
+    cut and counted, more are refused."""
     from embedprobe.datasets.sleep_edf.reader import trim_wake
 
-    _refuse_incomplete(rec)
     counts = Counter() if counts is None else counts
-    header = read_edf_header(rec.signal_path)
-    channels = list(channels or _eeg(rec, header))
     sfreq = require_channels(header, channels)
     n_samples = header.n_samples(channels[0])
     epoch = round(EPOCH_SECONDS * sfreq)
     whole = n_samples // epoch
-    scoring = _scoring(rec)
-    stages = scoring.stages
     past = len(stages) - whole
     if past > 1:
         raise _disagrees(rec, f"{len(stages):,} epochs of {EPOCH_SECONDS} s scored",
@@ -393,7 +423,7 @@ def read_labels(rec: Recording, trim_wake_minutes: float | None = None,
     count_cut(counts, rec.signal_path, rec.annotation_path, past, n_samples / sfreq,
               len(stages) * EPOCH_SECONDS, EPOCH_SECONDS)
     stages = stages[:whole]
-    for concept, n in scoring.unscored.items():
+    for concept, n in unscored.items():
         counts[("unscored", concept)] += n
     scored = np.flatnonzero(stages >= 0)
     starts, labels = trim_wake(scored.astype(np.int64) * epoch, stages[scored], sfreq,
