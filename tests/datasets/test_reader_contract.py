@@ -48,6 +48,9 @@ SMALL = {
     "nakanishi2015": {"subjects": 1, "blocks": 1, "seed": 0},
     "eegmat": {"subjects": 1, "seconds": 20, "seed": 0},
     "nsrr": {"study": "shhs", "participants": 2, "second_visits": 1, "hours": 0.25, "seed": 0},
+    "hmc": {"subjects": 2, "hours": 1 / 6, "seed": 0},
+    "dcsm": {"subjects": 2, "hours": 1 / 6, "seed": 0},
+    "mass": {"subsets": [1, 2], "subjects": 1, "hours": 1 / 6, "seed": 0},
 }
 # format -> the realdata folder that holds whole recordings of it
 REAL = {"physionet_mi": "eeg-motor-movementimagery-dataset-1.0.0/files",
