@@ -32,8 +32,8 @@ REFERENCE_QUICK = {
     "bci_motor_imagery": "bnci2014_001", "bci_erp": "bi2013a", "bci_ssvep": "nakanishi2015",
     "bci_cognitive": "eegmat", "sleep_diagnosis": "dod", "abnormal_eeg": "tuab",
     "sleep_respiratory": "ucddb",
-    # the reference's MASS and PhysioNet 2026 are not here: PhysioNet 2018 stands in
-    "sleep_arousal": "physionet2018", "sleep_limb": "physionet2018",
+    # MASS's arousals are SS1's (mass_ss1); PhysioNet 2026 is not public: 2018 stands in
+    "sleep_arousal": "mass_ss1", "sleep_limb": "physionet2018",
 }
 ALL_FOUR = list(VARIANTS)
 MODEL = "cbramod_random"
@@ -58,8 +58,8 @@ def test_quick_runs_each_benchmarks_reference_quick_dataset(config):
 def test_full_runs_every_listed_dataset_and_names_keep_the_benchmarks_order(config):
     assert config["only_datasets"] == "full"  # the schema's default
     assert selected(config, "sleep_stage", "datasets") == [
-        "sleep_edf_expanded", "cfs", "dod", "homepap", "isruc", "mesa", "mros", "shhs", "stages",
-        "ucddb", "wsc", "physionet2018"]
+        "sleep_edf_expanded", "cfs", "dcsm", "dod", "hmc", "homepap", "isruc", "mass", "mesa",
+        "mros", "shhs", "stages", "ucddb", "wsc", "physionet2018"]
     config["only_datasets"] = ["physionet2018", "dod"]
     assert selected(config, "sleep_stage", "datasets") == ["dod", "physionet2018"]
     assert selected(config, "brain_age", "datasets") == []

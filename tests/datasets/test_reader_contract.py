@@ -51,6 +51,9 @@ SMALL = {
     "wsc": {"participants": 2, "second_visits": 1, "hours": 0.25, "seed": 0},
     "stages": {"sites": ["GSBB", "MSTH"], "subjects": 1, "repeats": 1, "hours": 0.25,
                "seed": 0},
+    "hmc": {"subjects": 2, "hours": 1 / 6, "seed": 0},
+    "dcsm": {"subjects": 2, "hours": 1 / 6, "seed": 0},
+    "mass": {"subsets": [1, 2], "subjects": 1, "hours": 1 / 6, "seed": 0},
 }
 # format -> the realdata folder that holds whole recordings of it
 REAL = {"physionet_mi": "eeg-motor-movementimagery-dataset-1.0.0/files",

@@ -34,8 +34,11 @@ from embedprobe.datasets.bnci2014_001 import lookalike as bnci2014_001_lookalike
 from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
 from embedprobe.datasets.bonn import lookalike as bonn_lookalike
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
+from embedprobe.datasets.dcsm import lookalike as dcsm_lookalike
 from embedprobe.datasets.dod import lookalike as dod_lookalike
+from embedprobe.datasets.hmc import lookalike as hmc_lookalike
 from embedprobe.datasets.isruc import lookalike as isruc_lookalike
+from embedprobe.datasets.mass import lookalike as mass_lookalike
 from embedprobe.datasets.nsrr import lookalike as nsrr_lookalike
 from embedprobe.datasets.physionet2018 import lookalike as physionet2018_lookalike
 from embedprobe.datasets.physionet_mi import lookalike as physionet_mi_lookalike
@@ -316,6 +319,9 @@ PSG2018 = {"subjects": 4, "hours": 0.25, "seed": 0}
 SHHS = {"study": "shhs", "participants": 3, "second_visits": 1, "hours": 0.25, "seed": 0}
 WSC = {"participants": 3, "second_visits": 1, "hours": 0.25, "seed": 0}
 STAGES = {"sites": ["GSBB", "MSTH"], "subjects": 2, "repeats": 0, "hours": 0.25, "seed": 0}
+HMC = {"subjects": 4, "hours": 0.25, "seed": 0}
+DCSM = {"subjects": 4, "hours": 0.25, "seed": 0}
+MASS = {"subsets": [1, 2], "subjects": 2, "hours": 0.25, "seed": 0}
 FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
     "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
             chbmit_lookalike, CHB),
@@ -343,6 +349,12 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
              "trim_wake_minutes": 1440}, wsc_lookalike, WSC),
     "stages": ({"format": "stages", "channel_map": "stages", "epoch_seconds": 30,
                 "trim_wake_minutes": 1440}, stages_lookalike, STAGES),
+    "hmc": ({"format": "hmc", "channel_map": "hmc", "epoch_seconds": 30,
+             "trim_wake_minutes": 1440}, hmc_lookalike, HMC),
+    "dcsm": ({"format": "dcsm", "channel_map": "isruc", "epoch_seconds": 30,
+              "trim_wake_minutes": 1440, "fold_order": "text"}, dcsm_lookalike, DCSM),
+    "mass": ({"format": "mass", "channel_map": "mass", "epoch_seconds": 30,
+              "trim_wake_minutes": 1440, "fold_strata": r"^01-(\d\d)-"}, mass_lookalike, MASS),
 }
 # The recording-level datasets' classes are checked while the index is built when a benchmark
 # of a recording-level task lists them (ISRUC's staging alone does not read its tables).
@@ -351,7 +363,8 @@ TASK_BENCHMARKS = {name: {"task": task, "datasets": [dataset], "models": ["biot_
                    for name, task, dataset in [
                        ("isruc_diagnosis", "sleep_diagnosis", "isruc"),
                        ("ucddb_respiratory", "sleep_respiratory", "ucddb"),
-                       ("psg2018_arousal", "sleep_arousal", "psg2018")]}
+                       ("psg2018_arousal", "sleep_arousal", "psg2018"),
+                       ("mass_arousal", "sleep_arousal", "mass")]}
 
 
 @pytest.fixture(scope="module")
@@ -467,6 +480,30 @@ def _dod_without_hypnogram(data: Path) -> None:
     night = next((data / "dodo").glob("*.h5"))
     with h5py.File(night, "a") as h5:
         del h5["hypnogram"]
+
+
+def _hmc_unknown_stage(data: Path) -> None:
+    """SN002's fourth stage annotation spelt as no HMC stage is."""
+    night = hmc_lookalike.plan(HMC)[1]
+    bad = [(o, d, "Sleep stage N4" if k == 4 else t)
+           for k, (o, d, t) in enumerate(night.annotations())]
+    demo_data.write_hypnogram(data / "recordings/SN002_sleepscoring.edf", bad,
+                              hmc_lookalike.START)
+
+
+def _dcsm_unknown_stage(data: Path) -> None:
+    """The third run of the first subject's hypnogram.ids scored S4 (no DCSM stage)."""
+    path = next(data.glob("*/hypnogram.ids"))
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2].rsplit(",", 1)[0] + ",S4"
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _mass_ss1_without_arousals(data: Path) -> None:
+    night = mass_lookalike.plan(MASS)[0]
+    quiet = [a for a in night.annotations() if "MicroArousal" not in a[2]]
+    demo_data.write_hypnogram(data / "SS01/annotations/01-01-0001 Base.edf", quiet,
+                              mass_lookalike.START)
 
 
 def _nsrr_rewrite(data: Path, stem: str, change) -> None:
@@ -602,6 +639,14 @@ FORMAT_CASES = {
         d / "original/STAGES PSGs/MSTH/MSTH00002.csv",
         lambda t: t.replace("Duration (seconds)", "Duration", 1)), 2,
         "no Duration (seconds) column", "download MSTH00002.csv again"),
+    "HMC unknown stage label": ("hmc", _hmc_unknown_stage, 2,
+                                "SN002_sleepscoring.edf: unknown sleep stage label 'Sleep stage "
+                                "N4'", "'Sleep stage N1'"),
+    "DCSM hypnogram line of no stage": ("dcsm", _dcsm_unknown_stage, 2, "line 3 reads",
+                                        "download the subject's folder again"),
+    "MASS SS1 night without arousals": ("mass", _mass_ss1_without_arousals, 2,
+                                        "01-01-0001 Base.edf: no MicroArousal annotation",
+                                        "leave the night out of the data folder"),
     "PhysioNet 2018 unknown note": ("psg2018", lambda d: _psg2018_notes(d, _psg2018_unknown), 2,
                                     "unknown annotation type 'resp_snoring'",
                                     "resp_obstructiveapnea"),

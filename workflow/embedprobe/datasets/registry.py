@@ -16,9 +16,12 @@ from embedprobe.datasets.bnci2014_001 import reader as bnci2014_001
 from embedprobe.datasets.bnci2014_008 import reader as bnci2014_008
 from embedprobe.datasets.bonn import reader as bonn
 from embedprobe.datasets.chbmit import reader as chbmit
+from embedprobe.datasets.dcsm import reader as dcsm
 from embedprobe.datasets.dod import reader as dod
 from embedprobe.datasets.eegmat import reader as eegmat
+from embedprobe.datasets.hmc import reader as hmc
 from embedprobe.datasets.isruc import reader as isruc
+from embedprobe.datasets.mass import reader as mass
 from embedprobe.datasets.nakanishi2015 import reader as nakanishi2015
 from embedprobe.datasets.nsrr import reader as nsrr
 from embedprobe.datasets.physionet2018 import reader as physionet2018
@@ -68,6 +71,9 @@ FORMATS = {
     "nsrr": Format(nsrr, "embedprobe.datasets.nsrr.lookalike", "sleep_staging"),
     "wsc": Format(wsc, "embedprobe.datasets.wsc.lookalike", "sleep_staging"),
     "stages": Format(stages, "embedprobe.datasets.stages.lookalike", "sleep_staging"),
+    "hmc": Format(hmc, "embedprobe.datasets.hmc.lookalike", "sleep_staging"),
+    "dcsm": Format(dcsm, "embedprobe.datasets.dcsm.lookalike", "sleep_staging"),
+    "mass": Format(mass, "embedprobe.datasets.mass.lookalike", "sleep_staging"),
 }
 
 

@@ -108,11 +108,12 @@ def plan_from_groups(groups: dict[str, int], n_folds: int, rule: str,
 
 
 def subject_groups(subjects, n_folds: int = 5, seed: int = 42,
-                   strata: dict[str, str] | None = None) -> dict[str, int]:
+                   strata: dict[str, str] | None = None, as_text: bool = False) -> dict[str, int]:
     """Subject -> chunk (the reference's generic rule): per stratum, the subjects in ascending
-    order, an index shuffled by one RandomState(seed) shared by the strata (taken in name
-    order), cut into n_folds contiguous chunks."""
-    unique = distinct(subjects)
+    order (`as_text`: sorted as text, DCSM's adapter), an index shuffled by one
+    RandomState(seed) shared by the strata (taken in name order), cut into n_folds contiguous
+    chunks."""
+    unique = sorted({str(u) for u in subjects}) if as_text else distinct(subjects)
     require_units(len(unique), n_folds, "subjects")
     strata = strata or {}
     by_stratum: dict[str, list[str]] = {}
@@ -191,13 +192,17 @@ def age_stratified_plan(ages: dict[str, float], n_folds: int, seed: int,
     return FoldPlan(tuple(parts), "subject", rule)
 
 
-def chunk_plan(subjects, n_folds: int, seed: int, strata_pattern: str | None = None) -> FoldPlan:
+def chunk_plan(subjects, n_folds: int, seed: int, strata_pattern: str | None = None,
+               as_text: bool = False) -> FoldPlan:
     """The generic plan; `strata_pattern` (a dataset's `fold_strata`) names each subject's
-    stratum: its first group, or its whole match, on the subject id."""
+    stratum: its first group, or its whole match, on the subject id; `as_text` (a dataset's
+    `fold_order: text`) orders the subjects as text before the draw."""
     strata = subject_strata(distinct(subjects), strata_pattern) if strata_pattern else None
     rule = f"{n_folds} subject folds (seed {seed}" + (
-        f", strata {strata_pattern!r})" if strata_pattern else ")")
-    return plan_from_groups(subject_groups(subjects, n_folds, seed, strata), n_folds, rule)
+        f", strata {strata_pattern!r}" if strata_pattern else "") + (
+        ", ids in text order)" if as_text else ")")
+    return plan_from_groups(subject_groups(subjects, n_folds, seed, strata, as_text), n_folds,
+                            rule)
 
 
 def balanced_plan(table: pd.DataFrame, n_folds: int, seed: int) -> FoldPlan:

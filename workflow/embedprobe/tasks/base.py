@@ -127,7 +127,8 @@ class Task:
         return self.fold_rule(table, bench, entry)
 
     def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
-        """The reference's generic folds: subjects in ascending order, shuffled by
+        """The reference's generic folds: subjects in ascending order (`fold_order: text`: as
+        text), shuffled by
         RandomState(fold_seed) within each stratum of the dataset's `fold_strata`, cut into
         `folds` chunks; fold k tests chunk k, validates on chunk k+1. `fold_draw: per_stratum`
         (ISRUC's adapter): each stratum drawn on its own (probing/folds.per_stratum_plan);
@@ -147,7 +148,7 @@ class Task:
                                     entry.get("fold_strata") or "^",
                                     entry.get("subject_classes"))
         return chunk_plan(table["subject"], bench["folds"], bench["fold_seed"],
-                          entry.get("fold_strata"))
+                          entry.get("fold_strata"), entry.get("fold_order") == "text")
 
     # --- probe ------------------------------------------------------------------------------
     def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:

@@ -35,6 +35,7 @@ from embedprobe.datasets.nsrr.reader import (
     annotation_file,
 )
 from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
+from embedprobe.datasets.synth.sleep import cycling_hypnogram, stage_eeg
 
 DEFAULTS = {"study": "shhs", "participants": 3, "second_visits": 1, "hours": 0.25, "seed": 0}
 SFREQ = 100.0
@@ -49,8 +50,6 @@ TABLES = {"shhs": ["shhs-harmonized-dataset-0.21.0.csv"],
 CHANNELS = {"shhs": (("EEG(sec)", "EEG"), "uV"), "mesa": (("EEG1", "EEG2", "EEG3"), "uV"),
             "mros": (("C3", "C4", "A1", "A2"), "uV"), "cfs": (("C3", "C4", "M1", "M2"), "mV"),
             "homepap": (("C3", "C4", "M1", "M2"), "uV")}
-# The stage rhythms: (frequency Hz, amplitude uV)
-RHYTHM = {0: (10.0, 20.0), 1: (6.0, 25.0), 2: (13.0, 30.0), 3: (1.5, 80.0), 4: (7.0, 20.0)}
 # Event names written (annotations.EVENTS keys) and their durations in seconds
 EVENT_PLAN = (("Arousal (ASDA)", 8.0), ("Hypopnea", 14.0), ("Obstructive Apnea", 21.0),
               ("PLM (Left)", 2.5), ("Limb Movement (Right)", 1.5), ("SpO2 desaturation", 12.0),
@@ -92,16 +91,6 @@ def _participant(study: str, k: int) -> str:
             "cfs": f"{800002 + k}", "homepap": f"{1600001 + k}"}[study]
 
 
-def _hypnogram(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Runs of 2-6 epochs cycling wake, N1, N2, N3, N2, REM (every stage in a quarter hour)."""
-    order = (0, 1, 2, 3, 2, 4)
-    stages, k = [], 0
-    while len(stages) < n:
-        stages += [order[k % len(order)]] * int(rng.integers(2, 6))
-        k += 1
-    return np.array(stages[:n], np.int64)
-
-
 def plan(settings: dict) -> list[NightPlan]:
     s = with_defaults(settings, DEFAULTS, "the NSRR look-alike")
     study = s["study"]
@@ -113,7 +102,7 @@ def plan(settings: dict) -> list[NightPlan]:
         age = float(rng.integers(40, 80))
         sex = ("male", "female")[k % 2] if study != "mros" else "male"  # MrOS: men
         for v, visit in enumerate(visits[:2 if k < s["second_visits"] else 1]):
-            stages = _hypnogram(rng, n)
+            stages = cycling_hypnogram(rng, n)
             stages[0] = -1  # the first epoch unscored
             movement = n // 2
             stages[movement] = -1
@@ -125,17 +114,6 @@ def plan(settings: dict) -> list[NightPlan]:
     return nights
 
 
-def _eeg(rng: np.random.Generator, stages: np.ndarray, mastoid: bool) -> np.ndarray:
-    per = int(EPOCH_SECONDS * SFREQ)
-    t = np.arange(per) / SFREQ
-    out = np.empty(len(stages) * per)
-    for k, stage in enumerate(stages):
-        freq, amp = RHYTHM.get(int(stage), (10.0, 10.0))
-        wave = 0.0 if mastoid else amp * np.sin(2 * np.pi * freq * t + rng.uniform(0, 6.3))
-        out[k * per:(k + 1) * per] = wave + rng.normal(0, 5.0, per)
-    return out
-
-
 def write_night(root: Path, p: NightPlan, seed: int) -> list[Path]:
     from embedprobe.datasets.sleep_edf.lookalike import Channel, write_psg
 
@@ -143,7 +121,8 @@ def write_night(root: Path, p: NightPlan, seed: int) -> list[Path]:
     labels, unit = CHANNELS[p.study]
     scale = 1e-3 if unit == "mV" else 1.0
     limit = 500.0 * scale
-    channels = [Channel(label, _eeg(rng, p.stages, label in ("A1", "A2", "M1", "M2")) * scale,
+    channels = [Channel(label, stage_eeg(rng, p.stages, SFREQ, EPOCH_SECONDS,
+                                         label in ("A1", "A2", "M1", "M2")) * scale,
                         SFREQ, unit, (-limit, limit)) for label in labels]
     spo2 = 95.0 + rng.normal(0, 0.5, int(p.seconds * SLOW_SFREQ))
     channels.append(Channel("SpO2", spo2, SLOW_SFREQ, "%", (0.0, 100.0)))
