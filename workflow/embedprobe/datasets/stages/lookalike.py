@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from embedprobe.datasets.nsrr.lookalike import SFREQ, SLOW_SFREQ, _eeg, _hypnogram
+from embedprobe.datasets.nsrr.lookalike import SFREQ, SLOW_SFREQ
 from embedprobe.datasets.nsrr.reader import EPOCH_SECONDS
 from embedprobe.datasets.stages.reader import COLUMNS, PSGS
 from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
+from embedprobe.datasets.synth.sleep import cycling_hypnogram, stage_eeg
 
 DEFAULTS = {"sites": ["GSBB", "MSTH", "BOGN"], "subjects": 1, "repeats": 0, "hours": 0.25,
             "seed": 0}
@@ -61,7 +62,7 @@ def plan(settings: dict) -> list[NightPlan]:
     for site in s["sites"]:
         for k in range(int(s["subjects"])):
             for repeat in ("", "_1")[:2 if k < s["repeats"] else 1]:
-                stages = _hypnogram(rng, n)
+                stages = cycling_hypnogram(rng, n)
                 stages[0] = -1
                 stages[n // 2] = -1
                 nights.append(NightPlan(site, f"{site}{k + 1:05d}{repeat}", stages, n // 2))
@@ -108,11 +109,11 @@ def write_night(root: Path, p: NightPlan, seed: int) -> list[Path]:
     pairs, _ = SITE_STYLES[p.site]
     channels = []
     for electrode, _ in pairs:
-        channels.append(Channel(electrode, _eeg(rng, p.stages, False), SFREQ, "uV",
-                                (-500.0, 500.0)))
+        eeg = stage_eeg(rng, p.stages, SFREQ, EPOCH_SECONDS, False)
+        channels.append(Channel(electrode, eeg, SFREQ, "uV", (-500.0, 500.0)))
     for reference in sorted({r for _, r in pairs if r}):  # bare mastoids: near flat
-        channels.append(Channel(reference, _eeg(rng, p.stages, True), SFREQ, "uV",
-                                (-500.0, 500.0)))
+        eeg = stage_eeg(rng, p.stages, SFREQ, EPOCH_SECONDS, True)
+        channels.append(Channel(reference, eeg, SFREQ, "uV", (-500.0, 500.0)))
     spo2 = 95.0 + rng.normal(0, 0.5, int(p.seconds * SLOW_SFREQ))
     channels.append(Channel("SpO2", spo2, SLOW_SFREQ, "%", (0.0, 100.0)))
     folder = root / PSGS / p.site

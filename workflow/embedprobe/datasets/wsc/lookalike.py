@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from embedprobe.datasets.nsrr.lookalike import SFREQ, SLOW_SFREQ, _eeg, _hypnogram
+from embedprobe.datasets.nsrr.lookalike import SFREQ, SLOW_SFREQ
 from embedprobe.datasets.nsrr.reader import EPOCH_SECONDS
 from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
+from embedprobe.datasets.synth.sleep import cycling_hypnogram, stage_eeg
 from embedprobe.datasets.wsc.reader import COLUMNS
 
 DEFAULTS = {"participants": 3, "second_visits": 1, "hours": 0.25, "seed": 0}
@@ -61,7 +62,7 @@ def plan(settings: dict) -> list[VisitPlan]:
     for k in range(int(s["participants"])):
         age = float(rng.integers(35, 65))
         for v in range(2 if k < s["second_visits"] else 1):
-            stages = _hypnogram(rng, n)
+            stages = cycling_hypnogram(rng, n)
             stages[0] = -1
             stages[n // 2] = -1
             first = k == 0 and v == 0
@@ -108,8 +109,8 @@ def write_visit(root: Path, p: VisitPlan, seed: int) -> list[Path]:
     from embedprobe.datasets.sleep_edf.lookalike import Channel, write_psg
 
     rng = np.random.default_rng([seed, int(p.participant), p.visit])
-    channels = [Channel(label, _eeg(rng, p.stages, False), SFREQ, "uV", (-500.0, 500.0))
-                for label in CHANNELS]
+    channels = [Channel(label, stage_eeg(rng, p.stages, SFREQ, EPOCH_SECONDS), SFREQ, "uV",
+                        (-500.0, 500.0)) for label in CHANNELS]
     spo2 = 95.0 + rng.normal(0, 0.5, int(p.seconds * SLOW_SFREQ))
     channels.append(Channel("SpO2", spo2, SLOW_SFREQ, "%", (0.0, 100.0)))
     folder = root / "polysomnography"
