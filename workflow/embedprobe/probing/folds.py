@@ -102,7 +102,7 @@ def plan_from_groups(groups: dict[str, int], n_folds: int, rule: str,
     return FoldPlan(tuple(parts), unit, rule)
 
 
-def subject_groups(subjects, n_folds: int = 5, seed: int = 42,
+def subject_groups(subjects, n_folds: int, seed: int,
                    strata: dict[str, str] | None = None) -> dict[str, int]:
     """Subject -> chunk (the reference's generic rule): per stratum, the subjects in ascending
     order, an index shuffled by one RandomState(seed) shared by the strata (taken in name
