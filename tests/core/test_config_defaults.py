@@ -74,6 +74,30 @@ def test_no_module_repeats_a_schema_default():
     assert offenders == []
 
 
+def test_no_signature_or_field_repeats_a_schema_default():
+    """`margin: float = 0.15` in a function or a dataclass repeats memory.margin as surely as
+    a `.get("margin", 0.15)` does: a parameter or field named for a schema key has no default
+    equal to the schema's (take None and read the config, or core.config.schema_default).
+    Not checked: n_jobs and threads, where 1 is a function's serial default, not the setting's."""
+    defaults = {k: v for k, v in schema_defaults().items() if not isinstance(v, dict)}
+    defaults |= {k: v for k, v in schema_defaults()["memory"].items() if v is not None}
+    for section in ("embed", "download"):
+        defaults |= {k: v for k, v in schema_defaults()[section].items()
+                     if not isinstance(v, dict) and k not in ("threads",)}
+    defaults |= {"folds": 5, "n_folds": 5, "fold_seed": 42, "seed": 42}
+    numeric = {k: v for k, v in defaults.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)}
+    names = "|".join(numeric)
+    pattern = re.compile(rf"\b({names})\s*(?::\s*[\w\[\] |.]+?)?\s*=\s*([0-9][0-9_.]*)\s*[,)#\n]")
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        for line in path.read_text().splitlines():
+            for name, value in pattern.findall(line + "\n"):
+                if float(value.replace("_", "")) == float(numeric[name]):
+                    offenders.append(f"{path.relative_to(PACKAGE)}: {line.strip()}")
+    assert offenders == []
+
+
 def test_a_units_length_has_one_default_per_labelling_task():
     from embedprobe.core.config import load_config
     from embedprobe.datasets.registry import unit_seconds

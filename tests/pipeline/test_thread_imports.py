@@ -53,18 +53,19 @@ pool_threads.ThreadPoolExecutor._adjust_thread_count = spawning
 if sys.argv[1] == "probes":
     import numpy as np
     from embedprobe.probing.logistic import fit_logistic_probe
+    from embedprobe.probing.split import Split
     from embedprobe.tasks.seizure.probe import fit_seizure_probe
     from embedprobe.tasks.seizure.scoring import RecordingTruth, WindowTimeline
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 16)).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=600) > 0.8).astype(int)
-    split = (X[:400], y[:400], X[400:500], y[400:500], X[500:], y[500:])
+    split = Split.of((X[:400], y[:400]), (X[400:500], y[400:500]), (X[500:], y[500:]))
     for method in ("fast", "reference"):
-        fit_logistic_probe(*split, method=method, n_jobs=2)
+        fit_logistic_probe(split, method=method, n_jobs=2)
     truth = {"r": RecordingTruth(1000.0, ((200.0, 260.0),))}
     timeline = WindowTimeline(np.array(["r"] * 100), np.arange(100) * 10.0, 10.0, truth)
-    fit_seizure_probe(*split, timeline, n_jobs=2)
+    fit_seizure_probe(split, timeline, n_jobs=2)
     rc = 0
 else:
     from embedprobe.cli import main

@@ -1,15 +1,18 @@
-"""One rule chooses every probe's C or alpha on validation, and every probe returns one record.
+"""One rule chooses every probe's C or alpha on validation, every probe returns one record and
+takes one split value.
 
 The rule's parts (best score, ties to the first of the grid, NaN not competing, the named
 fallback) are checked on known scores; then each task's probe is run on a small fold with the
 rule spied on in its module: it must choose through the rule and return a ProbeResult whose
-`chosen` is the rule's answer.
+`chosen` is the rule's answer. Each probe's first parameter is the fold's Split
+(probing/split.py), which every task cuts (Task.split) and its fit_fold takes.
 """
 
 import importlib
 import inspect
 import json
 import re
+import typing
 
 import numpy as np
 import pytest
@@ -18,6 +21,7 @@ from embedprobe.core.errors import UsageError
 from embedprobe.probing import selection
 from embedprobe.probing.result import ProbeResult
 from embedprobe.probing.selection import FALLBACK, Selection, choose
+from embedprobe.probing.split import Split
 from embedprobe.tasks.registry import TASKS
 
 NAN = float("nan")
@@ -71,18 +75,18 @@ def _blobs(n: int, classes: int, seed: int, p: int = 6):
 def _staging():
     from embedprobe.probing.logistic import fit_logistic_probe
 
-    (Xa, ya), (Xb, yb), (Xc, yc) = (_blobs(90, 3, s) for s in (0, 1, 2))
-    return fit_logistic_probe(Xa, ya, Xb, yb, Xc, yc, C_grid=(0.01, 1.0))
+    return fit_logistic_probe(Split.of(*(_blobs(90, 3, s) for s in (0, 1, 2))),
+                              C_grid=(0.01, 1.0))
 
 
 def _seizure():
     from embedprobe.tasks.seizure.probe import fit_seizure_probe
     from embedprobe.tasks.seizure.scoring import RecordingTruth, WindowTimeline
 
-    (Xa, ya), (Xb, yb), (Xc, yc) = (_blobs(60, 2, s) for s in (0, 1, 2))
     truth = {"r": RecordingTruth(600.0, ())}
     timeline = WindowTimeline(np.array(["r"] * 60), np.arange(60) * 10.0, 10.0, truth)
-    return fit_seizure_probe(Xa, ya, Xb, yb, Xc, yc, timeline, C_grid=(0.01, 1.0))
+    return fit_seizure_probe(Split.of(*(_blobs(60, 2, s) for s in (0, 1, 2))), timeline,
+                             C_grid=(0.01, 1.0))
 
 
 def _recording_level():
@@ -91,7 +95,7 @@ def _recording_level():
     X, y = _blobs(60, 2, 0)
     part = np.array(["train", "val", "test"])[np.arange(60) // 2 % 3]
     masks = {p: part == p for p in ("train", "val", "test")}
-    return fit_units(X, y, masks, ProbeSettings("mean", (0.01, 1.0), None, "auroc"))
+    return fit_units(Split.cut(X, y, masks), ProbeSettings("mean", (0.01, 1.0), None, "auroc"))
 
 
 def _events():
@@ -101,7 +105,8 @@ def _events():
     part = np.array(["train", "val", "test"])[np.arange(90) // 2 % 3]
     masks = {p: part == p for p in ("train", "val", "test")}
     seconds = 10.0 * y
-    results = fit_event_probes(X, masks, {"a": seconds}, [EventProbe("a", 3.0)], (0.01, 1.0))
+    results = fit_event_probes(Split.cut(X, y, masks), {"a": seconds}, [EventProbe("a", 3.0)],
+                               (0.01, 1.0))
     return results["a@3s"]
 
 
@@ -111,7 +116,8 @@ def _brain_age():
     rng = np.random.default_rng(0)
     ages = rng.uniform(20, 90, 40)
     X = np.outer(ages, np.ones(4)) / 50 + rng.normal(size=(40, 4))
-    return fit_age_fold(X[:30], ages[:30], X[30:], ages[30:], alpha_grid=(1, 10))
+    return fit_age_fold(Split.of((X[:24], ages[:24]), (X[24:30], ages[24:30]),
+                                 (X[30:], ages[30:])), alpha_grid=(1, 10))
 
 
 PROBES = {  # the module that chooses, and a small fold of its probe
@@ -150,6 +156,32 @@ def test_each_probe_chooses_through_the_rule_and_returns_one_record(module_name,
     record = json.loads(json.dumps(result.record()))
     assert record["chosen"] == result.chosen and "chosen_C" not in record
     assert record["selection"]["on"] == result.selection.on and record["metrics"]
+
+
+def _first_parameter_type(function):
+    first = next(iter(inspect.signature(function).parameters))
+    return typing.get_type_hints(function)[first]
+
+
+@pytest.mark.parametrize("task", sorted(TASK_PROBES))
+def test_each_probe_and_each_task_fit_take_the_split(task):
+    probe = TASK_PROBES[task]
+    module = next(m for m in PROBES if hasattr(importlib.import_module(m), probe))
+    assert _first_parameter_type(getattr(importlib.import_module(module), probe)) is Split
+    task_type = type(importlib.import_module(TASKS[task]).TASK)
+    assert list(inspect.signature(task_type.fit_fold).parameters) == ["self", "job", "split"]
+    assert typing.get_type_hints(task_type.split)["return"] in (Split, Split | None)
+
+
+def test_the_split_pools_training_and_validation_in_row_order():
+    X = np.arange(12.0).reshape(6, 2)
+    masks = {"train": np.array([1, 0, 1, 0, 0, 0], bool),
+             "val": np.array([0, 1, 0, 0, 1, 0], bool), "test": np.array([0, 0, 0, 1, 0, 1], bool)}
+    split = Split.cut(X, np.arange(6), masks)
+    pooled = split.pooled()
+    assert pooled.y.tolist() == pooled.rows.tolist() == [0, 1, 2, 4]
+    assert np.array_equal(pooled.X, X[[0, 1, 2, 4]])
+    assert split.test.rows.tolist() == [3, 5] and len(split.val) == 2
 
 
 def _reachable_source(module_name: str, depth: int = 2) -> str:

@@ -21,9 +21,15 @@ from embedprobe.probing.ridge import (
     inner_splits,
 )
 from embedprobe.probing.softmax import SoftmaxObjective, covariance_eigen, fit_softmax
+from embedprobe.probing.split import Split
 from embedprobe.probing.standardize import Standardizer
 
 SPLIT_KEYS = ("X_train", "y_train", "X_val", "y_val", "X_test", "y_test")
+
+
+def parts(*arrays) -> Split:
+    """The split of six arrays in SPLIT_KEYS order."""
+    return Split.of(arrays[0:2], arrays[2:4], arrays[4:6])
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +40,7 @@ def hard_set():
 
 @pytest.fixture(scope="module")
 def reference(hard_set):
-    return fit_logistic_probe(*(hard_set[k] for k in SPLIT_KEYS), method="reference")
+    return fit_logistic_probe(parts(*(hard_set[k] for k in SPLIT_KEYS)), method="reference")
 
 
 def assert_same_answer(fast, reference):
@@ -51,7 +57,7 @@ def test_the_small_set_is_hard(reference):
 
 
 def test_fast_probe_gives_the_reference_answer_fitting_every_C_on_all_rows(hard_set, reference):
-    fast = fit_logistic_probe(*(hard_set[k] for k in SPLIT_KEYS), method="fast")
+    fast = fit_logistic_probe(parts(*(hard_set[k] for k in SPLIT_KEYS)), method="fast")
     assert_same_answer(fast, reference)
     assert fast.search_rows == 16_000 and fast.refit_val_kappa_by_C == {}
     # Every C was really fitted, to the criterion, from zero.
@@ -67,7 +73,7 @@ def test_fast_probe_gives_the_reference_answer_fitting_every_C_on_all_rows(hard_
 
 
 def test_subsample_search_then_refit_gives_the_reference_answer(hard_set, reference):
-    fast = fit_logistic_probe(*(hard_set[k] for k in SPLIT_KEYS), search_rows=4_000)
+    fast = fit_logistic_probe(parts(*(hard_set[k] for k in SPLIT_KEYS)), search_rows=4_000)
     assert_same_answer(fast, reference)
     assert fast.search_rows == 4_000
     # The chosen model was refitted on all rows, starting from the subsample and really moving.
@@ -104,8 +110,8 @@ def test_two_classes_use_sklearns_binary_objective(hard_set):
         rows = keep[f"y_{split}"] <= 1  # classes W and N1
         keep[f"X_{split}"], keep[f"y_{split}"] = keep[f"X_{split}"][rows], keep[f"y_{split}"][rows]
     splits = [keep[k] for k in SPLIT_KEYS]
-    ref = fit_logistic_probe(*splits, C_grid=(0.01,), method="reference")
-    fast = fit_logistic_probe(*splits, C_grid=(0.01,))
+    ref = fit_logistic_probe(parts(*splits), C_grid=(0.01,), method="reference")
+    fast = fit_logistic_probe(parts(*splits), C_grid=(0.01,))
     assert fast.test_proba.shape == ref.test_proba.shape == (len(keep["y_test"]), 2)
     assert np.mean(fast.test_pred == ref.test_pred) >= 0.995
     assert np.abs(fast.test_proba - ref.test_proba).max() < 0.02
@@ -113,8 +119,8 @@ def test_two_classes_use_sklearns_binary_objective(hard_set):
 
 def test_parallel_fits_give_the_same_result(hard_set):
     splits = [hard_set[k] for k in SPLIT_KEYS]
-    one = fit_logistic_probe(*splits, C_grid=(0.1, 1.0))
-    two = fit_logistic_probe(*splits, C_grid=(0.1, 1.0), n_jobs=2)
+    one = fit_logistic_probe(parts(*splits), C_grid=(0.1, 1.0))
+    two = fit_logistic_probe(parts(*splits), C_grid=(0.1, 1.0), n_jobs=2)
     assert one.val_kappa_by_C == two.val_kappa_by_C
     assert np.array_equal(one.test_pred, two.test_pred)
 
@@ -138,15 +144,15 @@ def test_standardizer_matches_standard_scaler_without_float64_copies():
 
 def test_fast_probe_memory_is_one_standardised_training_copy():
     data = hard_probe_splits(40_000, 5_000, 5_000, dim=64, seed=3)
-    splits = [data[k] for k in SPLIT_KEYS]
+    split = parts(*(data[k] for k in SPLIT_KEYS))
     matrix = data["X_train"].nbytes  # 40,000 x 64 float32 = 10.24 MB
     blocks = 2 * 8192 * 64 * 4  # row blocks standardised / scored at a time
     buffers = 40_000 * 5 * 4 * 8  # n x classes float32 loss buffers, generous
     tracemalloc.start()
-    fit_logistic_probe(*splits, C_grid=(0.1, 1.0))
+    fit_logistic_probe(split, C_grid=(0.1, 1.0))
     copied = tracemalloc.get_traced_memory()[1]
     tracemalloc.reset_peak()
-    fit_logistic_probe(*splits, C_grid=(0.1, 1.0), overwrite=True)
+    fit_logistic_probe(split, C_grid=(0.1, 1.0), overwrite=True)
     in_place = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert matrix <= copied <= matrix + blocks + buffers
@@ -157,7 +163,7 @@ def test_fast_probe_memory_is_one_standardised_training_copy():
 def test_progress_reports_every_fit(hard_set):
     seen = []
     fit_logistic_probe(
-        *(hard_set[k] for k in SPLIT_KEYS),
+        parts(*(hard_set[k] for k in SPLIT_KEYS)),
         C_grid=(0.01, 1.0),
         search_rows=4_000,
         progress=lambda done, total, message: seen.append((done, total, message)),
@@ -169,7 +175,7 @@ def test_progress_reports_every_fit(hard_set):
 def test_progress_counts_each_C_once_when_fits_run_in_threads(hard_set):
     seen = []
     fit_logistic_probe(
-        *(hard_set[k][:3_000] for k in SPLIT_KEYS), n_jobs=3,
+        parts(*(hard_set[k][:3_000] for k in SPLIT_KEYS)), n_jobs=3,
         progress=lambda done, total, message: seen.append((done, total, message)),
     )
     assert [(d, t) for d, t, _ in seen] == [(k, len(C_GRID)) for k in range(1, 7)]
@@ -180,15 +186,15 @@ def test_progress_counts_each_C_once_when_fits_run_in_threads(hard_set):
 def test_bad_inputs_are_refused_with_a_fix(hard_set):
     X, y = hard_set["X_train"][:500], hard_set["y_train"][:500]
     with pytest.raises(UsageError, match="unknown probe method"):
-        fit_logistic_probe(X, y, X, y, X, y, method="fastest")
+        fit_logistic_probe(parts(X, y, X, y, X, y), method="fastest")
     with pytest.raises(DataError, match="validation: 95 features, the training split has 96"):
-        fit_logistic_probe(X, y, X[:, :95], y, X, y)
+        fit_logistic_probe(parts(X, y, X[:, :95], y, X, y))
     with pytest.raises(DataError, match="one class only"):
-        fit_logistic_probe(X, np.zeros(500, dtype=int), X, y, X, y)
+        fit_logistic_probe(parts(X, np.zeros(500, dtype=int), X, y, X, y))
     bad = X.copy()
     bad[-3, 3] = np.nan  # the check covers every row
     with pytest.raises(DataError, match="NaN") as caught:
-        fit_logistic_probe(bad, y, X, y, X, y)
+        fit_logistic_probe(parts(bad, y, X, y, X, y))
     assert caught.value.fix
 
 
@@ -205,7 +211,7 @@ def subjects_with_age_signal(n=96, p=24, seed=0):
 
 def test_age_fold_beats_the_training_mean():
     X, ages = subjects_with_age_signal()
-    fold = fit_age_fold(X[:72], ages[:72], X[72:], ages[72:])
+    fold = fit_age_fold(Split.of((X[:72], ages[:72]), None, (X[72:], ages[72:])))
     # Signal-to-noise of this set allows an MAE near 3-5 years; the mean predictor is ~18.
     assert fold.details["baseline_mae"] > 15
     assert fold.test_metrics["mae"] < 0.5 * fold.details["baseline_mae"]
@@ -215,20 +221,20 @@ def test_age_fold_beats_the_training_mean():
 
 def test_one_age_fold_scores_its_test_subjects():
     X, ages = subjects_with_age_signal(n=80)
-    fold = fit_age_fold(X[:60], ages[:60], X[60:], ages[60:])
+    fold = fit_age_fold(Split.of((X[:60], ages[:60]), None, (X[60:], ages[60:])))
     assert fold.chosen in ALPHA_GRID and set(fold.selection.scores) == set(ALPHA_GRID)
     assert fold.test_metrics["mae"] == pytest.approx(np.mean(np.abs(fold.test_pred - ages[60:])))
     assert fold.test_metrics["mae"] < 0.5 * fold.details["baseline_mae"]
-    single = fit_age_fold(X[:60], ages[:60], X[60:61], ages[60:61])
+    single = fit_age_fold(Split.of((X[:60], ages[:60]), None, (X[60:61], ages[60:61])))
     assert np.isnan(single.test_metrics["pearson_r"]) and single.test_metrics["mae"] >= 0
     with pytest.raises(DataError, match="at least 4 training subjects"):
-        fit_age_fold(X[:3], ages[:3], X[3:5], ages[3:5])
+        fit_age_fold(Split.of((X[:3], ages[:3]), None, (X[3:5], ages[3:5])))
 
 
 def test_age_fold_tells_progress_each_alpha_and_its_inner_mae():
     X, ages = subjects_with_age_signal(n=80)
     seen = []
-    fold = fit_age_fold(X[:60], ages[:60], X[60:], ages[60:],
+    fold = fit_age_fold(Split.of((X[:60], ages[:60]), None, (X[60:], ages[60:])),
                         progress=lambda done, total, message: seen.append((done, total, message)))
     inner = fold.selection.scores
     assert [(d, t) for d, t, _ in seen] == [(k, len(ALPHA_GRID)) for k in range(1, 9)]
@@ -266,7 +272,7 @@ def reference_nested_cv(X, ages, grid=ALPHA_GRID):
 def test_age_fold_is_the_references_nested_cv():
     X, ages = subjects_with_age_signal(n=80)
     X = X.astype(np.float64)
-    fold = fit_age_fold(X[:60], ages[:60], X[60:], ages[60:])
+    fold = fit_age_fold(Split.of((X[:60], ages[:60]), None, (X[60:], ages[60:])))
     best, inner, _ = reference_nested_cv(X[:60], ages[:60])
     assert fold.chosen == best
     assert fold.selection.scores == pytest.approx(inner, rel=1e-10)
@@ -297,14 +303,15 @@ def test_inner_splits_are_the_references_draw():
 
 def test_age_fold_ties_go_to_the_first_alpha_of_the_grid():
     X, ages = subjects_with_age_signal(n=40)
-    fold = fit_age_fold(X[:30], ages[:30], X[30:], ages[30:], alpha_grid=(5, 5.0, 1))
+    fold = fit_age_fold(Split.of((X[:30], ages[:30]), None, (X[30:], ages[30:])),
+                        alpha_grid=(5, 5.0, 1))
     assert list(fold.selection.scores) == [5.0, 1.0]  # a repeated alpha is fitted once
 
 
 def test_age_fold_on_noise_does_not_beat_the_mean_by_much():
     X, ages = subjects_with_age_signal(seed=1)
     noise = np.random.default_rng(5).normal(size=X.shape)
-    fold = fit_age_fold(noise[:72], ages[:72], noise[72:], ages[72:])
+    fold = fit_age_fold(Split.of((noise[:72], ages[:72]), None, (noise[72:], ages[72:])))
     assert fold.test_metrics["mae"] > 0.85 * fold.details["baseline_mae"]
 
 
@@ -317,11 +324,11 @@ def test_ages_outside_the_bins_are_refused():
     X, ages = subjects_with_age_signal(n=16)
     ages[2] = 250
     with pytest.raises(DataError, match="outside the age bins"):
-        fit_age_fold(X[:12], ages[:12], X[12:], ages[12:])
+        fit_age_fold(Split.of((X[:12], ages[:12]), None, (X[12:], ages[12:])))
 
 
 def test_kappa_of_the_fast_probe_is_the_metrics_kappa(hard_set):
-    fast = fit_logistic_probe(*(hard_set[k] for k in SPLIT_KEYS), C_grid=(1.0,))
+    fast = fit_logistic_probe(parts(*(hard_set[k] for k in SPLIT_KEYS)), C_grid=(1.0,))
     assert fast.test_metrics["kappa"] == cohen_kappa(hard_set["y_test"], fast.test_pred)
 
 
@@ -370,7 +377,7 @@ def test_the_probe_on_flattened_tokens_fits_past_the_threshold(monkeypatch):
 
     splits = [*split(800), *split(400), *split(400)]
     assert splits[0].shape[1] > EIGEN_MAX_FEATURES
-    fast = fit_logistic_probe(*splits, C_grid=(0.001, 0.01))
+    fast = fit_logistic_probe(parts(*splits), C_grid=(0.001, 0.01))
     assert made == [(800, 4_200)]  # asked once, and it answered with the diagonal form
     assert all(fast.converged_by_C.values())
     assert fast.test_metrics["kappa"] > 0.2

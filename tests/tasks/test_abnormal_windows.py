@@ -46,7 +46,7 @@ def fit(config: dict, path, fold: int) -> tuple[dict, dict]:
     bench = config["benchmarks"][BENCHMARK]
     with open_embeddings(path) as store:
         job = FoldJob(config, {}, BENCHMARK, bench, DATASET, store, None, fold)
-        return task_for("abnormal_eeg").fit_fold(job)
+        return task_for("abnormal_eeg").fit_fold(job, task_for("abnormal_eeg").split(job))
 
 
 def reference_answer(X, table, bench, entry, fold) -> tuple[float, float]:

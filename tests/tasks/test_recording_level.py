@@ -52,7 +52,7 @@ def run_folds(config, path, benchmark="abnormal_eeg_demo", dataset="tuab_demo") 
     with open_embeddings(path) as store:
         for fold in range(bench["folds"]):
             job = FoldJob(config, {}, benchmark, bench, dataset, store, None, fold)
-            records.append(task.fit_fold(job)[0])
+            records.append(task.fit_fold(job, task.split(job))[0])
     return records
 
 

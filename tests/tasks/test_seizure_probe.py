@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from embedprobe.core.errors import DataError
+from embedprobe.probing.split import Split
 from embedprobe.tasks.seizure.probe import fit_seizure_probe
 from embedprobe.tasks.seizure.scoring import (
     METRICS,
@@ -47,7 +48,7 @@ def fold():
 def test_the_probe_recovers_a_planted_linear_signal(fold):
     (X_tr, y_tr, _), (X_va, y_va, _), (X_te, y_te, timeline) = fold
     seen = []
-    result = fit_seizure_probe(X_tr, y_tr, X_va, y_va, X_te, y_te, timeline,
+    result = fit_seizure_probe(Split.of((X_tr, y_tr), (X_va, y_va), (X_te, y_te)), timeline,
                                progress=lambda done, total, text: seen.append((done, total)))
     assert list(result.test_metrics) == list(METRICS)
     assert result.test_metrics["auroc"] > 0.95
@@ -64,8 +65,8 @@ def test_the_probe_recovers_a_planted_linear_signal(fold):
 def test_the_probe_finds_nothing_in_shuffled_labels(fold):
     (X_tr, y_tr, _), (X_va, y_va, _), (X_te, y_te, timeline) = fold
     rng = np.random.default_rng(7)
-    result = fit_seizure_probe(X_tr, rng.permutation(y_tr), X_va, rng.permutation(y_va),
-                               X_te, y_te, timeline)
+    result = fit_seizure_probe(Split.of((X_tr, rng.permutation(y_tr)),
+                                        (X_va, rng.permutation(y_va)), (X_te, y_te)), timeline)
     assert abs(result.test_metrics["auroc"] - 0.5) < 0.08
     assert result.test_metrics["event_auc"] < 0.5
 
@@ -76,7 +77,7 @@ def test_C_and_threshold_are_what_scikit_learn_chooses(fold):
     from sklearn.preprocessing import StandardScaler
 
     (X_tr, y_tr, _), (X_va, y_va, _), (X_te, y_te, timeline) = fold
-    result = fit_seizure_probe(X_tr, y_tr, X_va, y_va, X_te, y_te, timeline)
+    result = fit_seizure_probe(Split.of((X_tr, y_tr), (X_va, y_va), (X_te, y_te)), timeline)
     scaler = StandardScaler().fit(X_tr.astype(np.float64))
     reference = {}
     for C in (0.001, 0.01, 0.1, 1.0, 10.0, 100.0):
@@ -98,7 +99,8 @@ def test_a_validation_split_without_seizures_takes_the_smallest_C_and_says_so(fo
     """The reference's fit_lr_c_grid scores every C alike on a one-class validation part and
     keeps its first (smallest) C; the fold warns and records why, where it used to refuse."""
     (X_tr, y_tr, _), (X_va, y_va, _), (X_te, y_te, timeline) = fold
-    result = fit_seizure_probe(X_tr, y_tr, X_va, np.zeros_like(y_va), X_te, y_te, timeline)
+    result = fit_seizure_probe(Split.of((X_tr, y_tr), (X_va, np.zeros_like(y_va)), (X_te, y_te)),
+                               timeline)
     assert result.chosen == 0.001
     assert set(result.selection.scores.values()) == {0.0}
     assert result.settings["validation_one_class"].startswith(
@@ -106,4 +108,4 @@ def test_a_validation_split_without_seizures_takes_the_smallest_C_and_says_so(fo
     assert "warning: validation holds one class only" in capsys.readouterr().err
     assert result.test_metrics["auroc"] > 0.9  # the test part is still scored with that C
     with pytest.raises(DataError, match="train: seizure labels must be 0 or 1"):
-        fit_seizure_probe(X_tr, y_tr * 2, X_va, y_va, X_te, y_te, timeline)
+        fit_seizure_probe(Split.of((X_tr, y_tr * 2), (X_va, y_va), (X_te, y_te)), timeline)

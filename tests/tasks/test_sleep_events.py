@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from embedprobe.probing.split import Split
 from embedprobe.reporting.chance import chance_level
 from embedprobe.tasks.registry import task_for
 from embedprobe.tasks.sleep_events.overlap import (
@@ -106,7 +107,8 @@ def planted(n: int = 900, signal: float = 1.5, seed: int = 0):
 def test_the_probes_find_a_planted_signature_and_not_shuffled_labels():
     X, masks, seconds = planted()
     probes = [EventProbe("arousal", 3.0), EventProbe("arousal", 0.0), EventProbe("arousal", 40)]
-    results = fit_event_probes(X, masks, {"arousal": seconds}, probes, (1.0,))
+    split = Split.cut(X, seconds, masks)
+    results = fit_event_probes(split, {"arousal": seconds}, probes, (1.0,))
     head = results["arousal@3s"]
     share = float((seconds[masks["test"]] > 3).mean())
     assert head.details["positive_share"] == pytest.approx(share)
@@ -116,14 +118,15 @@ def test_the_probes_find_a_planted_signature_and_not_shuffled_labels():
     # no window holds more than 40 s of a 30 s epoch: one class, skipped with the reason
     assert "one class only" in results["arousal@40s"]
     shuffled = np.random.default_rng(1).permutation(seconds)
-    chance = fit_event_probes(X, masks, {"arousal": shuffled}, probes[:1], (1.0,))
+    chance = fit_event_probes(split, {"arousal": shuffled}, probes[:1], (1.0,))
     head, share = chance["arousal@3s"].test_metrics, chance["arousal@3s"].details["positive_share"]
     assert abs(head["auroc"] - 0.5) < 0.1 and abs(head["auprc"] - share) < 0.1
 
 
 def test_a_C_grid_is_chosen_on_validation_auprc():
     X, masks, seconds = planted(signal=0.3)
-    results = fit_event_probes(X, masks, {"a": seconds}, [EventProbe("a", 3.0)],
+    results = fit_event_probes(Split.cut(X, seconds, masks), {"a": seconds},
+                               [EventProbe("a", 3.0)],
                                (1e-4, 1.0))
     head = results["a@3s"]
     assert head.chosen == max((1e-4, 1.0), key=head.selection.scores.get)

@@ -194,6 +194,7 @@ def test_on_shuffled_labels_each_paradigms_probe_is_near_chance(bci_run, benchma
     from embedprobe.pipeline.store import open_embeddings
     from embedprobe.probing.folds import distinct, fold_split, loso_plan
     from embedprobe.probing.logistic import fit_logistic_probe
+    from embedprobe.probing.split import Split
 
     workdir, _ = bci_run
     for dataset, (_, classes, _) in BCI_BENCHMARKS[benchmark].items():
@@ -205,8 +206,7 @@ def test_on_shuffled_labels_each_paradigms_probe_is_near_chance(bci_run, benchma
         scores = []
         for fold in range(len(distinct(windows["subject"]))):
             parts = fold_split(plan, windows, fold)
-            result = fit_logistic_probe(*(a[parts[p]] for p in ("train", "val", "test")
-                                          for a in (X, y)))
+            result = fit_logistic_probe(Split.cut(X, y, parts))
             scores.append(result.test_metrics["balanced_accuracy"])
         assert abs(np.mean(scores) - 1 / classes) < 0.08, (dataset, scores)
 

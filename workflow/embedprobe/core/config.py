@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from pathlib import Path
 
@@ -82,6 +83,21 @@ def _fill(value, schema: dict) -> None:
 
 def _schema() -> dict:
     return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+@functools.cache
+def _schema_default(keys: tuple[str, ...]):
+    item = _schema()
+    for key in keys:
+        item = item["properties"][key]
+    return item["default"]
+
+
+def schema_default(*keys: str):
+    """The schema's default of a nested key (`schema_default("memory", "margin")`), for code
+    that runs without a loaded config (a tool, an estimate asked for a total) and so must not
+    repeat the number."""
+    return copy.deepcopy(_schema_default(keys))
 
 
 def _check_keys(value, schema: dict, where: str) -> None:

@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     """Both probes on the set `args` sizes, the tables printed; 1 when the answers differ."""
     from embedprobe.devtools.synthetic import hard_probe_splits
     from embedprobe.probing.logistic import C_GRID, fit_logistic_probe
+    from embedprobe.probing.split import Split
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(
@@ -89,13 +90,13 @@ def run(args: argparse.Namespace) -> int:
         f"data: train {args.n_train}, val {args.n_val}, test {args.n_test} x {args.dim} float32, "
         f"5 classes, seed {args.seed} ({time.perf_counter() - started:.1f} s to generate)"
     )
-    splits = [data[k] for k in ("X_train", "y_train", "X_val", "y_val", "X_test", "y_test")]
+    split = Split.of(*((data[f"X_{p}"], data[f"y_{p}"]) for p in ("train", "val", "test")))
     reference = fit_logistic_probe(
-        *splits, C_grid=C_GRID, method="reference",
+        split, C_grid=C_GRID, method="reference",
         progress=progress_printer("reference", args.quiet),
     )  # fmt: skip
     fast = fit_logistic_probe(
-        *splits, C_grid=C_GRID, method="fast", search_rows=args.search_rows,
+        split, C_grid=C_GRID, method="fast", search_rows=args.search_rows,
         progress=progress_printer("fast", args.quiet),
     )  # fmt: skip
 

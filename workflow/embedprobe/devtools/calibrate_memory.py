@@ -156,10 +156,13 @@ def child_ridge(p: dict) -> None:
     """The brain-age ridge path: fit_age_fold on the training subjects' mean embeddings."""
     _step_imports("ridge")
     from embedprobe.probing.ridge import fit_age_fold
+    from embedprobe.probing.split import Split
 
     means, ages = np.load(p["x"]), np.load(p["ages"])
-    train = np.arange(len(ages)) < p["n_train"]  # boolean masks copy, as in pipeline/fold_job
-    result = fit_age_fold(means[train], ages[train], means[~train], ages[~train])
+    train = np.arange(len(ages)) < p["n_train"]  # boolean masks copy, as Split.cut does
+    test = ~train
+    result = fit_age_fold(Split.cut(means, ages, {"train": train, "val": train & test,
+                                                  "test": test}))
     _report(mae=result.test_metrics["mae"])
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 
+from embedprobe.core.config import schema_default
 from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.units import MIB
 from embedprobe.memory.formulas import (
@@ -427,13 +428,17 @@ def _knobs(kind: JobType, i: Inputs, c: Constants) -> dict:
 
 
 def estimate(job_type: str, inputs: dict, calibration: dict, limit_bytes: int | None,
-             margin: float = 0.15) -> Estimate:
+             margin: float | None = None) -> Estimate:
     """The predicted peak of one job: the terms of its job type, total, request and verdict.
+    `margin`: the request's share above the total; None: the schema's memory.margin (the
+    preflight passes the config's).
 
     Verdict "too_big" when the request (total plus margin) exceeds the limit; for a job type
     with a device side (embed_gpu) also when the device estimate exceeds the GPU's memory
     (gpu_total_bytes).
     """
+    if margin is None:
+        margin = schema_default("memory", "margin")
     kind = registered_job(job_type)
     i = job_inputs(job_type, inputs)
     c = job_constants(job_type, calibration)
@@ -477,14 +482,18 @@ def _fix_text(result: Estimate, partitions: dict[str, int] | None, on_cluster: b
 
 
 def fit_knobs(job_type: str, inputs: dict, calibration: dict, limit_bytes: int | None,
-              margin: float = 0.15, partitions: dict[str, int] | None = None) -> Estimate:
+              margin: float | None = None,
+              partitions: dict[str, int] | None = None) -> Estimate:
     """The estimate at the fastest settings that fit, trying the cheap knobs before more memory.
 
     Knobs, cheapest first: fewer parallel fits (n_jobs), the smaller ridge form (dual when
     samples are fewer than features), a smaller batch, fewer reader threads, smaller HDF5
     chunks. A job that fits at none of them is "too_big", at its smallest settings, with a fix
     naming the knobs tried and the partition (name -> MB, from the profile) that would fit.
+    `margin` as for `estimate`.
     """
+    if margin is None:
+        margin = schema_default("memory", "margin")
     result = estimate(job_type, inputs, calibration, limit_bytes, margin)
     if result.verdict == "ok":
         return result

@@ -1,5 +1,6 @@
-"""The probe step for one fold: open the cached embeddings, let the benchmark's task fit and
-score the fold (embedprobe/tasks/), save its JSON record and arrays."""
+"""The probe step for one fold: open the cached embeddings, let the benchmark's task cut the
+fold's split (probing/split.py) and fit and score it (embedprobe/tasks/), save its JSON record
+and arrays."""
 
 from __future__ import annotations
 
@@ -64,9 +65,10 @@ def run_probe_fold(config: dict, roots: dict, benchmark: str, dataset: str, mode
     try:
         with open_embeddings(embeddings) as store:
             groups = task.fold_groups(store.windows["subject"], bench)
-            fitted, saved = task.fit_fold(FoldJob(config, roots, benchmark, bench, dataset,
-                                                  store, groups, fold, progress, model,
-                                                  n_jobs or config["probe"]["n_jobs"]))
+            job = FoldJob(config, roots, benchmark, bench, dataset, store, groups, fold,
+                          progress, model, n_jobs)
+            # the fold's parts (probing/split.py), cut once: the task's probe fits on them
+            fitted, saved = task.fit_fold(job, task.split(job))
     finally:
         progress.clear()
     seconds = time.monotonic() - started

@@ -107,7 +107,7 @@ def plan_from_groups(groups: dict[str, int], n_folds: int, rule: str,
     return FoldPlan(tuple(parts), unit, rule)
 
 
-def subject_groups(subjects, n_folds: int = 5, seed: int = 42,
+def subject_groups(subjects, n_folds: int, seed: int,
                    strata: dict[str, str] | None = None, as_text: bool = False) -> dict[str, int]:
     """Subject -> chunk (the reference's generic rule): per stratum, the subjects in ascending
     order (`as_text`: sorted as text, DCSM's adapter), an index shuffled by one

@@ -22,7 +22,7 @@ from their subsample solutions; the better full-data validation kappa wins.
 reference's, and the chosen C's reference validation kappa within 0.002 of the best reference
 validation kappa over the grid.
 
-Memory (beyond the caller's X_train/X_val/X_test, at the peak of `fit_logistic_probe`):
+Memory (beyond the caller's split: its parts' X, at the peak of `fit_logistic_probe`):
   fast: one standardised float32 copy of X_train (none with overwrite=True and float32
   C-contiguous input), plus transients: about 50 bytes x n_train of loss buffers per fit running
   (x n_jobs), or one 8,192-row float32 block while standardising or scoring (2,048-row float64
@@ -56,6 +56,7 @@ from embedprobe.probing.softmax import (
     fit_softmax,
     softmax,
 )
+from embedprobe.probing.split import Split
 from embedprobe.probing.standardize import Standardizer
 
 C_GRID = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
@@ -143,6 +144,14 @@ def check_split(name: str, X, y, n_features: int | None) -> tuple[np.ndarray, np
     return X, y
 
 
+def checked_parts(split: Split) -> tuple[np.ndarray, ...]:
+    """X and y of the train, validation and test parts, each checked (check_split)."""
+    X_train, y_train = check_split("train", split.train.X, split.train.y, None)
+    X_val, y_val = check_split("validation", split.val.X, split.val.y, X_train.shape[1])
+    X_test, y_test = check_split("test", split.test.X, split.test.y, X_train.shape[1])
+    return X_train, y_train, X_val, y_val, X_test, y_test
+
+
 def map_in_threads(fn, items, n_jobs: int):
     """fn over items, in threads when n_jobs > 1 (threads share X: no per-worker copies)."""
     if n_jobs <= 1:
@@ -189,12 +198,7 @@ class _Plan:
 
 
 def fit_logistic_probe(
-    X_train,
-    y_train,
-    X_val,
-    y_val,
-    X_test,
-    y_test,
+    split: Split,
     C_grid=C_GRID,
     method: str = "fast",
     n_jobs: int = 1,
@@ -210,16 +214,14 @@ def fit_logistic_probe(
     method "fast" (default) or "reference" (module docstring). n_jobs > 1 fits that many C values
     at once in threads. search_rows (fast only): None fits every C on all training rows; a number
     searches C on that many stratified rows and refits two C values on all rows. overwrite=True
-    lets the fast method standardise X_train in place (saves one n_train x p float32 copy; the
-    caller's array then holds standardised values).
+    lets the fast method standardise the training part's X in place (saves one n_train x p
+    float32 copy; the split's training part then holds standardised values).
     """
     started = time.perf_counter()
     if method not in ("fast", "reference"):
         raise UsageError(f"unknown probe method {method!r}", fix="use method 'fast' or 'reference'")
     grid = sorted_C_grid(C_grid)
-    X_train, y_train = check_split("train", X_train, y_train, None)
-    X_val, y_val = check_split("validation", X_val, y_val, X_train.shape[1])
-    X_test, y_test = check_split("test", X_test, y_test, X_train.shape[1])
+    X_train, y_train, X_val, y_val, X_test, y_test = checked_parts(split)
     classes, y_index = np.unique(y_train, return_inverse=True)
     if len(classes) < 2:
         raise DataError(

@@ -21,6 +21,7 @@ from embedprobe.probing.logistic import FitCounter, Progress
 from embedprobe.probing.metrics import mae, regression_scores
 from embedprobe.probing.result import ProbeResult
 from embedprobe.probing.selection import Selection, choose, grid_values
+from embedprobe.probing.split import Split
 
 ALPHA_GRID = (0.1, 1, 5, 10, 20, 30, 50, 100)
 AGE_BINS = (0, 35, 50, 65, 80, 200)
@@ -93,22 +94,22 @@ def age_scores(ages: np.ndarray, predictions: np.ndarray) -> dict[str, float]:
 
 
 def fit_age_fold(
-    X_train,
-    ages_train,
-    X_test,
-    ages_test,
+    split: Split,
     alpha_grid=ALPHA_GRID,
     age_bins=AGE_BINS,
     n_inner: int = INNER_FOLDS,
     seed: int = INNER_SEED,
     progress: Progress = None,
 ) -> ProbeResult:
-    """One outer fold of brain age: alpha by the inner CV on the training subjects (mean
-    embeddings, in the reference's order: they fix the inner draw), refit on all of them, score
-    the test subjects in years. `progress` is told after each alpha of the grid."""
-    X_train = np.asarray(X_train, dtype=np.float64)
-    ages_train = np.asarray(ages_train, dtype=np.float64)
-    ages_test = np.asarray(ages_test, dtype=np.float64)
+    """One outer fold of brain age: alpha by the inner CV on the training and validation
+    subjects together (split.pooled(): mean embeddings, y their ages, in the rows' order, which
+    fixes the inner draw), refit on all of them, score the test subjects in years. `progress`
+    is told after each alpha of the grid."""
+    training = split.pooled()
+    X_train = np.asarray(training.X, dtype=np.float64)
+    ages_train = np.asarray(training.y, dtype=np.float64)
+    X_test = split.test.X
+    ages_test = np.asarray(split.test.y, dtype=np.float64)
     if len(ages_train) < n_inner or len(ages_test) == 0:
         raise DataError(
             f"brain age needs at least {n_inner} training subjects and one test subject per "

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from embedprobe.probing.split import Split
+
 
 @dataclass
 class Units:
@@ -42,7 +44,12 @@ class FoldJob:
     fold: int
     progress: Callable[[int, int, str], None] | None = None  # probing.logistic.Progress
     model: str = ""  # whose embeddings (a task reading another benchmark's folds needs it)
-    n_jobs: int = 1  # grid values fitted at once: the preflight's knob, else probe.n_jobs
+    # grid values fitted at once: the preflight's knob; None: the config's probe.n_jobs
+    n_jobs: int | None = None
+
+    def __post_init__(self):
+        if self.n_jobs is None:  # the schema fills probe.n_jobs in a loaded config
+            self.n_jobs = self.config.get("probe", {}).get("n_jobs")
 
 
 def job_folds(task: Task, job: FoldJob):
@@ -52,6 +59,19 @@ def job_folds(task: Task, job: FoldJob):
     task's rule."""
     return task.fold_groups(job.store.windows, job.bench,
                             fold_entry(job.config, job.roots, job.dataset))
+
+
+def window_split(task: Task, job: FoldJob) -> Split:
+    """Every window of the job's store (float32) with its label, cut by the task's folds; the
+    split keeps the window table (its rows) and the fold rule."""
+    from embedprobe.probing.folds import fold_split
+
+    windows = job.store.windows
+    plan = job_folds(task, job)
+    masks = fold_split(plan, windows, job.fold)
+    X = np.asarray(job.store.load(), dtype=np.float32)
+    y = windows["label"].to_numpy().astype(np.int64)
+    return Split.cut(X, y, masks, windows, plan.rule)
 
 
 def fold_entry(config: dict, roots: dict, dataset: str) -> dict:
@@ -151,8 +171,14 @@ class Task:
                           entry.get("fold_strata"), entry.get("fold_order") == "text")
 
     # --- probe ------------------------------------------------------------------------------
-    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
-        """(the fold's JSON record, arrays saved in its .npz)."""
+    def split(self, job: FoldJob) -> Split | None:
+        """The fold's parts (probing/split.py), cut once by the fold job for `fit_fold`: by
+        default every window of the store (float32) with its label, cut by the task's folds
+        (job_folds), the window table kept; None for a task that fits no probe."""
+        return window_split(self, job)
+
+    def fit_fold(self, job: FoldJob, split: Split | None) -> tuple[dict, dict]:
+        """(the fold's JSON record, arrays saved in its .npz) of the probe fitted on `split`."""
         raise NotImplementedError
 
     def pooled_scores(self, folds: list[dict]) -> dict[str, float]:

@@ -18,6 +18,7 @@ from embedprobe.datasets.registry import dataset_root, reader_for
 from embedprobe.probing.folds import age_stratified_plan, fold_split, require_units
 from embedprobe.probing.metrics import regression_scores
 from embedprobe.probing.ridge import AGE_BINS, ALPHA_GRID, age_scores, fit_age_fold
+from embedprobe.probing.split import Split
 from embedprobe.tasks.base import FoldJob, Task, job_folds
 
 
@@ -31,7 +32,11 @@ class BrainAge(Task):
     defines_units = False
     sd_ddof = 0  # population SD over folds, as the reference's brain_age
 
-    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+    def split(self, job: FoldJob) -> Split:
+        """One mean embedding per subject with an age, y the age, cut by the age folds (or the
+        dataset's fold_manifest). The table's rows, as the reference orders them: the training
+        subjects sorted, then the validation ones sorted (the order fixes the inner CV's draw:
+        the pooled part keeps it), then the test subjects; `ids` the subjects."""
         config, dataset = job.config, job.dataset
         ages_by_subject = reader_for(config, dataset).subjects_table(
             dataset_root(config, job.roots, dataset))
@@ -47,28 +52,29 @@ class BrainAge(Task):
                 age_stratified_plan(dict(zip(subjects, ages, strict=True)), job.bench["folds"],
                                     job.bench["fold_seed"], AGE_BINS))
         masks = fold_split(plan, pd.DataFrame({"subject": subjects}), job.fold)
-        # alpha comes from inner CV over train + val, in the reference's order (its train
-        # subjects sorted, then its validation subjects sorted): the order fixes the inner draw
-        train = np.concatenate([sorted_positions(subjects, masks[p]) for p in ("train", "val")])
+        order = np.concatenate([sorted_positions(subjects, masks[p]) for p in ("train", "val")]
+                               + [np.flatnonzero(masks["test"])])
+        return Split.cut(means[order], ages[order], {p: m[order] for p, m in masks.items()},
+                         pd.DataFrame({"subject": subjects[order]}), plan.rule, subjects[order])
+
+    def fit_fold(self, job: FoldJob, split: Split) -> tuple[dict, dict]:
         probe = job.bench.get("probe", {})
-        result = fit_age_fold(means[train], ages[train], means[masks["test"]],
-                              ages[masks["test"]],
-                              alpha_grid=tuple(probe.get("alpha_grid", ALPHA_GRID)),
+        result = fit_age_fold(split, alpha_grid=tuple(probe.get("alpha_grid", ALPHA_GRID)),
                               age_bins=AGE_BINS, progress=job.progress)
+        tested = split.ids[split.test.rows]
+        ages = split.test.y
         record = {
-            "n_train": len(train), "n_test": int(masks["test"].sum()),
-            "fold_rule": plan.rule,
-            "test_subjects": subjects[masks["test"]].tolist(),
+            "n_train": len(split.train) + len(split.val), "n_test": len(split.test),
+            "fold_rule": split.rule,
+            "test_subjects": tested.tolist(),
             **result.record(),
             "method": "StandardScaler + Ridge, alpha by inner 4-fold CV stratified on age bins "
                       "(seed 43)",
             # Per subject, so the aggregate can pool r and R2 over folds.
             "predictions": [{"subject": str(s), "age": float(a), "predicted": float(p)}
-                            for s, a, p in zip(subjects[masks["test"]], ages[masks["test"]],
-                                               result.test_pred, strict=True)],
+                            for s, a, p in zip(tested, ages, result.test_pred, strict=True)],
         }
-        saved = {"subjects": subjects[masks["test"]], "y_true": ages[masks["test"]],
-                 "y_pred": result.test_pred}
+        saved = {"subjects": tested, "y_true": ages, "y_pred": result.test_pred}
         return record, saved
 
     rescore_needs = ""

@@ -17,26 +17,20 @@ from embedprobe.probing.folds import fold_split
 from embedprobe.probing.logistic import C_GRID, MAX_ITER, fit_logistic_probe
 from embedprobe.probing.metrics import classification_scores
 from embedprobe.probing.selection import by_value_json
-from embedprobe.tasks.base import FoldJob, Task, job_folds
+from embedprobe.probing.split import Split
+from embedprobe.tasks.base import FoldJob, Task
 
 
-def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
+def fit_logistic_fold(job: FoldJob, task: Task, split: Split) -> tuple[dict, dict]:
     """(the fold's JSON record, arrays saved in its .npz) of a logistic probe over the units."""
-    windows = job.store.windows
-    X = np.asarray(job.store.load(), dtype=np.float32)
-    masks = fold_split(job_folds(task, job), windows, job.fold)
-    y = windows["label"].to_numpy().astype(np.int64)
     max_iter = int(job.bench.get("probe", {}).get("max_iter", task.max_iter))
     result = fit_logistic_probe(
-        X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
-        X[masks["test"]], y[masks["test"]],
-        C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
+        split, C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
         n_jobs=job.n_jobs, progress=job.progress, max_iter=max_iter,
     )
     record = {
-        "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
-        "n_test": int(masks["test"].sum()),
-        "test_subjects": sorted(windows["subject"][masks["test"]].unique().tolist()),
+        "n_train": len(split.train), "n_val": len(split.val), "n_test": len(split.test),
+        "test_subjects": sorted(split.test_table()["subject"].unique().tolist()),
         "chosen": result.chosen, "selection": result.selection.record(),
         "val_kappa": result.val_kappa,
         "method": result.method,
@@ -44,10 +38,10 @@ def fit_logistic_fold(job: FoldJob, task: Task) -> tuple[dict, dict]:
         "max_iter": max_iter,
         "iterations_by_C": by_value_json(result.iterations_by_C),
         "converged_by_C": by_value_json(result.converged_by_C),
-        "n_classes": int(len(np.unique(y))),
+        "n_classes": int(len(np.unique(split.table["label"].to_numpy()))),
         "metrics": {k: float(v) for k, v in result.test_metrics.items()},
     }
-    saved = {"index": np.flatnonzero(masks["test"]), "y_true": y[masks["test"]],
+    saved = {"index": split.test.rows, "y_true": split.test.y,
              "y_pred": result.test_pred, "proba": result.test_proba}
     return record, saved
 
@@ -92,8 +86,8 @@ class LogisticClassification(Task):
 
     max_iter = MAX_ITER  # lbfgs's cap unless the benchmark's probe.max_iter sets one
 
-    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
-        return fit_logistic_fold(job, self)
+    def fit_fold(self, job: FoldJob, split: Split) -> tuple[dict, dict]:
+        return fit_logistic_fold(job, self, split)
 
     rescore_needs = ""
 

@@ -72,7 +72,11 @@ class SleepHypnogram(Task):
                                  fix=f"set benchmarks.{benchmark}.{key}: {src[key]}")
 
     # --- the fold ---------------------------------------------------------------------------
-    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+    def split(self, job: FoldJob) -> None:
+        """None: no probe here; the fold scores the staging fold's saved predictions."""
+        return None
+
+    def fit_fold(self, job: FoldJob, split: None) -> tuple[dict, dict]:
         from embedprobe.core.paths import output_path
 
         source = job.bench["source"]

@@ -21,6 +21,7 @@ from embedprobe.probing.logistic import MAX_ITER
 from embedprobe.probing.metrics import balanced_accuracy, macro_f1
 from embedprobe.probing.result import ProbeResult
 from embedprobe.probing.selection import choose
+from embedprobe.probing.split import Split
 
 AGGREGATIONS = ("mean", "mean_std")
 SELECTIONS = ("auprc", "auroc")
@@ -97,28 +98,26 @@ def _fit(X: np.ndarray, y: np.ndarray, C: float, class_weight: str | None):
     return scaler, model
 
 
-def fit_units(X: np.ndarray, y: np.ndarray, masks: dict[str, np.ndarray],
-              settings: ProbeSettings, progress=None) -> ProbeResult:
+def fit_units(split: Split, settings: ProbeSettings, progress=None) -> ProbeResult:
     """Fit one fold over unit rows: C chosen on validation (probing/selection.py), the test
     units' probabilities (columns: the training labels, `classes`) and scores."""
-    train = masks["train"] | (masks["val"] if settings.fixed_C else False)
-    if len(np.unique(y[train])) < 2:
-        raise DataError(f"the fold's training units hold one class only ({np.unique(y[train])})",
+    train = split.pooled() if settings.fixed_C else split.train
+    val, test = split.val, split.test
+    if len(np.unique(train.y)) < 2:
+        raise DataError(f"the fold's training units hold one class only ({np.unique(train.y)})",
                         fix="use more recordings or subjects per class, or fewer folds")
     by_C = {}
     if not settings.fixed_C:
         for k, C in enumerate(settings.C_grid):
-            scaler, model = _fit(X[train], y[train], C, settings.class_weight)
-            proba = model.predict_proba(scaler.transform(X[masks["val"]]))
-            by_C[C] = _selection_score(settings.select_on, y[masks["val"]], proba,
-                                       model.classes_)
+            scaler, model = _fit(train.X, train.y, C, settings.class_weight)
+            proba = model.predict_proba(scaler.transform(val.X))
+            by_C[C] = _selection_score(settings.select_on, val.y, proba, model.classes_)
             if progress:
                 progress(k + 1, len(settings.C_grid),
                          f"C={C:g}: val {settings.select_on} {by_C[C]:.4f}")
     selection = choose(by_C, settings.C_grid, f"validation {settings.select_on}")
-    scaler, model = _fit(X[train], y[train], selection.chosen, settings.class_weight)
-    proba = model.predict_proba(scaler.transform(X[masks["test"]]))
-    return ProbeResult(selection=selection, test_metrics=scores(y[masks["test"]], proba,
-                                                                model.classes_),
+    scaler, model = _fit(train.X, train.y, selection.chosen, settings.class_weight)
+    proba = model.predict_proba(scaler.transform(test.X))
+    return ProbeResult(selection=selection, test_metrics=scores(test.y, proba, model.classes_),
                        test_pred=model.classes_[np.argmax(proba, axis=1)], test_proba=proba,
-                       classes=model.classes_, details={"n_train": int(train.sum())})
+                       classes=model.classes_, details={"n_train": len(train)})

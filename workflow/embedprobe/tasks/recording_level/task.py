@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.core.errors import DataError, UsageError
-from embedprobe.tasks.base import FoldJob, Task, Units, job_folds
+from embedprobe.probing.split import PARTS, Split
+from embedprobe.tasks.base import FoldJob, Task, Units, job_folds, window_split
 
 
 class RecordingLevel(Task):
@@ -105,26 +106,38 @@ class RecordingLevel(Task):
 
         return ProbeSettings.of(self.probe_defaults, bench, entry)
 
-    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
-        from embedprobe.datasets.registry import reader_for
+    def split(self, job: FoldJob) -> Split:
+        """The window split where the benchmark probes windows; else one row per unit (its
+        windows' mean, or mean and SD: probe.unit_features) with its class, the unit table
+        kept and the units' ids."""
         from embedprobe.probing.folds import fold_split
-        from embedprobe.tasks.recording_level.probe import fit_units, unit_features
+        from embedprobe.tasks.recording_level.probe import unit_features
 
         if self.scored_units(job.bench) == "windows":
-            return self.fit_windows(job)
-        entry = job.config.get("datasets", {}).get(job.dataset, {})
-        settings = self.settings(job.bench, entry)
+            return window_split(self, job)
+        settings = self.settings(job.bench, job.config.get("datasets", {}).get(job.dataset, {}))
         keys, X = unit_features(job.store, self.level, settings.aggregation)
         labels = self.unit_labels(job, keys)
         table = unit_rows(job.store.windows, self.level, keys)
-        masks = fold_split(job_folds(self, job), table, job.fold)
-        result = fit_units(X, labels, masks, settings, job.progress)
+        plan = job_folds(self, job)
+        return Split.cut(X, labels, fold_split(plan, table, job.fold), table, plan.rule, keys)
+
+    def fit_fold(self, job: FoldJob, split: Split) -> tuple[dict, dict]:
+        from embedprobe.datasets.registry import reader_for
+        from embedprobe.tasks.recording_level.probe import fit_units
+
+        if self.scored_units(job.bench) == "windows":
+            return self.fit_windows(job, split)
+        settings = self.settings(job.bench, job.config.get("datasets", {}).get(job.dataset, {}))
+        result = fit_units(split, settings, job.progress)
         classes = reader_for(job.config, job.dataset).CLASSES
-        test = masks["test"]
+        keys, test = split.ids, split.test.rows
+        labels = np.concatenate([split.part(p).y for p in PARTS])
         record = {
-            "n_test": int(test.sum()),
-            "unit": self.level, "aggregation": settings.aggregation, "n_features": X.shape[1],
-            "test_subjects": sorted(table["subject"][test].unique().tolist()),
+            "n_test": len(split.test),
+            "unit": self.level, "aggregation": settings.aggregation,
+            "n_features": split.train.X.shape[1],
+            "test_subjects": sorted(split.test_table()["subject"].unique().tolist()),
             "select_on": settings.select_on, "class_weight": settings.class_weight,
             "classes": [classes[int(c)] for c in result.classes],
             "n_classes": int(len(np.unique(labels))),
@@ -132,10 +145,10 @@ class RecordingLevel(Task):
             **result.record(),
             # per unit, so that the aggregate pools AUROC over folds
             "predictions": [{"unit": str(k), "label": int(y), "proba": [float(v) for v in p]}
-                            for k, y, p in zip(keys[test], labels[test], result.test_proba,
+                            for k, y, p in zip(keys[test], split.test.y, result.test_proba,
                                                strict=True)],
         }
-        saved = {"units": keys[test].astype(str), "y_true": labels[test],
+        saved = {"units": keys[test].astype(str), "y_true": split.test.y,
                  "y_pred": result.test_pred, "proba": result.test_proba,
                  "labels": result.classes, "class_names": np.array(classes)}
         return record, saved
@@ -152,22 +165,17 @@ class RecordingLevel(Task):
             return None
         return scores(saved["y_true"], saved["proba"], saved["labels"])
 
-    def fit_windows(self, job: FoldJob) -> tuple[dict, dict]:
+    def fit_windows(self, job: FoldJob, split: Split) -> tuple[dict, dict]:
         """The reference's probe of abnormal EEG: every window a row of the seizure probe, its
         label its recording's class (class 1, abnormal or ictal, is the positive one); the test
         windows' AUROC the headline. Event scores: a positive recording is one event from its
         first window to its last, as the reference's runs of positive windows make it."""
         from embedprobe.datasets.registry import reader_for, unit_seconds
-        from embedprobe.probing.folds import fold_split
         from embedprobe.probing.metrics import balanced_accuracy, macro_f1
         from embedprobe.tasks.seizure.scoring import RecordingTruth, WindowTimeline
         from embedprobe.tasks.seizure.task import fit_window_probe
 
-        windows = job.store.windows
-        X = np.asarray(job.store.load(), dtype=np.float32)
-        y = windows["label"].to_numpy().astype(np.int64)
-        masks = fold_split(job_folds(self, job), windows, job.fold)
-        test = windows[masks["test"]]
+        test = split.test_table()
         window_s = unit_seconds(job.config, job.dataset)
         # the k-th window of a recording at k window lengths (the reference reads array order)
         place = test.groupby("recording")["start"].rank(method="first").to_numpy() - 1
@@ -176,17 +184,16 @@ class RecordingLevel(Task):
             length = len(rows) * window_s
             truth[name] = RecordingTruth(length, ((0.0, length),) if rows["label"].iat[0] else ())
         timeline = WindowTimeline(test["recording"].to_numpy(), place * window_s, window_s, truth)
-        result = fit_window_probe(job, X, y, masks, timeline)
+        result = fit_window_probe(job, split, timeline)
         classes = reader_for(job.config, job.dataset).CLASSES
-        y_test = y[masks["test"]]
+        y_test = split.test.y
         kept = ("auroc", "auprc", "sensitivity_at_fpr", "mcc", "ovlp_f1")
         metrics = {k: float(result.test_metrics[k]) for k in kept} | {
             "balanced_accuracy": balanced_accuracy(y_test, result.test_pred),
             "macro_f1": macro_f1(y_test, result.test_pred)}
         record = {
-            "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
-            "n_test": int(masks["test"].sum()), "unit": "window",
-            "n_features": X.shape[1],
+            "n_train": len(split.train), "n_val": len(split.val), "n_test": len(split.test),
+            "unit": "window", "n_features": split.train.X.shape[1],
             "test_subjects": sorted(test["subject"].unique().tolist()),
             "chosen": result.chosen, "selection": result.selection.record(),
             "threshold": result.threshold,
@@ -201,7 +208,7 @@ class RecordingLevel(Task):
             "metrics": metrics,
         }
         proba = np.column_stack([1.0 - result.test_proba, result.test_proba])
-        saved = {"index": np.flatnonzero(masks["test"]), "y_true": y_test,
+        saved = {"index": split.test.rows, "y_true": y_test,
                  "y_pred": result.test_pred, "proba": proba, "labels": np.array([0, 1]),
                  "class_names": np.array(classes)}
         return record, saved

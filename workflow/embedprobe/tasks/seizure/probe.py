@@ -33,13 +33,14 @@ from embedprobe.probing.logistic import (
     C_GRID,
     FitCounter,
     Progress,
-    check_split,
+    checked_parts,
     map_in_threads,
     sorted_C_grid,
 )
 from embedprobe.probing.result import ProbeResult
 from embedprobe.probing.selection import by_value_json, choose
 from embedprobe.probing.softmax import decision
+from embedprobe.probing.split import Split
 from embedprobe.probing.standardize import Standardizer
 from embedprobe.tasks.seizure.scoring import (
     AUC_RANGE_PER_HOUR,
@@ -113,12 +114,7 @@ def _sigmoid(raw: np.ndarray) -> np.ndarray:
 
 
 def fit_seizure_probe(
-    X_train,
-    y_train,
-    X_val,
-    y_val,
-    X_test,
-    y_test,
+    split: Split,
     test_timeline: WindowTimeline,
     *,
     C_grid=C_GRID,
@@ -131,17 +127,15 @@ def fit_seizure_probe(
     progress: Progress = None,
 ) -> SeizureProbeResult:
     """One fold: C on validation AUPRC, threshold on validation F1, test scored (module
-    docstring). Labels are 0/1 per window; `test_timeline` places each test window in its
-    recording for the event scoring."""
+    docstring). Labels (the split's y) are 0/1 per window; `test_timeline` places each test
+    window in its recording for the event scoring."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import average_precision_score
 
     started = time.perf_counter()
     grid = sorted_C_grid(C_grid)
-    X_train, y_train = check_split("train", X_train, y_train, None)
-    X_val, y_val = check_split("validation", X_val, y_val, X_train.shape[1])
-    X_test, y_test = check_split("test", X_test, y_test, X_train.shape[1])
+    X_train, y_train, X_val, y_val, X_test, y_test = checked_parts(split)
     _both_classes("train", y_train)
     _binary("validation", y_val)
     # A validation part of one class (a small corpus's subject fold) scores every C alike

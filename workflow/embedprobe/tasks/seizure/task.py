@@ -24,7 +24,8 @@ import pandas as pd
 
 from embedprobe.datasets.registry import entry_unit_seconds, unit_seconds
 from embedprobe.probing.logistic import C_GRID
-from embedprobe.tasks.base import FoldJob, Task, Units, job_folds
+from embedprobe.probing.split import Split
+from embedprobe.tasks.base import FoldJob, Task, Units
 from embedprobe.tasks.classification import fold_part_sizes, probe_runtime_minutes
 from embedprobe.tasks.seizure.scoring import (
     METRICS,
@@ -76,16 +77,11 @@ class SeizureDetection(Task):
             return None
         return seizure_plan(table, bench, entry)
 
-    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+    def fit_fold(self, job: FoldJob, split: Split) -> tuple[dict, dict]:
         from embedprobe.datasets.registry import find_dataset_recordings, reader_for
-        from embedprobe.probing.folds import fold_split
         from embedprobe.tasks.seizure.scoring import RecordingTruth, WindowTimeline
 
-        windows = job.store.windows
-        X = np.asarray(job.store.load(), dtype=np.float32)
-        masks = fold_split(job_folds(self, job), windows, job.fold)
-        y = windows["label"].to_numpy().astype(np.int64)
-        test = windows[masks["test"]]
+        test = split.test_table()
         # The test recordings' lengths and seizures, for event scoring, from the reader.
         reader = reader_for(job.config, job.dataset)
         found = {r.recording: r for r in
@@ -101,11 +97,10 @@ class SeizureDetection(Task):
         timeline = WindowTimeline(test["recording"].to_numpy(),
                                   test["start"].to_numpy() / test["recording"].map(sfreq)
                                   .to_numpy(), window_s, truth)
-        result = fit_window_probe(job, X, y, masks, timeline)
+        result = fit_window_probe(job, split, timeline)
         record = {
-            "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
-            "n_test": int(masks["test"].sum()),
-            "n_test_seizure_windows": int(y[masks["test"]].sum()),
+            "n_train": len(split.train), "n_val": len(split.val), "n_test": len(split.test),
+            "n_test_seizure_windows": int(split.test.y.sum()),
             "test_subjects": sorted(test["subject"].unique().tolist()),
             "method": "StandardScaler + LogisticRegression(lbfgs, class_weight=balanced), C on "
                       "validation AUPRC, threshold on validation F1",
@@ -113,7 +108,7 @@ class SeizureDetection(Task):
             "metrics": {k: float(v) for k, v in result.test_metrics.items()},
             "event_curve": curve_to_json(result.curves["event_curve"]),
         }
-        saved = {"index": np.flatnonzero(masks["test"]), "y_true": y[masks["test"]],
+        saved = {"index": split.test.rows, "y_true": split.test.y,
                  "y_pred": result.test_pred, "proba": result.test_proba,
                  **{f"curve_{k}": v for k, v in result.curves.items()}}
         return record, saved
@@ -165,7 +160,7 @@ class SeizureDetection(Task):
         return notes
 
 
-def fit_window_probe(job: FoldJob, X: np.ndarray, y: np.ndarray, masks: dict, timeline):
+def fit_window_probe(job: FoldJob, split: Split, timeline):
     """The seizure probe (probe.fit_seizure_probe) on one fold's windows, with the benchmark's
     probe settings: the one place a benchmark's `probe:` reaches it (seizure detection and
     abnormal EEG's window-level default both fit through here)."""
@@ -173,8 +168,7 @@ def fit_window_probe(job: FoldJob, X: np.ndarray, y: np.ndarray, masks: dict, ti
 
     probe = job.bench.get("probe", {})
     return fit_seizure_probe(
-        X[masks["train"]], y[masks["train"]], X[masks["val"]], y[masks["val"]],
-        X[masks["test"]], y[masks["test"]], timeline,
+        split, timeline,
         C_grid=tuple(probe.get("C_grid", C_GRID)),
         max_fp_per_hour=float(probe.get("fixed_fp_per_hour", 1.0)),
         n_jobs=job.n_jobs, progress=job.progress)

@@ -26,6 +26,7 @@ from embedprobe.probing.logistic import MAX_ITER
 from embedprobe.probing.metrics import balanced_accuracy, macro_f1
 from embedprobe.probing.result import ProbeResult
 from embedprobe.probing.selection import choose, grid_values
+from embedprobe.probing.split import PARTS, Split
 from embedprobe.probing.standardize import Standardizer
 
 
@@ -63,21 +64,21 @@ def _fit(Z: np.ndarray, y: np.ndarray, C: float):
     return model, not any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
-def fit_event_probes(X: np.ndarray, masks: dict[str, np.ndarray], overlaps: dict[str, np.ndarray],
-                     probes: list[EventProbe], C_grid: tuple[float, ...],
-                     progress=None) -> dict[str, ProbeResult | str]:
+def fit_event_probes(split: Split, overlaps: dict[str, np.ndarray], probes: list[EventProbe],
+                     C_grid: tuple[float, ...], progress=None) -> dict[str, ProbeResult | str]:
     """Each probe's result by key (its details: the positive share of its test windows, its
     positive training windows, whether lbfgs converged), or the reason it was skipped.
-    `overlaps`: seconds of each field's events per window (all windows)."""
+    `overlaps`: seconds of each field's events per window of the split's table (all windows):
+    each probe labels the parts' rows from them (the split's own y is not read)."""
     from sklearn.metrics import average_precision_score
 
     grid = tuple(sorted(grid_values(C_grid)))
-    scaler = Standardizer.fit(X[masks["train"]])
-    Z = {part: scaler.transform(X[mask]) for part, mask in masks.items()}
+    scaler = Standardizer.fit(split.train.X)
+    Z = {part: scaler.transform(split.part(part).X) for part in PARTS}
     results: dict[str, ProbeResult | str] = {}
     for k, probe in enumerate(probes):
-        y = {part: (overlaps[probe.field][mask] > probe.threshold).astype(np.int64)
-             for part, mask in masks.items()}
+        y = {part: (overlaps[probe.field][split.part(part).rows] > probe.threshold)
+             .astype(np.int64) for part in PARTS}
         if len(np.unique(y["train"])) < 2:
             side = "positive" if y["train"].any() else "negative"
             results[probe.key] = f"the training windows hold one class only (all {side})"

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from embedprobe.core.errors import DataError, UsageError
-from embedprobe.tasks.base import FoldJob, Task, Units, job_folds
+from embedprobe.probing.split import Split
+from embedprobe.tasks.base import FoldJob, Task, Units
 
 
 class SleepEvents(Task):
@@ -65,32 +66,28 @@ class SleepEvents(Task):
             for t in thresholds if (field, t) != self.headline]
         return probes, skipped
 
-    def fit_fold(self, job: FoldJob) -> tuple[dict, dict]:
+    def fit_fold(self, job: FoldJob, split: Split) -> tuple[dict, dict]:
         from embedprobe.datasets.registry import reader_for
-        from embedprobe.probing.folds import fold_split
         from embedprobe.tasks.sleep_events.probe import fit_event_probes
 
         reader = reader_for(job.config, job.dataset)
         annotated_kinds(reader, self.fields[self.headline[0]], self.name)
-        windows = job.store.windows
-        masks = fold_split(job_folds(self, job), windows, job.fold)
+        windows = split.table
         probes, skipped = self.probes(job.bench, reader)
         overlaps = window_overlaps(job, reader, windows, {p.field for p in probes}, self.fields,
                                    field_overlap(job.bench))
         C_grid = tuple(float(c) for c in job.bench.get("probe", {}).get("C_grid", [1.0]))
-        X = np.asarray(job.store.load(), dtype=np.float32)
-        results = fit_event_probes(X, masks, overlaps, probes, C_grid, job.progress)
+        results = fit_event_probes(split, overlaps, probes, C_grid, job.progress)
         head = results[probes[0].key]
         if isinstance(head, str):
             raise DataError(f"{job.dataset} fold {job.fold}: the headline probe "
                             f"({probes[0].key}) cannot be fitted: {head}",
                             fix="use more subjects with scored events, or fewer folds")
-        test = masks["test"]
+        test = split.test.rows
         head_overlap = overlaps[probes[0].field][test]
         record = {
-            "n_train": int(masks["train"].sum()), "n_val": int(masks["val"].sum()),
-            "n_test": int(test.sum()),
-            "test_subjects": sorted(windows["subject"][test].unique().tolist()),
+            "n_train": len(split.train), "n_val": len(split.val), "n_test": len(split.test),
+            "test_subjects": sorted(split.test_table()["subject"].unique().tolist()),
             "headline_probe": probes[0].key, "chosen": head.chosen,
             "selection": head.selection.record(),
             "positive_share": head.details["positive_share"], "n_classes": 2,
@@ -101,7 +98,7 @@ class SleepEvents(Task):
                        for key, r in results.items()},
             "skipped_fields": skipped,
         }
-        saved = {"index": np.flatnonzero(test),
+        saved = {"index": test,
                  "y_true": (head_overlap > probes[0].threshold).astype(np.int64),
                  "proba": head.test_proba, "overlap_seconds": head_overlap}
         return record, saved
