@@ -67,8 +67,10 @@ def cmd_index(args, config, roots):
 
     context = DatasetContext.build(config, roots, args.dataset)
     context.require_data(args.invocation)
+    context.use_header_cache()  # a second index reads no unchanged header again
     quality: list = []
     table = build_index(context, quality, args.invocation)
+    context.keep_headers()  # for check, preflight, embed and the next index
     write_index(table, Path(args.out))
     # beside the index: one row per flagged channel (the summary lists them)
     write_quality(quality, Path(args.quality or Path(args.out).with_suffix(".quality.tsv")))
@@ -104,7 +106,9 @@ def cmd_preflight(args, config, roots):
     if args.benchmark:
         run_probe_preflight(config, roots, args.benchmark, args.dataset, args.model, *paths)
     else:
-        run_preflight(DatasetContext.build(config, roots, args.dataset), args.model, *paths)
+        context = DatasetContext.build(config, roots, args.dataset)
+        context.use_header_cache()  # it sizes the job from every recording's header
+        run_preflight(context, args.model, *paths)
 
 
 def embed_knobs(args, config) -> dict:

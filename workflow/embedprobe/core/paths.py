@@ -31,6 +31,8 @@ PATTERNS = {
     # index: the windows and the data-quality table
     "index": "{results_root}/index/{dataset}.tsv",
     "quality": "{results_root}/index/{dataset}.quality.tsv",
+    # index: the EDF headers it read, for the later jobs (datasets/header_cache.py)
+    "edf_headers": "{cache_root}/headers/{dataset}.json",
     # check: one real batch through the pair
     "check": "{results_root}/check/{dataset}/{model}.json",
     # preflight: the pair's embed estimate, and a benchmark's probe-fold estimates

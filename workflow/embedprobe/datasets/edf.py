@@ -9,6 +9,7 @@ running number ("T8-P8-0", "T8-P8-1", "--0", ...), so every channel has one name
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -143,11 +144,44 @@ def _start(fixed: bytes) -> dt.datetime:
                        "not dd.mm.yyhh.mm.ss") from None
 
 
+# path -> ((size, mtime_ns), its header): each file's header is parsed once per process, and
+# again only when the file changed; header_cache.py keeps these between jobs. A refused header
+# is never kept (its DataError is raised again at every read).
+_HEADERS: dict[str, tuple[tuple[int, int], EdfHeader]] = {}
+
+
+def file_key(path: Path) -> tuple[int, int] | None:
+    """(size, mtime_ns): what a kept header is checked against; None where the file cannot be
+    stat'ed (read_edf_header then says why)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def known_headers() -> dict[str, tuple[tuple[int, int], EdfHeader]]:
+    """The headers read or loaded in this process, by path (header_cache.py saves them)."""
+    return _HEADERS
+
+
 def read_edf_header(path: Path) -> EdfHeader:
     """Parse an EDF header and refuse a file shorter than the header says (a truncated copy).
     A header that cannot be read is a DataError saying in words what is wrong with it (cut
-    short, a field that is not a number), never the parser's own text."""
+    short, a field that is not a number), never the parser's own text. Kept by (size,
+    mtime): the index, the quality scan and the readers ask for one file's header in turn."""
     path = Path(path)
+    key = file_key(path)
+    kept = _HEADERS.get(str(path))
+    if key is not None and kept is not None and kept[0] == key:
+        return kept[1]
+    header = _parse_edf_header(path)
+    if key is not None:
+        _HEADERS[str(path)] = (key, header)
+    return header
+
+
+def _parse_edf_header(path: Path) -> EdfHeader:
     try:
         with open(path, "rb") as f:
             fixed = f.read(256)

@@ -122,13 +122,19 @@ def plan_at(path: Path, dataset: str, family: str) -> ChannelPlan:
             fix=f"write {path} with an entry for '{family}' ({forms_for(family)}), or name an "
                 f"existing map with channel_map: in config/datasets.yaml",
         )
-    entries = yaml.safe_load(path.read_text()) or {}
+    stat = path.stat()
+    entries = _map_entries(path, stat.st_mtime_ns, stat.st_size)
     if family not in entries:
         raise UsageError(
             f"{path} has no entry for model family '{family}'",
             fix=f"add '{family}:' with {forms_for(family)} (and its reason)",
         )
     return plan_from_entry(path, family, entries[family])
+
+
+@cache  # the plan asks for every (dataset, family) pair: each map is parsed once per version
+def _map_entries(path: Path, _mtime_ns: int, _size: int) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
 
 
 def plan_from_entry(path: Path, family: str, entry) -> ChannelPlan:

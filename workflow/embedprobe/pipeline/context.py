@@ -91,6 +91,26 @@ class DatasetContext:
         preflight each ask again, and the status and require_data reuse them."""
         return self._recordings
 
+    def use_header_cache(self) -> int:
+        """Load the EDF headers the dataset's last index kept (datasets/header_cache.py), so
+        this job reads none of an unchanged file again; how many it kept."""
+        from embedprobe.datasets.header_cache import load
+
+        return load(self._header_cache_path()) if self.roots.get("cache_root") else 0
+
+    def keep_headers(self) -> int:
+        """Save the EDF headers this job read of the dataset's files for the later jobs."""
+        from embedprobe.datasets.header_cache import save
+
+        if not self.roots.get("cache_root"):
+            return 0
+        return save(self._header_cache_path(), [p for r in self.recordings() for p in r.files])
+
+    def _header_cache_path(self) -> Path:
+        from embedprobe.core.paths import output_path
+
+        return output_path("edf_headers", self.roots, dataset=self.name)
+
     def _listed(self) -> list | None:
         """recordings(), or None where the folder is missing: entry_status reports that
         itself, where a reader's listing would refuse it."""

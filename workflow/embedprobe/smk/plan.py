@@ -92,7 +92,7 @@ def generated_datasets(config: dict) -> dict[str, str]:
 
 def index_inputs(config: dict, roots: dict, dataset: str) -> list[str]:
     """The generator's manifest for demo data, else the dataset's files (refusing gaps)."""
-    from embedprobe.datasets.registry import require_data
+    from embedprobe.datasets.registry import require_entry_data
 
     entry = lookup(config, "datasets", dataset)
     if "generator" in entry:  # the same input before and after generation: no spurious rerun
@@ -102,21 +102,39 @@ def index_inputs(config: dict, roots: dict, dataset: str) -> list[str]:
         # (params changed) and with it every real result on the next uncapped run.
         if not (config["limit_batches"] and Path(manifest).is_file()):
             return [manifest]
-    files = [str(p) for p in exit_on_error(require_data, config, roots, dataset,
-                                           typed_command())]
+    status = dataset_status(config, roots, dataset)
+    files = [str(p) for p in exit_on_error(require_entry_data, config, dataset, entry,
+                                           status.root, typed_command(), status.recordings)]
     warn_partial(config, roots, dataset)
     return files
+
+
+_STATUSES: dict = {}
+
+
+def dataset_status(config: dict, roots: dict, dataset: str):
+    """The dataset's registry.entry_status, its folder listed once per plan: index_inputs (of
+    index and check), warn_partial and data_skip all ask, and a listing stats every file of
+    the dataset (thousands for an NSRR cohort: docs/measurements/2026-12-07-plan-scale.md)."""
+    import json
+
+    from embedprobe.datasets.registry import entry_root, entry_status
+
+    entry = lookup(config, "datasets", dataset)
+    root = entry_root(roots, entry)
+    key = (dataset, str(root), json.dumps(entry, sort_keys=True, default=str))
+    if key not in _STATUSES:
+        _STATUSES[key] = exit_on_error(entry_status, dataset, entry, root)
+    return _STATUSES[key]
 
 
 def warn_partial(config: dict, roots: dict, dataset: str) -> None:
     """The plan's `warning:` (once per dataset) for a dataset that runs on its complete
     recordings only, naming what the others lack (registry.partial_allowed)."""
-    from embedprobe.datasets.registry import data_status
-
     if (dataset, "partial") in _WARNED:
         return
     _WARNED.add((dataset, "partial"))
-    status = exit_on_error(data_status, config, roots, dataset)
+    status = dataset_status(config, roots, dataset)
     if status.state == "partial":
         total = "?" if status.expected is None else status.expected
         print(f"warning: {dataset} runs on {status.found} of its {total} recordings: "
@@ -369,7 +387,7 @@ def data_skip(config: dict, dataset: str) -> dict | None:
     list them as skipped, and the other datasets run. Else None (a partial dataset runs on its
     complete recordings, or under strict is refused where its index job is planned:
     registry.partial_allowed)."""
-    from embedprobe.datasets.registry import data_status, dataset_root, fix_for
+    from embedprobe.datasets.registry import dataset_root, fix_for
 
     entry = lookup(config, "datasets", dataset)
     if "generator" in entry or config["strict"]:
@@ -377,8 +395,8 @@ def data_skip(config: dict, dataset: str) -> dict | None:
     roots = resolve_roots(config)
     root = dataset_root(config, roots, dataset)
     key = (dataset, str(root), entry.get("format"), entry["path"])
-    if key not in _DATA_SKIPS:  # one scan of the folder per plan
-        status = exit_on_error(data_status, config, roots, dataset)
+    if key not in _DATA_SKIPS:
+        status = dataset_status(config, roots, dataset)
         _DATA_SKIPS[key] = None if status.state != "missing" else {
             "status": "skipped", "reason": f"data not found in {status.root} "
                                            f"({status.counted} recordings)",

@@ -282,16 +282,20 @@ def read_table(path: Path, _mtime: int, columns: Columns = HARMONIZED) -> dict:
         raise DataError(f"{path}: no {' or '.join(missing)} column", fix=fix)
     named = re.search(r"visit(\d+)", path.name)
     rows: dict[str, dict] = {}
-    for k, row in table.iterrows():
+    # columns, not iterrows: a study's table has thousands of rows and the plan reads it
+    ids, ages = table[c.id].tolist(), table[c.age].tolist()
+    visits = table[c.visit].tolist() if c.visit in table.columns else [None] * len(ids)
+    sexes = table[c.sex].fillna("").tolist() if c.sex in table.columns else [""] * len(ids)
+    for k, (subject, age_text, visit_text, sex) in enumerate(zip(ids, ages, visits, sexes,
+                                                                  strict=True)):
         try:
-            age = float(row[c.age])
+            age = float(age_text)
         except (TypeError, ValueError):
-            raise DataError(f"{path}: row {k + 2} ({c.id} {row[c.id]}) has {c.age} "
-                            f"{row[c.age]!r}", fix=fix) from None
-        visit = int(float(row[c.visit])) if c.visit in table.columns else \
+            raise DataError(f"{path}: row {k + 2} ({c.id} {subject}) has {c.age} "
+                            f"{age_text!r}", fix=fix) from None
+        visit = int(float(visit_text)) if visit_text is not None else \
             int(named[1]) if named else None
-        sex = str(row.get(c.sex, "") or "")
-        rows.setdefault(_normal(row[c.id]), {})[visit] = Demographics(age, sex, visit or 0)
+        rows.setdefault(_normal(subject), {})[visit] = Demographics(age, str(sex), visit or 0)
     return rows
 
 
