@@ -58,7 +58,8 @@ def test_every_pair_of_the_group_has_its_row(cohorts_run):
             if bench["task"] == "sleep_staging":
                 assert headline > 0.3, (benchmark, dataset, row)
             if bench["task"] in ("sleep_arousal", "sleep_respiratory", "sleep_limb"):
-                assert 0 < row["positive_share"] < 1 <= headline + 1, row
+                # the look-alikes score events on every night: each fold's test windows hold some
+                assert 0 < row["positive_share"] < 1 and 0 <= headline <= 1, row
 
 
 def test_brain_age_is_per_recording_on_shhs_with_each_nights_age(cohorts_run):
