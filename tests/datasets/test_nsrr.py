@@ -65,6 +65,9 @@ def test_a_participants_visits_are_one_subject_with_each_visits_age(studies):
     # brain age's one unit per subject: the age at the first visit
     assert reader.subjects_table(studies["shhs"]) == {
         "200001": ages["shhs1-200001"].age, "200002": ages["shhs1-200002"].age}
+    # a brain age per recording (`brain_age_unit: recording`): each night its visit's age
+    assert reader.recording_ages(studies["shhs"]) == {
+        rec: row.age for rec, row in ages.items()}
     assert [r.recording for r in reader.find_recordings(studies["mros"], "mros", ["1"])] == [
         "mros-visit1-aa0001", "mros-visit1-aa0002"]
 

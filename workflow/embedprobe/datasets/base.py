@@ -18,7 +18,9 @@ Every reader module provides:
     read_events(rec) -> list[Event]               the recording's annotations, in seconds from
                                                   the start of its signal file
 
-and optionally `subjects_table(root) -> dict[str, float]` (subject -> age) for brain age.
+and optionally `subjects_table(root) -> dict[str, float]` (subject -> age) for brain age, and
+`recording_ages(root) -> dict[str, float]` (recording -> that night's age) for a brain age per
+recording (`brain_age_unit: recording`; without it each recording takes its subject's age).
 A look-alike generator for tests and demos (registry.FORMATS) exposes
 `write_lookalike(root, settings: dict) -> list[Path]`, settings being the dataset's
 `generator:` entry in config/datasets.yaml; MANIFEST.tsv is written last

@@ -1,14 +1,20 @@
-"""Brain age: one mean embedding per subject, ridge regression on age, alpha by inner CV.
+"""Brain age: one mean embedding per subject (or per recording), ridge regression on age,
+alpha by inner CV.
 
-It has no units of its own: it averages whatever windows the dataset's labelling task cut
-(sleep epochs on Sleep-EDF), and reads ages from the reader's subjects table. Its folds are its
-own, not the staging folds: the subjects with an age (on Sleep-EDF the cassette subjects: its
-subjects table holds theirs alone) in 5 folds stratified on age bins (probing/folds.
-age_stratified_plan, the reference's brain-age split); a dataset's `fold_manifest` replaces
-them.
+It has no windows of its own: it averages whatever windows the dataset's labelling task cut
+(sleep epochs on Sleep-EDF), and reads ages from the reader's subjects table. Its unit is the
+subject, or the recording where the dataset's entry says `brain_age_unit: recording` (the
+reference pools SHHS's windows by recording): each recording then carries its own
+night's age (the reader's `recording_ages` where it has one, e.g. NSRR's visits years apart;
+else its subject's). Its folds are its own, not the staging folds: the units with an age (on
+Sleep-EDF the cassette subjects: its subjects table holds theirs alone) in 5 folds stratified
+on age bins (probing/folds.age_stratified_plan, the reference's brain-age split); a dataset's
+`fold_manifest` replaces them.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -33,29 +39,34 @@ class BrainAge(Task):
     sd_ddof = 0  # population SD over folds, as the reference's brain_age
 
     def split(self, job: FoldJob) -> Split:
-        """One mean embedding per subject with an age, y the age, cut by the age folds (or the
-        dataset's fold_manifest). The table's rows, as the reference orders them: the training
-        subjects sorted, then the validation ones sorted (the order fixes the inner CV's draw:
-        the pooled part keeps it), then the test subjects; `ids` the subjects."""
+        """One mean embedding per unit (subject, or recording: `brain_age_unit`) with an age,
+        y the age, cut by the age folds (or the dataset's fold_manifest). The table's rows, as
+        the reference orders them: the training units sorted, then the validation ones sorted
+        (the order fixes the inner CV's draw: the pooled part keeps it), then the test units;
+        `ids` the units, the table's one column named by the unit."""
         config, dataset = job.config, job.dataset
-        ages_by_subject = reader_for(config, dataset).subjects_table(
-            dataset_root(config, job.roots, dataset))
-        subjects, means = job.store.mean_by("subject")
-        known = np.array([s in ages_by_subject for s in subjects])
-        if not known.any():
-            raise DataError(f"no subject of {dataset} has an age in its subjects table",
-                            fix="brain_age needs the cassette subjects table (SC-subjects.xls)")
-        subjects, means = subjects[known], means[known]
-        ages = np.array([ages_by_subject[s] for s in subjects], dtype=float)
         entry = config.get("datasets", {}).get(dataset, {})
+        unit = unit_of(entry)
+        ages_by_unit = unit_ages(reader_for(config, dataset),
+                                 dataset_root(config, job.roots, dataset), job.store.windows,
+                                 unit)
+        subjects, means = job.store.mean_by(unit)
+        known = np.array([s in ages_by_unit for s in subjects])
+        if not known.any():
+            raise DataError(f"no {unit} of {dataset} has an age in its subjects table",
+                            fix="brain_age needs the dataset's ages (Sleep-EDF: the cassette "
+                                "subjects table SC-subjects.xls; NSRR: the study's CSV)")
+        subjects, means = subjects[known], means[known]
+        ages = np.array([ages_by_unit[s] for s in subjects], dtype=float)
         plan = (job_folds(self, job) if entry.get("fold_manifest") else
-                age_stratified_plan(dict(zip(subjects, ages, strict=True)), job.bench["folds"],
-                                    job.bench["fold_seed"], AGE_BINS))
-        masks = fold_split(plan, pd.DataFrame({"subject": subjects}), job.fold)
+                unit_plan(age_stratified_plan(dict(zip(subjects, ages, strict=True)),
+                                              job.bench["folds"], job.bench["fold_seed"],
+                                              AGE_BINS), unit))
+        masks = fold_split(plan, pd.DataFrame({unit: subjects}), job.fold)
         order = np.concatenate([sorted_positions(subjects, masks[p]) for p in ("train", "val")]
                                + [np.flatnonzero(masks["test"])])
         return Split.cut(means[order], ages[order], {p: m[order] for p, m in masks.items()},
-                         pd.DataFrame({"subject": subjects[order]}), plan.rule, subjects[order])
+                         pd.DataFrame({unit: subjects[order]}), plan.rule, subjects[order])
 
     def fit_fold(self, job: FoldJob, split: Split) -> tuple[dict, dict]:
         probe = job.bench.get("probe", {})
@@ -65,12 +76,12 @@ class BrainAge(Task):
         ages = split.test.y
         record = {
             "n_train": len(split.train) + len(split.val), "n_test": len(split.test),
-            "fold_rule": split.rule,
+            "fold_rule": split.rule, "unit": split.table.columns[0],
             "test_subjects": tested.tolist(),
             **result.record(),
             "method": "StandardScaler + Ridge, alpha by inner 4-fold CV stratified on age bins "
                       "(seed 43)",
-            # Per subject, so the aggregate can pool r and R2 over folds.
+            # Per unit, so the aggregate can pool r and R2 over folds.
             "predictions": [{"subject": str(s), "age": float(a), "predicted": float(p)}
                             for s, a, p in zip(tested, ages, result.test_pred, strict=True)],
         }
@@ -96,14 +107,15 @@ class BrainAge(Task):
 
     def probe_memory(self, config: dict, bench: dict, table: pd.DataFrame, fold: int,
                      dim: int, entry: dict | None = None) -> tuple[str, dict, int]:
-        """Streams subject means, then fits ridge on the fold's training and validation
-        subjects (one formula, probe_brain_age): at most all subjects but the smallest test
+        """Streams unit means, then fits ridge on the fold's training and validation
+        units (one formula, probe_brain_age): at most all units but the smallest test
         fold (the age folds need the ages, which preflight does not read)."""
-        subjects = table["subject"].astype(str).tolist()
+        unit = unit_of(entry or {})
+        subjects = table[unit].astype(str).tolist()
         unique = sorted(set(subjects))
         plan = self.fold_groups(table, bench, entry)
-        if plan is None:  # the age folds: at least a subject a fold, as fit_fold will ask
-            require_units(len(unique), bench["folds"], "subjects")
+        if plan is None:  # the age folds: at least a unit a fold, as fit_fold will ask
+            require_units(len(unique), bench["folds"], f"{unit}s")
         test = (len(plan.members(fold, "test")) if plan is not None
                 else len(unique) // bench["folds"])
         inputs = {"n": len(unique) - test, "p": dim,
@@ -118,6 +130,32 @@ class BrainAge(Task):
                 + ", ".join(f"{d}/{r.model} {r.baseline_mae_mean:.2f}"
                             for d, t in tables.items() for r in t.itertuples()
                             if pair_status(r) == "ok")]
+
+
+def unit_of(entry: dict) -> str:
+    """The window-table column brain age pools by: subject, or recording where the dataset's
+    entry says `brain_age_unit: recording`."""
+    return "recording" if entry.get("brain_age_unit") == "recording" else "subject"
+
+
+def unit_ages(reader, root, windows: pd.DataFrame, unit: str) -> dict[str, float]:
+    """Unit -> age: the reader's subjects table; per recording, the reader's `recording_ages`
+    (each night's age) where it has one, else each recording's subject's age."""
+    if unit == "subject":
+        return reader.subjects_table(root)
+    if hasattr(reader, "recording_ages"):
+        return reader.recording_ages(root)
+    by_subject = reader.subjects_table(root)
+    pairs = windows[["recording", "subject"]].drop_duplicates().astype(str)
+    return {r: by_subject[s] for r, s in zip(pairs["recording"], pairs["subject"], strict=True)
+            if s in by_subject}
+
+
+def unit_plan(plan, unit: str):
+    """The age folds over recordings where the units are recordings."""
+    if unit == plan.unit:
+        return plan
+    return replace(plan, unit=unit, rule=plan.rule.replace("subject folds", f"{unit} folds"))
 
 
 def sorted_positions(subjects: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ ones the reference's loaders open, e.g. shhs-harmonized-dataset-0.21.0.csv, matc
 without their version). A table with several visits is matched on `visitnumber`; a recording
 whose participant and visit have no row is incomplete (its `problem` names the CSV), so a strict
 run refuses it and any other runs without it. Without the CSV the recordings read (staging
-needs no ages); subjects_table refuses.
+needs no ages); subjects_table and recording_ages (each night's age) refuse.
 
 Stages and events (annotations.py): the stages per 30 s epoch, unscored epochs left out and
 counted; the scored epochs past the EDF's end: one (a last partial epoch) is cut with the
@@ -333,6 +333,15 @@ def subjects_table(root: Path, study: str | None = None) -> dict[str, float]:
     for rec in sorted(recordings, key=lambda r: (r.visit_number, r.recording)):
         ages.setdefault(rec.subject, by_recording[rec.recording].age)
     return ages
+
+
+def recording_ages(root: Path, study: str | None = None) -> dict[str, float]:
+    """Recording -> the participant's age at that night's visit (brain age's unit where the
+    entry says `brain_age_unit: recording`, the reference's for SHHS)."""
+    root = Path(root)
+    recordings = [r for r in find_recordings(root, study or _study_under(root))
+                  if not r.problem]
+    return {rec: row.age for rec, row in demographics(root, recordings).items()}
 
 
 def _study_under(root: Path) -> str:
