@@ -43,19 +43,6 @@ def pytest_unconfigure(config):
         shutil.rmtree(_SLURM_CONF_FOLDER, ignore_errors=True)
 
 
-# the folders whose files run whole benchmarks (a module fixture of minutes each)
-WHOLE_RUNS = ("tasks", "workflow")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Files that run the real snakemake first, whole benchmark runs first of them, each file's
-    own order kept: the suite runs on two workers, one file each at a time (pyproject.toml's
-    `-n 2 --dist loadfile`), and a long file started last would leave the other worker idle."""
-    runs_snakemake = {item.path for item in items if item.get_closest_marker("workflow")}
-    items.sort(key=lambda item: (item.path not in runs_snakemake,
-                                 item.path.parent.name not in WHOLE_RUNS))
-
-
 @pytest.fixture
 def project():
     return PROJECT
