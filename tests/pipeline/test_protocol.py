@@ -78,7 +78,12 @@ def test_every_shipped_dataset_names_its_powerline(config):
         "tuab": 60, "tuab_demo": 60, "physionet2018": 60, "physionet2018_demo": 60,
         "bonn": 50, "bonn_demo": 50, "bnci2014_008": 50, "bnci2014_008_demo": 50,
         "bi2013a": 50, "bi2013a_demo": 50, "nakanishi2015": 60, "nakanishi2015_demo": 60,
-        "eegmat": 50, "eegmat_demo": 50}
+        "eegmat": 50, "eegmat_demo": 50,
+        # the sleep cohorts: NSRR's (US), WSC, STAGES and MASS (Canada) 60 Hz; HMC, DCSM 50 Hz
+        "shhs": 60, "mesa": 60, "mros": 60, "cfs": 60, "homepap": 60, "wsc": 60, "stages": 60,
+        "wsc_demo": 60, "stages_demo": 60, "shhs_demo": 60, "mesa_demo": 60, "mros_demo": 60,
+        "cfs_demo": 60, "homepap_demo": 60, "hmc": 50, "hmc_demo": 50, "dcsm": 50, "dcsm_demo": 50,
+        "mass": 60, "mass_ss1": 60, "mass_demo": 60, "mass_ss1_demo": 60}
 
 
 def test_motor_imagery_trials_are_scaled_as_the_references_bci_wrappers(config):
