@@ -103,7 +103,7 @@ def test_killed_controller_job_is_resumed_and_no_job_runs_twice(tmp_path):
             return [j for j in slurm_jobs(workdir)
                     if j.comment == embed_key and j.state == "RUNNING"]
 
-        (embed,) = wait_until(embed_running, 300, "the embed job to run", log)
+        (embed,) = wait_until(embed_running, 900, "the embed job to run", log)
         process = controller_process(workdir)
         assert process is not None, log.read_text()[-3000:]
         process.kill()
