@@ -64,6 +64,25 @@ class RecordingLike(Protocol):
     def problem(self) -> str: ...  # why the recording is incomplete; "" when complete
 
 
+class OneNightPerSubject:
+    """A recording that is its subject's only session (HMC, DCSM, UCDDB: one night a person)."""
+
+    recording: str
+
+    @property
+    def subject(self) -> str:
+        return self.recording
+
+    @property
+    def session(self) -> str:
+        return "1"
+
+
+def present(*paths: Path) -> tuple[Path, ...]:
+    """The paths that are files: a recording's inputs, its missing ones left out."""
+    return tuple(p for p in paths if p.is_file())
+
+
 @dataclass(frozen=True)
 class RecordingHeader:
     """A recording's signals as its header describes them (no samples read)."""

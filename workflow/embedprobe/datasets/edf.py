@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Signals, span_within
+from embedprobe.datasets.base import Event, Signals, span_within
 
 READ_CHUNK_SECONDS = 3600  # MNE reads float64: read an hour at a time into the float32 array
 
@@ -305,3 +305,23 @@ def read_edf_signals(path: Path, channels: Sequence[str], header: EdfHeader | No
                                                                stop=last)
     return Signals(edf.sfreq, channels, data)
 
+
+
+def read_edf_annotations(path: Path, fix: str):
+    """An EDF+ file's header and its annotations through MNE; a missing, truncated or damaged
+    file refused by name (the header first, as every reader refuses one)."""
+    import mne
+
+    header = read_edf_header(path)
+    try:
+        annotations = mne.read_annotations(path)
+    except Exception as exc:  # MNE raises many types for a damaged file
+        raise DataError(f"{path}: cannot read the annotations ({type(exc).__name__}: {exc})",
+                        fix=fix) from exc
+    return header, annotations
+
+
+def annotation_events(annotations) -> list[Event]:
+    """MNE annotations as the reader interface's events, as they are written."""
+    return [Event(float(o), float(d), str(t)) for o, d, t in
+            zip(annotations.onset, annotations.duration, annotations.description, strict=True)]

@@ -31,7 +31,14 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
+from embedprobe.datasets.base import (
+    Event,
+    OneNightPerSubject,
+    RecordingHeader,
+    Signals,
+    present,
+    span_within,
+)
 from embedprobe.datasets.stage_runs import UNSCORED, cut_to_signal, windows_from_runs
 from embedprobe.datasets.walk import find_paths
 
@@ -46,22 +53,14 @@ _FIX_FILES = "download the subject's folder again from the DCSM release (psg.h5,
 
 
 @dataclass(frozen=True)
-class Recording:
+class Recording(OneNightPerSubject):
     recording: str  # the folder, "tp005f7e68_a084_46bb_9f0a_b6a084155a1c"
     signal_path: Path
     hypnogram: Path
 
     @property
-    def subject(self) -> str:
-        return self.recording
-
-    @property
-    def session(self) -> str:
-        return "1"
-
-    @property
     def files(self) -> tuple[Path, ...]:
-        return tuple(p for p in (self.signal_path, self.hypnogram) if p.is_file())
+        return present(self.signal_path, self.hypnogram)
 
     @property
     def problem(self) -> str:

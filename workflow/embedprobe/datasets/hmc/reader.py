@@ -29,8 +29,21 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each
-from embedprobe.datasets.edf import read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.base import (
+    Event,
+    OneNightPerSubject,
+    RecordingHeader,
+    Signals,
+    one_each,
+    present,
+)
+from embedprobe.datasets.edf import (
+    annotation_events,
+    read_edf_annotations,
+    read_edf_header,
+    read_edf_signals,
+    require_channels,
+)
 from embedprobe.datasets.stage_runs import cut_to_signal, stage_of, windows_from_runs
 from embedprobe.datasets.walk import find_paths
 
@@ -45,23 +58,14 @@ _NAME = re.compile(r"^SN\d{3}$")
 
 
 @dataclass(frozen=True)
-class Recording:
+class Recording(OneNightPerSubject):
     recording: str  # "SN001"
     signal_path: Path
     scoring: Path
 
     @property
-    def subject(self) -> str:
-        return self.recording
-
-    @property
-    def session(self) -> str:
-        return "1"
-
-    @property
     def files(self) -> tuple[Path, ...]:
-        return (self.signal_path, self.scoring) if self.scoring.is_file() else \
-            (self.signal_path,)
+        return (self.signal_path, *present(self.scoring))
 
     @property
     def problem(self) -> str:
@@ -82,19 +86,11 @@ def find_recordings(root: Path) -> list[Recording]:
 
 
 def _annotations(rec: Recording):
-    import mne
-
     if not rec.scoring.is_file():
         raise DataError(f"{rec.signal_path}: {rec.problem}",
                         fix="put the recording's _sleepscoring.edf from PhysioNet beside it; "
                             "allow_partial=true runs without it")
-    header = read_edf_header(rec.scoring)
-    try:
-        annotations = mne.read_annotations(rec.scoring)
-    except Exception as exc:  # MNE raises many types for a damaged file
-        raise DataError(f"{rec.scoring}: cannot read the annotations ({type(exc).__name__}: "
-                        f"{exc})", fix="download the scoring file again") from exc
-    return header, annotations
+    return read_edf_annotations(rec.scoring, fix="download the scoring file again")
 
 
 def read_labels(rec: Recording, trim_wake_minutes: float | None = None,
@@ -137,5 +133,4 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
 def read_events(rec: Recording) -> list[Event]:
     """The scoring file's annotations as written (stages are read by read_labels)."""
     _, annotations = _annotations(rec)
-    return [Event(float(o), float(d), str(t)) for o, d, t in
-            zip(annotations.onset, annotations.duration, annotations.description, strict=True)]
+    return annotation_events(annotations)

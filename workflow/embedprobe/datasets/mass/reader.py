@@ -40,7 +40,12 @@ import numpy as np
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, span_within
-from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals
+from embedprobe.datasets.edf import (
+    ANNOTATIONS,
+    read_edf_annotations,
+    read_edf_header,
+    read_edf_signals,
+)
 from embedprobe.datasets.stage_runs import (
     UNSCORED,
     cut_to_signal,
@@ -179,18 +184,12 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
 
 def _annotations(rec: Recording, header):
     """The Base file's annotations, their onsets shifted to seconds from the PSG's start."""
-    import mne
-
     if rec.base is None:
         raise DataError(f"{rec.signal_path}: {rec.problem}",
                         fix="put the night's Base.edf from the MASS annotations beside it; "
                             "allow_partial=true runs without it")
-    base_header = read_edf_header(rec.base)
-    try:
-        annotations = mne.read_annotations(rec.base)
-    except Exception as exc:  # MNE raises many types for a damaged file
-        raise DataError(f"{rec.base}: cannot read the annotations ({type(exc).__name__}: "
-                        f"{exc})", fix="unpack the annotation file again") from exc
+    base_header, annotations = read_edf_annotations(rec.base,
+                                                    fix="unpack the annotation file again")
     shift = (base_header.start - header.start).total_seconds()
     return [(float(o) + shift, float(d), str(t)) for o, d, t in
             zip(annotations.onset, annotations.duration, annotations.description, strict=True)]

@@ -54,7 +54,14 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, count_cut, one_each
+from embedprobe.datasets.base import (
+    Event,
+    RecordingHeader,
+    Signals,
+    count_cut,
+    one_each,
+    present,
+)
 from embedprobe.datasets.edf import (
     ANNOTATIONS,
     read_edf_header,
@@ -123,8 +130,7 @@ class Recording:
 
     @property
     def files(self) -> tuple[Path, ...]:
-        return (self.signal_path, *((self.annotation_path,)
-                                    if self.annotation_path.is_file() else ()))
+        return (self.signal_path, *present(self.annotation_path))
 
 
 @dataclass(frozen=True)

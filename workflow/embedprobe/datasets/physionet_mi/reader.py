@@ -37,7 +37,12 @@ from pathlib import Path
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
-from embedprobe.datasets.edf import read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.edf import (
+    read_edf_annotations,
+    read_edf_header,
+    read_edf_signals,
+    require_channels,
+)
 from embedprobe.datasets.walk import find_paths
 
 FORMAT = "physionet_mi"
@@ -175,14 +180,7 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
 
 def read_events(rec: Recording) -> list[Event]:
     """One event per annotation (cues and the rest periods between them), class names by run."""
-    import mne
-
-    read_edf_header(rec.edf)  # a missing or truncated file is refused first, by name
-    try:
-        annotations = mne.read_annotations(rec.edf)
-    except Exception as exc:  # MNE raises many types for a damaged file
-        raise DataError(f"{rec.edf}: cannot read the annotations ({type(exc).__name__}: {exc})",
-                        fix=_FIX_DOWNLOAD) from exc
+    _, annotations = read_edf_annotations(rec.edf, fix=_FIX_DOWNLOAD)
     if len(annotations) == 0:
         raise DataError(
             f"{rec.edf}: no annotations (eegmmidb runs mark each cue with T0/T1/T2)",

@@ -32,7 +32,13 @@ import numpy as np
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, count_cut
-from embedprobe.datasets.edf import read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.edf import (
+    annotation_events,
+    read_edf_annotations,
+    read_edf_header,
+    read_edf_signals,
+    require_channels,
+)
 from embedprobe.datasets.walk import find_paths
 
 FORMAT = "sleep_edf"
@@ -173,22 +179,12 @@ def stage_of(annotation: str, source: Path) -> int | None:
 
 
 def _read_annotations(rec: Recording):
-    import mne
-
     if rec.hypnogram is None:
         raise DataError(
             f"{rec.psg}: no hypnogram {rec.recording[:6]}??-Hypnogram.edf beside it",
             fix="put the matching hypnogram from Sleep-EDF expanded next to the PSG file",
         )
-    header = read_edf_header(rec.hypnogram)
-    try:
-        annotations = mne.read_annotations(rec.hypnogram)
-    except Exception as exc:  # MNE raises many types for a damaged file
-        raise DataError(
-            f"{rec.hypnogram}: cannot read the annotations ({type(exc).__name__}: {exc})",
-            fix="download the hypnogram again",
-        ) from exc
-    return header, annotations
+    return read_edf_annotations(rec.hypnogram, fix="download the hypnogram again")
 
 
 def epochs_from_annotations(
@@ -312,8 +308,7 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
 def read_events(rec: Recording) -> list[Event]:
     """The hypnogram's annotations as they are written (stages are read by read_labels)."""
     _, annotations = _read_annotations(rec)
-    return [Event(float(o), float(d), str(t)) for o, d, t in
-            zip(annotations.onset, annotations.duration, annotations.description, strict=True)]
+    return annotation_events(annotations)
 
 
 def subjects_table(root: Path) -> dict[str, float]:

@@ -69,7 +69,7 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, count_cut
+from embedprobe.datasets.base import Event, OneNightPerSubject, RecordingHeader, Signals, count_cut
 from embedprobe.datasets.edf import ANNOTATIONS, EdfHeader, read_edf_header, require_channels
 from embedprobe.datasets.isruc.reader import _read as read_rec_signals
 from embedprobe.datasets.sleep_edf.reader import trim_wake
@@ -107,20 +107,12 @@ _FIX_EVENTS = ("use the _respevt.txt that came with the recording from PhysioNet
 
 
 @dataclass(frozen=True)
-class Recording:
+class Recording(OneNightPerSubject):
     recording: str  # "ucddb002"
     rec: Path  # the EDF signal file ucddbNNN.rec
     stage_file: Path  # ucddbNNN_stage.txt (may be missing)
     events_file: Path  # ucddbNNN_respevt.txt (may be missing)
     problem: str = ""  # why the recording is incomplete; "" when complete
-
-    @property
-    def subject(self) -> str:
-        return self.recording
-
-    @property
-    def session(self) -> str:
-        return "1"
 
     @property
     def signal_path(self) -> Path:

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, present
 from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals
 from embedprobe.datasets.nsrr.reader import (
     EPOCH_SECONDS,
@@ -73,8 +73,7 @@ class Recording:
 
     @property
     def files(self) -> tuple[Path, ...]:
-        return (self.signal_path, *((self.annotation_path,)
-                                    if self.annotation_path.is_file() else ()))
+        return (self.signal_path, *present(self.annotation_path))
 
 
 def _tables(root: Path):
