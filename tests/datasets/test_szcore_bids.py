@@ -173,6 +173,13 @@ def test_typed_seizures_and_trial_type_files_are_read(bids):
     assert reader.read_events(rec) == before
     rec.events.write_text(text.replace("eventType", "trial_type"))  # plain BIDS
     assert reader.read_events(rec) == before
+    rec.events.write_text(text)
+    table = pd.read_csv(rec.events, sep="\t", keep_default_na=False)  # SeizeIT2's columns
+    seizeit2 = table[["onset", "duration", "eventType"]].assign(
+        eventType="sz_foc_ia_nm", lateralization="left", localization="temporal",
+        vigilance="asleep")
+    seizeit2.to_csv(rec.events, sep="\t", index=False)
+    assert reader.read_events(rec) == before
     rec.events.write_text(text.replace("eventType", "kind"))
     with pytest.raises(DataError, match="no eventType or trial_type column"):
         reader.read_events(rec)
