@@ -83,7 +83,7 @@ def test_a_bad_only_datasets_names_the_setting_and_the_values_it_takes(config, v
     error = usage_error(check_selection, config)
     assert error.message == message and error.fix.startswith(fix)
     if value == "quik":
-        assert "siena, siena_demo" in error.fix  # every dataset id is listed
+        assert "siena, siena_bids, siena_bids_demo, siena_demo" in error.fix  # every id
 
 
 def test_datasets_quick_where_only_datasets_belongs_is_refused_with_the_key(config):

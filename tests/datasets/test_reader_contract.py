@@ -32,6 +32,8 @@ SMALL = {
     "sleep_edf": {"subjects": 2, "nights": 1, "hours": 0.25, "seed": 0},
     "chbmit": {"patients": 2, "files_per_patient": 1, "minutes_per_file": 2, "seed": 0},
     "siena": {"patients": 2, "files_per_patient": 1, "minutes_per_file": 2, "seed": 0},
+    "szcore_bids": {"source": "chbmit", "patients": 2, "files_per_patient": 1,
+                    "minutes_per_file": 2, "seed": 0},
     "physionet_mi": {"subjects": 1, "runs": [4, 6], "trials_per_run": 6, "seed": 0},
     "bnci2014_001": {"subjects": 1, "sessions": ["T"], "runs_per_session": 1,
                      "trials_per_run": 8, "seed": 0},

@@ -83,7 +83,10 @@ def test_every_shipped_dataset_names_its_powerline(config):
         "shhs": 60, "mesa": 60, "mros": 60, "cfs": 60, "homepap": 60, "wsc": 60, "stages": 60,
         "wsc_demo": 60, "stages_demo": 60, "shhs_demo": 60, "mesa_demo": 60, "mros_demo": 60,
         "cfs_demo": 60, "homepap_demo": 60, "hmc": 50, "hmc_demo": 50, "dcsm": 50, "dcsm_demo": 50,
-        "mass": 60, "mass_ss1": 60, "mass_demo": 60, "mass_ss1_demo": 60}
+        "mass": 60, "mass_ss1": 60, "mass_demo": 60, "mass_ss1_demo": 60,
+        # SzCORE BIDS: CHB-MIT (Boston) and its look-alike 60 Hz; Siena, SeizeIT2 (Leuven) 50 Hz
+        "chbmit_bids": 60, "chbmit_bids_demo": 60, "siena_bids": 50, "siena_bids_demo": 50,
+        "sz2": 50}
 
 
 def test_motor_imagery_trials_are_scaled_as_the_references_bci_wrappers(config):

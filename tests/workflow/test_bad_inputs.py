@@ -46,6 +46,7 @@ from embedprobe.datasets.siena import lookalike as siena_lookalike
 from embedprobe.datasets.sleep_edf import lookalike as demo_data
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 from embedprobe.datasets.stages import lookalike as stages_lookalike
+from embedprobe.datasets.szcore_bids import lookalike as szcore_bids_lookalike
 from embedprobe.datasets.tuab import lookalike as tuab_lookalike
 from embedprobe.datasets.ucddb import lookalike as ucddb_lookalike
 from embedprobe.datasets.wsc import lookalike as wsc_lookalike
@@ -327,6 +328,8 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
             chbmit_lookalike, CHB),
     "siena": ({"format": "siena", "channel_map": "siena", "epoch_seconds": 10},
               siena_lookalike, SIENA),
+    "bids": ({"format": "szcore_bids", "channel_map": "chbmit_bids", "epoch_seconds": 10},
+             szcore_bids_lookalike, {"source": "chbmit", **CHB}),
     "mi": ({"format": "physionet_mi", "channel_map": "physionet_mi", "runs": [4, 6],
             "epoch_seconds": 4, "trial_offset_seconds": 0.5}, physionet_mi_lookalike, MI),
     "bnci": ({"format": "bnci2014_001", "channel_map": "bnci2014_001", "sessions": ["T", "E"],
@@ -413,6 +416,21 @@ def _chb_seizure_past_the_end(data: Path) -> None:
     head, marker, tail = summary.read_text().partition(f"File Name: {p.name}\n")
     tail = re.sub(r"End Time: \d+ seconds", f"End Time: {p.seconds + 5} seconds", tail, count=1)
     summary.write_text(head + marker + tail)
+
+
+BIDS_RUN = "sub-01/ses-01/eeg/sub-01_ses-01_task-szMonitoring_run-00"  # chb01_01: seizures
+
+
+def _bids_events(data: Path, change) -> None:
+    """Rewrite the events file of BIDS_RUN, its rows as a DataFrame."""
+    path = data / f"{BIDS_RUN}_events.tsv"
+    table = pd.read_csv(path, sep="\t", keep_default_na=False)
+    change(table)
+    table.to_csv(path, sep="\t", index=False)
+
+
+def _bids_past_the_end(table: pd.DataFrame) -> None:
+    table.loc[0, "duration"] = 125 - table.loc[0, "onset"]
 
 
 def _mi_annotations(edf: Path, annotations) -> None:
@@ -573,6 +591,16 @@ FORMAT_CASES = {
                                    "is partial (2/4 recordings)", "allow_partial=true"),
     "Siena clipped channel": ("siena", lambda d: _clip(d / "PN01/PN01-2.edf", "EEG Fp1"), 0,
                               "PN01-2 channel EEG Fp1: saturated", "exclude_bad_recordings=true"),
+    "BIDS recording without its events file": ("bids", lambda d: (
+        d / f"{BIDS_RUN}_events.tsv").unlink(), 2,
+        "no sub-01_ses-01_task-szMonitoring_run-00_events.tsv beside", "allow_partial=true"),
+    "BIDS unknown event label": ("bids", lambda d: _bids_events(
+        d, lambda t: t.replace({"eventType": {"sz": "spike"}}, inplace=True)), 2,
+        "_events.tsv: unknown event label 'spike'", "sz_<type>"),
+    "BIDS event outside its recording": ("bids", lambda d: _bids_events(d, _bids_past_the_end),
+                                         2, "is not within sub-01_ses-01_task-szMonitoring_"
+                                         "run-00_eeg.edf (120 s long)",
+                                         "correct its onset and duration"),
     "PhysioNet MI run missing": ("mi", lambda d: (d / "S002/S002R06.edf").unlink(), 2,
                                  "S002R06.edf (run 6 of S002) is missing", "allow_partial=true"),
     "PhysioNet MI run without annotations": ("mi", lambda d: _mi_annotations(

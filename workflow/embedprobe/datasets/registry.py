@@ -30,6 +30,7 @@ from embedprobe.datasets.siena import reader as siena
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 from embedprobe.datasets.sources import can_fetch
 from embedprobe.datasets.stages import reader as stages
+from embedprobe.datasets.szcore_bids import reader as szcore_bids
 from embedprobe.datasets.tuab import reader as tuab
 from embedprobe.datasets.ucddb import reader as ucddb
 from embedprobe.datasets.wsc import reader as wsc
@@ -51,6 +52,8 @@ FORMATS = {
     "sleep_edf": Format(sleep_edf, "embedprobe.datasets.sleep_edf.lookalike", "sleep_staging"),
     "chbmit": Format(chbmit, "embedprobe.datasets.chbmit.lookalike", "seizure_detection"),
     "siena": Format(siena, "embedprobe.datasets.siena.lookalike", "seizure_detection"),
+    "szcore_bids": Format(szcore_bids, "embedprobe.datasets.szcore_bids.lookalike",
+                          "seizure_detection"),
     "physionet_mi": Format(physionet_mi, "embedprobe.datasets.physionet_mi.lookalike",
                            "motor_imagery"),
     "bnci2014_001": Format(bnci2014_001, "embedprobe.datasets.bnci2014_001.lookalike",
