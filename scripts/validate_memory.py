@@ -7,6 +7,8 @@ Usage:
   python scripts/validate_memory.py --out validation.tsv   # also the rows (.jsonl: JSON lines)
   python scripts/validate_memory.py --jobs embed,families --models biot_random,luna_random \\
       --hours 0.1667                                # a part of the embed rows
+  python scripts/validate_memory.py --jobs embed --datasets dcsm --models biot_random
+                                                    # the DCSM look-alike's embed rows
   python scripts/validate_memory.py --fresh-clone 5 --with-grid
       # 5 times in a fresh clone: the test demo workflow (every job's peak against its
       # request) and the quick grid; --fresh-venv also installs a new venv there
@@ -35,6 +37,10 @@ def main(argv=None) -> int:
     parser.add_argument("--models", help="embed rows: only these models (comma-separated)")
     parser.add_argument("--hours", help="embed rows: only these night lengths of the grid, in "
                                         "hours (comma-separated, e.g. 0.1667)")
+    parser.add_argument("--datasets", type=lambda text: text.split(","),
+                        help="embed rows: their data sets (comma-separated from "
+                             f"{', '.join(validate_memory.EMBED_DATASETS)}; default "
+                             f"{','.join(validate_memory.GRIDS['full']['embed_datasets'])})")
     parser.add_argument("--workdir", type=Path,
                         help="keep generated inputs here and reuse them (default: a temp dir)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",

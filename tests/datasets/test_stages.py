@@ -1,6 +1,7 @@
 """The STAGES format (datasets/stages/): the look-alike's three site conventions read back
-against what its generator wrote (stages, one name per derivation), repeat nights left out, and
-a CSV without its columns refused by name."""
+against what its generator wrote (stages, one name per derivation, ages from the harmonized
+CSV), repeat nights left out, a CSV without its columns refused by name, and a participant
+missing from the harmonized CSV an incomplete night."""
 
 from __future__ import annotations
 
@@ -68,3 +69,31 @@ def test_an_edf_without_its_csv_is_incomplete(tmp_path):
     (tmp_path / reader.PSGS / "GSBB" / "GSBB00002.csv").unlink()
     problems = {r.recording: r.problem for r in reader.find_recordings(tmp_path)}
     assert problems["GSBB00002"].startswith("GSBB00002 has no GSBB00002.csv")
+
+
+def test_ages_come_from_the_harmonized_csv(stages):
+    nights = lookalike.plan(SMALL)
+    ages = reader.subjects_table(stages)
+    assert ages == {p.stem: p.age for p in nights if not p.repeat}
+    assert len(set(ages.values())) > 1  # not one age for all
+    repeat = next(p for p in nights if p.repeat)  # the participant's age on either night
+    assert repeat.age == ages[repeat.participant]
+
+
+def test_a_participant_missing_from_the_csv_is_incomplete(tmp_path):
+    import pandas as pd
+
+    lookalike.write_lookalike(tmp_path, SMALL)
+    table = tmp_path / "datasets" / lookalike.HARMONIZED
+    rows = pd.read_csv(table)
+    assert list(rows.columns[:4]) == ["subject_code", "visitcode", "nsrr_age", "nsrr_sex"]
+    rows[rows["subject_code"] != "BOGN00002"].to_csv(table, index=False)
+    problems = {r.recording: r.problem for r in reader.find_recordings(tmp_path)}
+    assert problems["BOGN00002"] == (f"{table}: no row for subject_code BOGN00002")
+    assert not any(v for k, v in problems.items() if k != "BOGN00002")
+    assert "BOGN00002" not in reader.subjects_table(tmp_path)
+    table.unlink()  # staging reads without it; brain age refuses
+    assert not any(r.problem for r in reader.find_recordings(tmp_path))
+    with pytest.raises(DataError, match="no stages-harmonized-dataset-\\*.csv") as err:
+        reader.subjects_table(tmp_path)
+    assert "stages/datasets" in err.value.fix

@@ -106,6 +106,32 @@ def test_a_part_of_the_embed_rows_is_chosen_by_model_and_night_length():
     assert chosen_grid(SimpleNamespace(quick=True, models=None, hours=None)) == GRIDS["quick"]
 
 
+def test_the_embed_rows_data_sets_are_chosen_by_name(tmp_path):
+    """--datasets: the default grid reads Sleep-EDF and CHB-MIT; naming dcsm gives the DCSM
+    look-alike's nights (psg.h5 at the demo's 64 Hz or the release's 256, written as asked);
+    an unknown name is refused with the names to use."""
+    import h5py
+    import pytest
+
+    from embedprobe.devtools.validate_memory import embed_sets
+
+    assert GRIDS["full"]["embed_datasets"] == ("sleep_edf", "chbmit")
+    args = SimpleNamespace(quick=True, models="biot_random", hours="0.25", datasets=["dcsm"])
+    grid = chosen_grid(args)
+    assert grid["embed_datasets"] == ("dcsm",) and grid["dcsm_embed_nights"] == ((0.25, 64.0),)
+    sets = list(embed_sets(grid, tmp_path, contended=False))
+    assert len(sets) == 1
+    demo, size, models, _ = sets[0]
+    assert demo.dataset == "dcsm_demo" and models == ("biot_random",) and "64 Hz" in size
+    assert demo.n_windows == 4 * 30  # 4 nights of 15 min, 30 s windows
+    psg = next((tmp_path / "embed_dcsm_0.25h_64hz").rglob("psg.h5"))
+    with h5py.File(psg) as h5:
+        assert h5.attrs["sample_rate"] == 64.0
+    assert (1.0, 256.0) in GRIDS["quick"]["dcsm_embed_nights"]  # the release's rate
+    with pytest.raises(SystemExit, match="unknown embed data sets \\['edf'\\]"):
+        chosen_grid(SimpleNamespace(quick=True, models=None, hours=None, datasets=["edf"]))
+
+
 def test_the_family_token_rows_cover_every_family_with_a_patch_grid():
     """Every family but the two without a patch grid gets a token row, its entry the pooled
     one with `pooling: tokens`; the shipped token entries are kept as declared."""

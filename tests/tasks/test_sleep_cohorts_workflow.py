@@ -1,8 +1,8 @@
 """The sleep cohorts of issue 49 end to end: the real snakemake runs `sleep_cohorts_demo` once,
 on one look-alike per reader (staging on the SHHS, WSC, STAGES, HMC, DCSM and MASS
-look-alikes, brain age per recording on SHHS and per participant on WSC, the hypnogram of WSC,
-DCSM and MASS, MASS SS1's arousals, respiratory events and limb movements on SHHS), from
-generation to the leaderboard."""
+look-alikes, brain age per recording on SHHS and per participant on STAGES and WSC, the
+hypnogram of WSC, DCSM and MASS, MASS SS1's arousals, respiratory events and limb movements on
+SHHS), from generation to the leaderboard."""
 
 import json
 

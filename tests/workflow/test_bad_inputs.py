@@ -537,6 +537,12 @@ def _nsrr_drop_row(data: Path) -> None:
     rows[rows["nsrrid"] != 200003].to_csv(table, index=False)
 
 
+def _stages_drop_row(data: Path) -> None:
+    table = data / "datasets/stages-harmonized-dataset-0.3.0.csv"
+    rows = pd.read_csv(table)
+    rows[rows["subject_code"] != "MSTH00002"].to_csv(table, index=False)
+
+
 def _rewrite_text(path: Path, change) -> None:
     path.write_text(change(path.read_text()))
 
@@ -668,6 +674,9 @@ FORMAT_CASES = {
         d / "original/STAGES PSGs/MSTH/MSTH00002.csv",
         lambda t: t.replace("Duration (seconds)", "Duration", 1)), 2,
         "no Duration (seconds) column", "download MSTH00002.csv again"),
+    "STAGES participant missing from the CSV": ("stages", _stages_drop_row, 2,
+                                                "no row for subject_code MSTH00002",
+                                                "allow_partial=true"),
     "HMC unknown stage label": ("hmc", _hmc_unknown_stage, 2,
                                 "SN002_sleepscoring.edf: unknown sleep stage label 'Sleep stage "
                                 "N4'", "'Sleep stage N1'"),

@@ -7,9 +7,12 @@ each predicted the way the workflow predicts it:
   embed           3 registered models x 3 night lengths of the Sleep-EDF demo (4 nights each),
                   and 2 models x 2 file layouts of a CHB-MIT look-alike (2 patients, 10 s
                   windows of 16-18 channels at 256 Hz: BIOT with its recording statistic,
-                  CBraMod without): `embedprobe check`, preflight.run_preflight (the shipped
-                  calibration), then the `embedprobe embed` job with that preflight JSON as its
-                  --estimate
+                  CBraMod without); with `datasets` naming dcsm (--datasets), the embed models
+                  x 3 sets of DCSM look-alike nights (4 psg.h5 nights of 7 channels, read
+                  through h5py: dcsm_demo's 15 min at 64 Hz, and 15 min and 1 h at the
+                  release's 256 Hz). Each: `embedprobe check`,
+                  preflight.run_preflight (the shipped calibration), then the `embedprobe embed`
+                  job with that preflight JSON as its --estimate
   logistic probe  3 feature widths x 3 row counts of hard synthetic embeddings in an HDF5 store:
                   the `embedprobe probe` job (sleep staging, fold 0), inputs from
                   the task's probe_memory, estimate from estimate.fit_knobs
@@ -90,6 +93,8 @@ FAMILY_MODELS = ("eegpt_random", "bendr_random", "signal_jepa_random", "luna_ran
 # models/architectures.py); LaBraM's and CBraMod's pooled rows are the main grid's
 FAMILY_TOKEN_MODELS = tuple(f"{m}_tokens" for m in ("labram_random", "cbramod_random",
                                                      *FAMILY_MODELS) if m != "bendr_random")
+# the embed rows' data sets (--datasets chooses; each grid's `embed_datasets` by default)
+EMBED_DATASETS = ("sleep_edf", "chbmit", "dcsm")
 GRIDS = {
     # embed: models x hours of sleep a night; probes: width -> row counts (the wide model's
     # fits are slow on 2 cores, so it gets smaller stores); ridge: widths x subjects
@@ -101,6 +106,12 @@ GRIDS = {
         # its largest stretch)
         "seizure_embed_models": ("biot_random", "cbramod_random"),
         "seizure_embed_files": ((128, 2), (1024, 1)),
+        "embed_datasets": ("sleep_edf", "chbmit"),
+        # DCSM look-alike nights (4 subjects) where --datasets names it: (hours, Hz) of each
+        # set, the demo's (dcsm_demo: 15 min at 64 Hz) and the release's rate (3 h nights ran
+        # past the child's 15 min on the loaded 2 cores: docs/measurements/2026-12-07-dcsm-
+        # embed-memory.md)
+        "dcsm_embed_nights": ((0.25, 64.0), (0.25, 256.0), (1.0, 256.0)),
         "probe_rows": {200: (20_000, 60_000, 120_000), 256: (20_000, 60_000, 120_000),
                        2048: (10_000, 20_000, 40_000)},
         "ridge_widths": (200, 256, 2048),
@@ -125,6 +136,8 @@ GRIDS = {
         "embed_hours": (1 / 6, 0.5, 0.75),
         "seizure_embed_models": ("biot_random",),
         "seizure_embed_files": ((128, 2),),
+        "embed_datasets": ("sleep_edf", "chbmit"),
+        "dcsm_embed_nights": ((0.25, 64.0), (1.0, 256.0)),
         "probe_rows": {200: (8_000, 16_000, 32_000), 256: (8_000, 16_000, 32_000),
                        2048: (4_000, 8_000, 16_000)},
         "ridge_widths": (200, 256, 2048),
@@ -208,23 +221,30 @@ def measure_embed(demo, model: str, preflight_path: Path, contention: str | None
 
 def embed_sets(grid: dict, workdir: Path, contended: bool):
     """(data set, its size in words, models, contention) of each embed row: Sleep-EDF demo
-    nights, then CHB-MIT look-alike files; with `contended`, one night length beside a CPU
-    load and with a slow model."""
+    nights, CHB-MIT look-alike files, then DCSM look-alike nights, those of
+    grid["embed_datasets"]; with `contended`, one night length beside a CPU load and with a
+    slow model."""
+    datasets = grid["embed_datasets"]
     if contended:
         demo = workloads.demo_set(workdir / f"embed_{grid['contended_hours']:.3g}h",
                                   grid["contended_hours"])
         for contention in (c for c in CONTENTIONS if c):
             yield demo, _nights(demo), grid["embed_models"], contention
         return
-    for hours in grid["embed_hours"]:
+    for hours in grid["embed_hours"] if "sleep_edf" in datasets else ():
         demo = workloads.demo_set(workdir / f"embed_{hours:.3g}h", hours)
         yield demo, _nights(demo), grid["embed_models"], None
-    for windows, files in grid["seizure_embed_files"]:
+    for windows, files in grid["seizure_embed_files"] if "chbmit" in datasets else ():
         demo = workloads.seizure_embed_set(workdir / f"embed_chbmit_{windows}x{files}",
                                            windows, files=files)
         size = (f"{demo.n_windows} windows, {2 * files} CHB-MIT look-alike files of "
                 f"{demo.hours * 60:.0f} min")
         yield demo, size, grid["seizure_embed_models"], None
+    for hours, sfreq in grid["dcsm_embed_nights"] if "dcsm" in datasets else ():
+        demo = workloads.dcsm_embed_set(workdir / f"embed_dcsm_{hours:.3g}h_{sfreq:g}hz", hours,
+                                        sfreq)
+        yield demo, f"{_nights(demo)}, DCSM look-alike psg.h5 at {sfreq:g} Hz", \
+            grid["embed_models"], None
 
 
 def _nights(demo) -> str:
@@ -440,9 +460,9 @@ def write_rows(rows: list[Row], path: Path) -> None:
 
 def family_rows(grid: dict, models_key: str, workdir: Path) -> Iterator[Row]:
     """The embed rows of the families' models (`grid[models_key]`) at the families' night
-    lengths of the Sleep-EDF demo, which all of them share (no CHB-MIT files)."""
+    lengths of the Sleep-EDF demo, which all of them share (no CHB-MIT or DCSM files)."""
     family_grid = grid | {"embed_models": grid[models_key], "embed_hours": grid["family_hours"],
-                          "seizure_embed_files": ()}
+                          "seizure_embed_files": (), "dcsm_embed_nights": ()}
     return embed_rows(family_grid, workdir / "families")
 
 
@@ -452,8 +472,15 @@ ROW_KINDS = ("embed", "families", "family-tokens", "logistic", "tokens", "brain-
 
 def chosen_grid(args) -> dict:
     """The full or quick grid; --models keeps those of its embed models, --hours those night
-    lengths (a part of the grid rerun to compare, e.g. under another malloc setting)."""
+    lengths (a part of the grid rerun to compare, e.g. under another malloc setting),
+    --datasets the embed rows' data sets (default: the grid's, Sleep-EDF and CHB-MIT)."""
     grid = dict(GRIDS["quick" if args.quick else "full"])
+    if getattr(args, "datasets", None):
+        unknown = sorted(set(args.datasets) - set(EMBED_DATASETS))
+        if unknown:
+            raise SystemExit(f"error: unknown embed data sets {unknown}\n"
+                             f"fix: use some of: {', '.join(EMBED_DATASETS)}")
+        grid["embed_datasets"] = tuple(args.datasets)
     if args.models:
         models = args.models.split(",")
         for key in ("embed_models", "family_models", "family_token_models",
@@ -463,8 +490,12 @@ def chosen_grid(args) -> dict:
             grid["seizure_embed_files"] = ()
     if args.hours:
         hours = [float(h) for h in args.hours.split(",")]
+        def kept(h: float) -> bool:
+            return any(abs(h - k) < 1e-3 for k in hours)
+
         for key in ("embed_hours", "family_hours"):
-            grid[key] = tuple(h for h in grid[key] if any(abs(h - k) < 1e-3 for k in hours))
+            grid[key] = tuple(h for h in grid[key] if kept(h))
+        grid["dcsm_embed_nights"] = tuple(n for n in grid["dcsm_embed_nights"] if kept(n[0]))
     return grid
 
 

@@ -7,8 +7,9 @@ Each workload runs the code a workflow job runs, through `embedprobe <step> --jo
 as the rules run it, with every root (data, cache, results, weights) under a folder of its own:
 
   embed           generated Sleep-EDF demo nights (demo_set: 30 s windows of 2 channels at
-                  100 Hz) or CHB-MIT look-alike files (seizure_embed_set: 10 s windows of 16-18
-                  channels at 256 Hz), `embedprobe check` (run_check), then `embedprobe embed`
+                  100 Hz), CHB-MIT look-alike files (seizure_embed_set: 10 s windows of 16-18
+                  channels at 256 Hz) or DCSM look-alike nights (dcsm_embed_set: psg.h5 files
+                  of 7 channels), `embedprobe check` (run_check), then `embedprobe embed`
                   (embed_argv) with the knobs of an estimate JSON (preflight writes it);
                   embed_inputs builds its estimate inputs as preflight does
   logistic probe  `embedprobe probe` (probe_argv: sleep staging unless named) on an HDF5 store
@@ -144,6 +145,28 @@ def demo_set(folder: Path, hours: float, subjects: int = 2, nights: int = 2) -> 
 
 
 SEIZURE_WINDOW_S = 10  # the look-alike's windows (chbmit_demo's epoch_seconds)
+DCSM_DATASET = "dcsm_demo"
+
+
+def lookalike_embed_set(folder: Path, dataset: str, settings: dict, hours: float,
+                        recordings: int) -> DemoSet:
+    """`dataset`'s look-alike written with `settings` (`recordings` of `hours` each) and its
+    window index, under `folder`: the embed job on another format's data."""
+    from embedprobe.core.config import resolve_roots
+    from embedprobe.datasets.registry import dataset_root, generator_for
+    from embedprobe.pipeline.context import DatasetContext
+    from embedprobe.pipeline.index import build_index, read_index, write_index
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = job_config(folder)
+    config["datasets"][dataset].update(expected_recordings=recordings, generator=settings)
+    roots = resolve_roots(config)
+    index = folder / "index.tsv"
+    if not index.is_file():
+        generator_for(config, dataset).write_lookalike(dataset_root(config, roots, dataset),
+                                                       settings)
+        write_index(build_index(DatasetContext.build(config, roots, dataset)), index)
+    return DemoSet(config, roots, index, len(read_index(index)), hours, dataset)
 
 
 def seizure_embed_set(folder: Path, windows_per_file: int, patients: int = 2,
@@ -154,26 +177,19 @@ def seizure_embed_set(folder: Path, windows_per_file: int, patients: int = 2,
     windows make parts of one size (window_source.parts cuts at every 512th row), so the
     readers' largest stretches coincide as they do on CHB-MIT's hour-long files; longer
     files make BIOT's statistic read more than its largest stretch."""
-    from embedprobe.core.config import resolve_roots
-    from embedprobe.datasets.registry import dataset_root, generator_for
-    from embedprobe.pipeline.context import DatasetContext
-    from embedprobe.pipeline.index import build_index, read_index, write_index
-
-    folder.mkdir(parents=True, exist_ok=True)
     minutes = windows_per_file * SEIZURE_WINDOW_S / 60
     settings = {"patients": patients, "files_per_patient": files, "minutes_per_file": minutes,
                 "seed": 0}
-    config = job_config(folder)
-    config["datasets"][SEIZURE_DATASET].update(expected_recordings=patients * files,
-                                               generator=settings)
-    roots = resolve_roots(config)
-    index = folder / "index.tsv"
-    if not index.is_file():
-        generator_for(config, SEIZURE_DATASET).write_lookalike(
-            dataset_root(config, roots, SEIZURE_DATASET), settings)
-        write_index(build_index(DatasetContext.build(config, roots, SEIZURE_DATASET)), index)
-    return DemoSet(config, roots, index, len(read_index(index)), minutes / 60,
-                   SEIZURE_DATASET)
+    return lookalike_embed_set(folder, SEIZURE_DATASET, settings, minutes / 60,
+                               patients * files)
+
+
+def dcsm_embed_set(folder: Path, hours: float, sfreq: float, subjects: int = 4) -> DemoSet:
+    """A DCSM look-alike of `subjects` nights of `hours` at `sfreq` (the release's 256 Hz, or
+    the demo's 64) and its window index: the embed job reading psg.h5 files through h5py.
+    Four nights, as demo_set, so the readers run ahead as far as on a real cohort."""
+    settings = {"subjects": subjects, "hours": hours, "sfreq": sfreq, "seed": 0}
+    return lookalike_embed_set(folder, DCSM_DATASET, settings, hours, subjects)
 
 
 def run_check(demo: DemoSet, model: str):

@@ -1,11 +1,12 @@
 """A look-alike of the DCSM release (reader.py): one tp<uuid>/ folder per subject with psg.h5
-(the six EEG derivations and E1-M2 under /channels/, microvolts, `sample_rate` 64 Hz where the
-real files hold 256: the look-alike stays small) and hypnogram.ids, one `init,duration,stage`
-line per run of one stage (the release writes runs, not epochs), the night's last run
-UNKNOWN. The folder names are uuid-like hex, whose order as text differs from their order by
-numbers (the reason for `fold_order: text`).
+(the six EEG derivations and E1-M2 under /channels/, float32 microvolts, `sample_rate` 64 Hz
+by default where the real files hold 256: the look-alike stays small) and hypnogram.ids, one
+`init,duration,stage` line per run of one stage (the release writes runs, not epochs), the
+night's last run UNKNOWN. The folder names are uuid-like hex, whose order as text differs from
+their order by numbers (the reason for `fold_order: text`).
 
-Settings: `subjects`, `hours`, `seed`.
+Settings: `subjects`, `hours`, `sfreq` (the memory validation's nights are the release's
+256 Hz), `seed`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from embedprobe.datasets.dcsm.reader import EEG_CHANNELS, EPOCH_SECONDS, HYPNOGR
 from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
 from embedprobe.datasets.synth.sleep import cycling_hypnogram, stage_eeg
 
-DEFAULTS = {"subjects": 5, "hours": 0.25, "seed": 0}
-SFREQ = 64.0
+DEFAULTS = {"subjects": 5, "hours": 0.25, "sfreq": 64.0, "seed": 0}
 UNKNOWN_EPOCHS = 2  # the unscored run at the end of each night
 
 
@@ -53,17 +53,17 @@ def plan(settings: dict) -> list[NightPlan]:
     return [NightPlan(_name(rng), cycling_hypnogram(rng, n)) for _ in range(int(s["subjects"]))]
 
 
-def write_night(folder: Path, p: NightPlan, seed: int) -> list[Path]:
+def write_night(folder: Path, p: NightPlan, seed: int, sfreq: float) -> list[Path]:
     import h5py
 
     rng = np.random.default_rng([seed, int(p.name[2:10], 16)])
     stages = np.concatenate([p.stages, [-1] * UNKNOWN_EPOCHS])
     folder.mkdir(parents=True, exist_ok=True)
     with h5py.File(folder / PSG, "w") as h5:
-        h5.attrs["sample_rate"] = SFREQ
+        h5.attrs["sample_rate"] = sfreq
         group = h5.create_group("channels")
         for label in (*EEG_CHANNELS, "E1-M2"):
-            group.create_dataset(label, data=stage_eeg(rng, stages, SFREQ, EPOCH_SECONDS)
+            group.create_dataset(label, data=stage_eeg(rng, stages, sfreq, EPOCH_SECONDS)
                                  .astype(np.float32))
     (folder / HYPNOGRAM).write_text("".join(f"{i:g},{d:g},{s}\n" for i, d, s in p.runs()))
     return [folder / PSG, folder / HYPNOGRAM]
@@ -72,7 +72,8 @@ def write_night(folder: Path, p: NightPlan, seed: int) -> list[Path]:
 def write_lookalike(root: Path, settings: dict) -> list[Path]:
     root = Path(root)
     nights = plan(settings)
-    seed = with_defaults(settings, DEFAULTS, "the DCSM look-alike")["seed"]
+    s = with_defaults(settings, DEFAULTS, "the DCSM look-alike")
     start_rewrite(root, (p.name for p in nights), PSG, "psg.h5", key=lambda f: f.parent.name)
-    files = [f for p in nights for f in write_night(root / p.name, p, seed)]
+    files = [f for p in nights for f in write_night(root / p.name, p, s["seed"],
+                                                     float(s["sfreq"]))]
     return [*files, write_manifest(root, files)]

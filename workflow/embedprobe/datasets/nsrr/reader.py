@@ -248,15 +248,19 @@ def row_for(rows: dict, subject: str, visit: int):
     return by_visit.get(visit, next(iter(by_visit.values())) if None in by_visit else None)
 
 
-def _table_rows(root: Path, study: str):
-    """(the CSVs' names, {participant: {visitnumber or None: Demographics}}) of every file of
-    the study's CSV pattern under root/datasets (MrOS has one per visit), None when there is
-    none."""
-    folder = root / "datasets"
-    paths = sorted(folder.glob(STUDIES[study].table)) if folder.is_dir() else []
+def find_table(root: Path, pattern: str, columns: Columns = HARMONIZED):
+    """(the CSVs' names, {participant: {visit or None: Demographics}}) of every file of
+    `pattern` under root/datasets, where NSRR puts a study's dataset CSVs (MrOS has one per
+    visit), None when there is none. The NSRR studies, WSC and STAGES read theirs here."""
+    folder = Path(root) / "datasets"
+    paths = sorted(folder.glob(pattern)) if folder.is_dir() else []
     if not paths:
         return None
-    return Path(folder, " + ".join(p.name for p in paths)), read_tables(paths)
+    return Path(folder, " + ".join(p.name for p in paths)), read_tables(paths, columns)
+
+
+def _table_rows(root: Path, study: str):
+    return find_table(root, STUDIES[study].table)
 
 
 def read_tables(paths: Sequence[Path], columns: Columns = HARMONIZED) -> dict:

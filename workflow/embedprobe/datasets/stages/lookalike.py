@@ -11,6 +11,9 @@ subjects also have a repeat night, <id>_1, which the reader leaves out), `hours`
 night's first epoch is UnknownStage, one later epoch MT; technician notes (Lights Off), an
 Awake mark of 5 s and a Hypopnea of 14 s sit between the stage rows, as the real CSVs mix them.
 The EEG follows the stage as the NSRR look-alike's does, at 100 Hz, with SpO2 at 1 Hz.
+datasets/stages-harmonized-dataset-0.3.0.csv holds a row per participant (subject_code, the
+first night's stem; visitcode 1; nsrr_age; nsrr_sex as NSRR spells it, male or female; and
+nsrr_bmi), written with the pandas the NSRR look-alike's tables use.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 
 from embedprobe.datasets.nsrr.lookalike import SFREQ, SLOW_SFREQ
 from embedprobe.datasets.nsrr.reader import EPOCH_SECONDS
-from embedprobe.datasets.stages.reader import COLUMNS, PSGS
+from embedprobe.datasets.stages.reader import COLUMNS, PSGS, TABLE_COLUMNS, VISIT
 from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
 from embedprobe.datasets.synth.sleep import cycling_hypnogram, stage_eeg
 
@@ -36,6 +39,7 @@ SITE_STYLES = {"GSBB": ((("EEG_C3-A2", None), ("EEG_C4-A1", None)), "blocks"),
                "BOGN": ((("C3M2", None), ("C4M1", None)), "zero")}
 NAMES = ("Wake", "Stage1", "Stage2", "Stage3", "REM")
 START = dt.datetime(2000, 1, 1, 22, 0, 0)
+HARMONIZED = "stages-harmonized-dataset-0.3.0.csv"  # the version the reference's loader opens
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,12 @@ class NightPlan:
     stem: str
     stages: np.ndarray  # per epoch, -1 unscored (epoch 0 UnknownStage, the movement epoch MT)
     movement: int
+    age: float  # the participant's (a repeat night's too)
+    sex: str  # "male" or "female"
+
+    @property
+    def participant(self) -> str:
+        return self.stem.removesuffix("_1")
 
     @property
     def seconds(self) -> float:
@@ -57,15 +67,18 @@ class NightPlan:
 def plan(settings: dict) -> list[NightPlan]:
     s = with_defaults(settings, DEFAULTS, "the STAGES look-alike")
     rng = np.random.default_rng(s["seed"])
+    people = np.random.default_rng([s["seed"], 1])  # ages apart: the stages stay as they were
     n = int(round(s["hours"] * 3600 / EPOCH_SECONDS))
     nights = []
     for site in s["sites"]:
         for k in range(int(s["subjects"])):
+            age, sex = float(people.integers(18, 80)), ("male", "female")[int(people.integers(2))]
             for repeat in ("", "_1")[:2 if k < s["repeats"] else 1]:
                 stages = cycling_hypnogram(rng, n)
                 stages[0] = -1
                 stages[n // 2] = -1
-                nights.append(NightPlan(site, f"{site}{k + 1:05d}{repeat}", stages, n // 2))
+                nights.append(NightPlan(site, f"{site}{k + 1:05d}{repeat}", stages, n // 2,
+                                        age, sex))
     return nights
 
 
@@ -122,6 +135,20 @@ def write_night(root: Path, p: NightPlan, seed: int) -> list[Path]:
     return [edf, write_csv(folder / f"{p.stem}.csv", p)]
 
 
+def write_table(root: Path, nights: list[NightPlan]) -> Path:
+    """The harmonized dataset CSV: a row per participant."""
+    import pandas as pd
+
+    first = [p for p in nights if not p.repeat]
+    c = TABLE_COLUMNS
+    folder = root / "datasets"
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({c.id: [p.stem for p in first], c.visit: [VISIT] * len(first),
+                  c.age: [p.age for p in first], c.sex: [p.sex for p in first],
+                  "nsrr_bmi": [24.5] * len(first)}).to_csv(folder / HARMONIZED, index=False)
+    return folder / HARMONIZED
+
+
 def write_lookalike(root: Path, settings: dict) -> list[Path]:
     root = Path(root)
     nights = plan(settings)
@@ -129,4 +156,5 @@ def write_lookalike(root: Path, settings: dict) -> list[Path]:
     start_rewrite(root, (f"{p.stem}.edf" for p in nights), "*.edf", "EDF",
                   key=lambda f: f.name)
     files = [f for p in nights for f in write_night(root, p, seed)]
+    files.append(write_table(root, nights))
     return [*files, write_manifest(root, files)]

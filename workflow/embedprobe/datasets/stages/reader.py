@@ -7,6 +7,7 @@ datasets/stages.py, which reads the real release):
 
   <root>/original/STAGES PSGs/<SITE>/<SITE><5 digits>.edf     (GSBB00003.edf)
   <root>/original/STAGES PSGs/<SITE>/<SITE><5 digits>.csv
+  <root>/datasets/stages-harmonized-dataset-<version>.csv      (0.3.0: the ages)
 
 with SITE one of SITES. A `<id>_1` pair is the participant's repeat night: the reference reads
 the first nights alone (its default `recording="first"`) and so does this reader. An EDF without
@@ -26,8 +27,16 @@ MSTR, STNF: the reference's channel preferences); this reader offers each as one
 (C3-M2, C4-M1, F3-M2, F4-M1, O1-M2, O2-M1), made from the bare electrodes where a site records
 them referentially, so one channel map serves every site. Ids: the recording and the subject are
 the EDF's stem (BOGN00001: site-prefixed, so sites cannot collide), the session the site. No
-event kinds are read; no ages (the reference's brain age does not run on STAGES). Powerline:
-American sites, 60 Hz.
+event kinds are read. Powerline: American sites, 60 Hz.
+
+Ages and sex: NSRR's harmonized dataset CSV of STAGES (its data dictionary, nsrr/stages-data-
+dictionary: `subject_code`, the STAGES subject identifier, which is the EDF's stem; `visitcode`,
+1 for every row; `nsrr_age` in years; `nsrr_sex`), the file the reference's loader opens
+(`stages-harmonized-dataset-0.3.0.csv`, matched here without its version) and keys by
+subject_code, read with the NSRR studies' table reader. A first night whose participant has
+no row is incomplete (its `problem` names the CSV); without the CSV the nights read (staging
+needs no ages) and subjects_table refuses. The reference's brain age does not run on STAGES
+(its brain_age benchmark lists it as planned: its loader publishes no age label); ours does.
 """
 
 from __future__ import annotations
@@ -44,7 +53,14 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each
 from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals
-from embedprobe.datasets.nsrr.reader import EPOCH_SECONDS, STAGES, stage_labels
+from embedprobe.datasets.nsrr.reader import (
+    EPOCH_SECONDS,
+    STAGES,
+    Columns,
+    find_table,
+    row_for,
+    stage_labels,
+)
 from embedprobe.datasets.walk import find_paths
 
 FORMAT = "stages"
@@ -54,6 +70,9 @@ SITES = ("BOGN", "GSBB", "GSDV", "GSLH", "GSSA", "GSSW", "MSMI", "MSNF", "MSQW",
 PSGS = Path("original", "STAGES PSGs")
 STEM = re.compile(r"^(?P<site>[A-Z]{4})\d+(?P<repeat>_1)?$")
 COLUMNS = ("Start Time", "Duration (seconds)", "Event")
+TABLE = "stages-harmonized-dataset-*.csv"
+TABLE_COLUMNS = Columns(id="subject_code", age="nsrr_age", sex="nsrr_sex", visit="visitcode")
+VISIT = 1  # the harmonized CSV's visitcode of every row (its one visit, the questionnaire's)
 STAGE_NAMES = {"Wake": 0, "Stage1": 1, "Stage2": 2, "Stage3": 3, "REM": 4,
                "UnknownStage": None, "No Stage": None, "MT": None, "mt": None}
 LONGEST = 12 * 3600.0  # a stage row longer than this counts as one epoch (the reference's)
@@ -92,6 +111,7 @@ def find_recordings(root: Path) -> list[Recording]:
         raise DataError(f"STAGES folder {folder} does not exist",
                         fix="download stages/original with NSRR's `nsrr` gem into the dataset's "
                             "folder, or write a look-alike: embedprobe demo-data")
+    table = find_table(root, TABLE, TABLE_COLUMNS)
     found = []
     for site_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
         if site_dir.name not in SITES:
@@ -109,8 +129,25 @@ def find_recordings(root: Path) -> list[Recording]:
                 continue  # the repeat night: the reference reads first nights
             note = edf.with_suffix(".csv")
             problem = "" if note.is_file() else f"{stem} has no {note.name} in {site_dir}"
+            if not problem and table is not None and row_for(table[1], stem, VISIT) is None:
+                problem = f"{table[0]}: no row for subject_code {stem}"
             found.append(Recording(stem, stem, site_dir.name, edf, note, problem))
     return sorted(found, key=lambda r: r.recording)
+
+
+def subjects_table(root: Path) -> dict[str, float]:
+    """Participant (the first night's stem) -> nsrr_age from the harmonized CSV: brain age's
+    unit, one first night per participant."""
+    table = find_table(root, TABLE, TABLE_COLUMNS)
+    if table is None:
+        raise DataError(f"no {TABLE} under {Path(root) / 'datasets'} (the STAGES ages)",
+                        fix="download stages/datasets from NSRR into the dataset's folder")
+    ages = {}
+    for rec in find_recordings(root):
+        if rec.problem:
+            continue  # incomplete: the index leaves it out, or refuses it on a strict run
+        ages[rec.subject] = row_for(table[1], rec.subject, VISIT).age
+    return ages
 
 
 # --- the annotation CSV ------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from embedprobe.datasets.nsrr.reader import (
     STAGES,
     Columns,
     Demographics,
-    read_tables,
+    find_table,
     row_for,
     stage_labels,
 )
@@ -76,14 +76,6 @@ class Recording:
         return (self.signal_path, *present(self.annotation_path))
 
 
-def _tables(root: Path):
-    folder = root / "datasets"
-    paths = sorted(folder.glob(TABLE)) if folder.is_dir() else []
-    if not paths:
-        return None
-    return Path(folder, " + ".join(p.name for p in paths)), read_tables(paths, COLUMNS)
-
-
 def find_recordings(root: Path) -> list[Recording]:
     """Every wsc-visit<N>-<id>-nsrr.edf under root/polysomnography, sorted by id, with its stage
     file (.allscore.txt, else .stg.txt); a visit without either, or without a CSV row, is
@@ -95,7 +87,7 @@ def find_recordings(root: Path) -> list[Recording]:
                         fix="download wsc/polysomnography and wsc/datasets with NSRR's `nsrr` "
                             "gem into the dataset's folder, or write a look-alike: embedprobe "
                             "demo-data")
-    table = _tables(root)
+    table = find_table(root, TABLE, COLUMNS)
     edfs = one_each((p for p in find_paths(folder, "*.edf") if p.parent == folder),
                     lambda p: p.stem)
     found = []
@@ -118,7 +110,7 @@ def find_recordings(root: Path) -> list[Recording]:
 
 def demographics(root: Path, recordings: Sequence[Recording]) -> dict[str, Demographics]:
     """Recording -> the participant's age, sex and visit at that visit (the CSV's row)."""
-    table = _tables(Path(root))
+    table = find_table(root, TABLE, COLUMNS)
     if table is None:
         raise DataError(f"no {TABLE} under {Path(root) / 'datasets'} (the WSC ages)",
                         fix="download wsc/datasets from NSRR into the dataset's folder")
