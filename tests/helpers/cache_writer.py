@@ -21,7 +21,9 @@ import signal
 import numpy as np
 import pandas as pd
 
-from embedprobe.pipeline import store as cache
+from embedprobe.pipeline import store_writer
+from embedprobe.pipeline.store_identity import CacheIdentity, canonical_json
+from embedprobe.pipeline.window_table import window_table_sha256
 
 
 def window_table(n: int) -> pd.DataFrame:
@@ -40,10 +42,10 @@ def embeddings_for(start: int, end: int, dim: int) -> np.ndarray:
     return (np.sin(rows * 0.37 + np.arange(dim)) * (rows + 1)).astype(np.float32)
 
 
-def identity_for(table: pd.DataFrame, weights: str = "w" * 64) -> cache.CacheIdentity:
-    return cache.CacheIdentity(
-        dataset="demo", model="toy", windows_sha256=cache.window_table_sha256(table),
-        preprocessing=cache.canonical_json({"sfreq": 200}), weights_sha256=weights,
+def identity_for(table: pd.DataFrame, weights: str = "w" * 64) -> CacheIdentity:
+    return CacheIdentity(
+        dataset="demo", model="toy", windows_sha256=window_table_sha256(table),
+        preprocessing=canonical_json({"sfreq": 200}), weights_sha256=weights,
         code_version="test",
     )
 
@@ -78,12 +80,12 @@ def main() -> None:
     n_batches = -(-args.n // args.batch)
     kill = Killer(args.kill_at, n_batches)
     batch_index = {"i": 0}  # the batch being written, for `rows_flushed:last`
-    cache._crash_point = lambda name: kill(
+    store_writer._crash_point = lambda name: kill(
         name, batch_index["i"] if name == "rows_flushed" else None)
 
     table = window_table(args.n)
     log = open(args.log, "a", buffering=1)
-    with cache.EmbeddingWriter(args.out, identity_for(table), args.n, row, table,
+    with store_writer.EmbeddingWriter(args.out, identity_for(table), args.n, row, table,
                                chunk_rows=64) as writer:
         log.write(f"open {writer.durable_rows} {writer.batch_size_hint}\n")
         print("ready", flush=True)

@@ -455,7 +455,7 @@ def test_a_token_stores_finish_counts_a_block_where_it_holds_more_than_a_batch()
     check the final file: ST-EEGFormer's 832 windows of 240 x 512 count 1.5 blocks (the
     block, its check, h5py's write) and the table instead of a batch of rows; a pooled store
     of the same windows (1.7 MB in all) 1.5 times its rows and the table."""
-    from embedprobe.pipeline.store import FINISH_BLOCK_BYTES
+    from embedprobe.pipeline.store_writer import FINISH_BLOCK_BYTES
 
     inputs = {"batch_size": 32, "n_channels": 19, "n_samples": 1024, "weights_bytes": 1e8,
               "recording_bytes": 1e8, "night_windows": 500, "n_windows": 832,

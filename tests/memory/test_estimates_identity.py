@@ -145,7 +145,7 @@ CHANGED = {  # case -> (request MB, sha256[:16] of the outcome)
 }
 
 
-# Embed keeps one part more in flight than it has readers (window_source.in_flight): the
+# Embed keeps one part more in flight than it has readers (window_parts.in_flight): the
 # estimate holds one more part's windows (960 windows x 2 channels x 6000 samples, float32)
 # wherever the readers are counted (its total; its fitted total where the fit kept readers).
 # Knobs and verdicts stay; every case's outcome names the new term.

@@ -656,7 +656,9 @@ def real_store(path: Path, rows: int, dim: int) -> pd.DataFrame:
     """A finished embedding store as embed writes it: ten subjects, five stages that follow
     the first features (something to learn, quickly). Returns its window table."""
     from embedprobe import __version__
-    from embedprobe.pipeline import store as cache
+    from embedprobe.pipeline.store_identity import CacheIdentity
+    from embedprobe.pipeline.store_writer import EmbeddingWriter
+    from embedprobe.pipeline.window_table import window_table_sha256
 
     rng = np.random.default_rng([rows, dim])
     X = rng.standard_normal((rows, dim), dtype=np.float32)
@@ -667,10 +669,10 @@ def real_store(path: Path, rows: int, dim: int) -> pd.DataFrame:
                           "subject": [f"SC4{s:02d}" for s in subject],
                           "start": (np.arange(rows) % 1000) * 3000,
                           "label": labels.astype(np.int8)})
-    identity = cache.CacheIdentity(
-        dataset="sleep_edf_demo", model=path.stem, windows_sha256=cache.window_table_sha256(table),
+    identity = CacheIdentity(
+        dataset="sleep_edf_demo", model=path.stem, windows_sha256=window_table_sha256(table),
         preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
-    with cache.EmbeddingWriter(path, identity, rows, dim, table) as writer:
+    with EmbeddingWriter(path, identity, rows, dim, table) as writer:
         writer.append(X)
         writer.finish()
     return table

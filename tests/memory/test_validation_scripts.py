@@ -23,7 +23,7 @@ from embedprobe.devtools.workloads import SEIZURE_DATASET
 from embedprobe.models.registry import model_spec
 from embedprobe.pipeline.embed import EmbedSettings
 from embedprobe.pipeline.protocol import RECORDING_Q95, preprocessing
-from embedprobe.pipeline.window_source import PART_WINDOWS
+from embedprobe.pipeline.window_parts import PART_WINDOWS
 
 from helpers.project import PROJECT
 

@@ -24,7 +24,7 @@ from embedprobe.models.encoder import Encoder  # noqa: E402
 from embedprobe.models.registry import model_spec, weights_path  # noqa: E402
 from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_map_path, channel_plan  # noqa: E402
 from embedprobe.pipeline.preprocess import cut_windows, resample, scale  # noqa: E402
-from embedprobe.pipeline.window_source import NORMALISERS  # noqa: E402
+from embedprobe.pipeline.window_recipe import NORMALISERS  # noqa: E402
 
 from helpers.project import LOCAL_WEIGHTS, script_main, with_local_weights  # noqa: E402
 

@@ -490,7 +490,7 @@ def test_each_batch_is_stored_while_the_next_one_is_computed(tiny, monkeypatch):
     batch before the one before is awaited and stored; the rows still land in order. (A
     failure keeps the batch computed before it: test_a_fresh_run_sets_its_readers_...)"""
     from embedprobe.pipeline import embed as embed_step
-    from embedprobe.pipeline import store as cache
+    from embedprobe.pipeline.store_writer import EmbeddingWriter
 
     root, job, index = tiny
     config = json.loads(job)
@@ -519,8 +519,8 @@ def test_each_batch_is_stored_while_the_next_one_is_computed(tiny, monkeypatch):
             return Queued(Device.launched - 1, windows)
 
     appended = []
-    append = cache.EmbeddingWriter.append
-    monkeypatch.setattr(cache.EmbeddingWriter, "append",
+    append = EmbeddingWriter.append
+    monkeypatch.setattr(EmbeddingWriter, "append",
                         lambda self, rows: (appended.append(len(rows)), append(self, rows)))
     monkeypatch.setattr(embed_step, "Encoder", Device)
     settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1)
@@ -581,12 +581,13 @@ def test_a_failed_append_stops_the_store_and_is_the_error_reported(tiny, monkeyp
     """An append that fails (a full disk) ends the run with its own error: the batch computed
     after it is not appended behind a half-written one, and the durable rows are those before."""
     from embedprobe.pipeline import embed as embed_step
-    from embedprobe.pipeline import store as cache
+    from embedprobe.pipeline.store_format import partial_path
+    from embedprobe.pipeline.store_writer import EmbeddingWriter
 
     root, job, index = tiny
     config = json.loads(job)
     calls = []
-    append = cache.EmbeddingWriter.append
+    append = EmbeddingWriter.append
 
     def failing_append(self, rows):
         calls.append(len(rows))
@@ -594,14 +595,14 @@ def test_a_failed_append_stops_the_store_and_is_the_error_reported(tiny, monkeyp
             raise OSError("No space left on device")
         append(self, rows)
 
-    monkeypatch.setattr(cache.EmbeddingWriter, "append", failing_append)
+    monkeypatch.setattr(EmbeddingWriter, "append", failing_append)
     settings = embed_step.EmbedSettings(batch_size=BATCH, reader_threads=1)
     out = root / "cache" / "full-disk.h5"
     with pytest.raises(OSError, match="No space left"):
         embed_step.run_embed(demo_context(config), "biot_random",
                              index, out, settings)
     assert calls == [BATCH] * 3  # nothing after the failed one
-    with h5py.File(cache.partial_path(out), "r") as f:
+    with h5py.File(partial_path(out), "r") as f:
         assert int(f["state"][0]) == 2 * BATCH
 
 
@@ -614,7 +615,7 @@ def test_a_batch_stored_after_an_out_of_memory_failure_keeps_its_own_size(tiny, 
     from embedprobe.core.errors import OutOfMemory
     from embedprobe.models.encoder import Ready
     from embedprobe.pipeline import embed as embed_step
-    from embedprobe.pipeline import store as cache
+    from embedprobe.pipeline.store_format import partial_path
 
     root, job, index = tiny
     config = json.loads(job)
@@ -640,7 +641,7 @@ def test_a_batch_stored_after_an_out_of_memory_failure_keeps_its_own_size(tiny, 
     with pytest.raises(OutOfMemory, match="even at batch size 1"):
         embed_step.run_embed(demo_context(config), "biot_random",
                              index, out, settings)
-    with h5py.File(cache.partial_path(out), "r") as f:
+    with h5py.File(partial_path(out), "r") as f:
         assert [int(v) for v in f["state"][:2]] == [2 * BATCH, BATCH]
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from embedprobe.core.config import load_config, resolve_roots
 from embedprobe.pipeline import fold_job
-from embedprobe.pipeline.store import EmbeddingWriter
+from embedprobe.pipeline.store_writer import EmbeddingWriter
 
 from helpers.cache_writer import identity_for, window_table
 

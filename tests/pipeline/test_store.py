@@ -17,15 +17,12 @@ import pytest
 
 from embedprobe.core.errors import CacheError
 from embedprobe.core.hashing import sha256_file
-from embedprobe.pipeline import store as cache
-from embedprobe.pipeline.store import (
-    CacheIdentity,
-    EmbeddingWriter,
-    inspect,
-    open_embeddings,
-    partial_path,
-    window_table_sha256,
-)
+from embedprobe.pipeline import store_format, store_writer
+from embedprobe.pipeline.store import inspect, open_embeddings
+from embedprobe.pipeline.store_format import partial_path
+from embedprobe.pipeline.store_identity import CacheIdentity
+from embedprobe.pipeline.store_writer import EmbeddingWriter
+from embedprobe.pipeline.window_table import normalize_window_table, window_table_sha256
 
 from helpers import cache_writer
 from helpers.cache_writer import embeddings_for, identity_for, window_table
@@ -56,11 +53,11 @@ def test_roundtrip_is_bitwise_and_mean_by_streams(tmp_path, monkeypatch):
     path = tmp_path / "demo" / "toy.h5"
     table, rows = write_store(path, n=300, dim=16, batch=7)
     assert sorted(p.name for p in path.parent.iterdir()) == ["toy.h5"]  # no partial, no lock
-    monkeypatch.setattr(cache, "READ_BLOCK_BYTES", 16 * 4 * 50)  # 50-row blocks
+    monkeypatch.setattr(store_format, "READ_BLOCK_BYTES", 16 * 4 * 50)  # 50-row blocks
     with open_embeddings(path, identity_for(table)) as store:
         assert_bitwise(store.load(), rows)
         assert store.embeddings.chunks == (64, 16)
-        pd.testing.assert_frame_equal(store.windows, cache.normalize_window_table(table))
+        pd.testing.assert_frame_equal(store.windows, normalize_window_table(table))
         assert store.windows["label"].dtype == np.int8 and store.windows["start"].dtype == np.int64
         assert store.attrs["complete"] and store.attrs["durable_rows"] == 300
         keys, means = store.mean_by("subject")
@@ -93,7 +90,7 @@ def test_window_table_checksum_is_the_documented_bytes(suffix):
     (an ASCII table, and one with a two-byte character, whose lengths are not its length)."""
     table = window_table(30)
     table["recording"] = table["recording"] + suffix
-    frame = cache.normalize_window_table(table)
+    frame = normalize_window_table(table)
     digest = hashlib.sha256(b"rows=30")
     for name in sorted(frame.columns):
         digest.update(f"\0column={name}\0".encode())
@@ -428,7 +425,7 @@ FINISH_PROBE = """
 import sys
 import numpy as np
 from helpers.cache_writer import identity_for, window_table
-from embedprobe.pipeline.store import EmbeddingWriter
+from embedprobe.pipeline.store_writer import EmbeddingWriter
 def status_mb(field):
     line = next(l for l in open("/proc/self/status") if l.startswith(field))
     return int(line.split()[1]) / 1024
@@ -454,7 +451,7 @@ def test_finishing_a_token_store_holds_one_small_block(tmp_path):
                          capture_output=True, text=True, timeout=120, cwd=tests)
     assert run.returncode == 0, run.stderr
     grew_mb = int(run.stdout)
-    block_mb = cache.FINISH_BLOCK_BYTES / 2**20
+    block_mb = store_writer.FINISH_BLOCK_BYTES / 2**20
     assert block_mb <= grew_mb <= 2 * block_mb, run.stdout
     with open_embeddings(tmp_path / "tokens.h5") as store:
         assert store.embeddings.shape == (300, 240, 512)

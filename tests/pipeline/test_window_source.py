@@ -31,14 +31,9 @@ from embedprobe.pipeline.filters import reach as filter_reach
 from embedprobe.pipeline.index import build_index
 from embedprobe.pipeline.preprocess import abs_quantile, model_windows, recorded_span
 from embedprobe.pipeline.protocol import Preprocessing
-from embedprobe.pipeline.window_source import (
-    PART_WINDOWS,
-    PROCESSES,
-    THREADS,
-    ProcessReaders,
-    WindowSource,
-    largest_part,
-)
+from embedprobe.pipeline.reader_processes import ProcessReaders
+from embedprobe.pipeline.window_parts import PART_WINDOWS, largest_part
+from embedprobe.pipeline.window_source import PROCESSES, THREADS, WindowSource
 
 from helpers.results import roots_in
 
@@ -288,7 +283,7 @@ def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(dem
     covers its windows and the filters' reach, far less than the file; the windows are those
     of whole recordings to float32 tolerance, the same bytes from every reader kind, and a
     resume mid-part starts at its row."""
-    import embedprobe.pipeline.window_source as window_source
+    from embedprobe.pipeline import window_parts, window_recipe
 
     config, roots, index = demo
     if model == "eegpt_random":  # 10-s windows: three per 30-s epoch row, every 10 s
@@ -298,7 +293,7 @@ def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(dem
         index = index.sort_values(["recording", "start"], kind="stable", ignore_index=True)
     source = source_for((config, roots, index), model, index)
     expected = expected_for(source, index)
-    monkeypatch.setattr(window_source, "PART_WINDOWS", 7)
+    monkeypatch.setattr(window_parts, "PART_WINDOWS", 7)
     reads = []
     original = sleep_edf.read_signals
 
@@ -309,11 +304,11 @@ def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(dem
 
     monkeypatch.setattr(sleep_edf, "read_signals", read_signals)
     # this process's readers forget the statistics earlier tests had them compute
-    monkeypatch.setattr(window_source, "_STATISTICS", {})
+    monkeypatch.setattr(window_recipe, "_STATISTICS", {})
     got = np.concatenate([w.copy() for w in source.stream(0, 0)])
     assert_windows_close(got, expected)
     sizes = index.groupby("recording", sort=False).size()
-    parts = list(window_source.parts(index))
+    parts = list(window_parts.parts(index))
     # BIOT's recording statistic reads each recording whole, once (one reader here)
     whole = [rec for rec, span, _ in reads if span is None]
     assert sorted(whole) == (sorted(sizes.index) if model == "biot_random" else [])
@@ -350,9 +345,9 @@ def test_a_resumed_stream_makes_the_fresh_streams_windows_bit_for_bit(demo, part
     from there on must be the uninterrupted run's, byte for byte (the SIGKILL tests of
     test_embed.py compare the embeddings' bytes), from a part's first row, mid-part and
     mid-recording, with parts smaller and larger than a recording."""
-    import embedprobe.pipeline.window_source as window_source
+    from embedprobe.pipeline import window_parts
 
-    monkeypatch.setattr(window_source, "PART_WINDOWS", part_windows)
+    monkeypatch.setattr(window_parts, "PART_WINDOWS", part_windows)
     source = source_for(demo, "biot_random")
     fresh = np.concatenate([w.copy() for w in source.stream(0, 0)])
     differing = [row for row in range(0, len(demo[2]), 8)
@@ -414,9 +409,9 @@ def test_reader_processes_are_bounded_and_leave_no_shared_memory(demo, monkeypat
     """However slow the model: at most `workers + 1` parts submitted and not yet taken, one
     more held by the model, in workers + 2 slots; every slot is gone after the stream, also
     when the consumer stops early."""
-    from embedprobe.pipeline import window_source
+    from embedprobe.pipeline import window_parts
 
-    monkeypatch.setattr(window_source, "PART_WINDOWS", 64)  # 3 nights of 146-148: 9 parts
+    monkeypatch.setattr(window_parts, "PART_WINDOWS", 64)  # 3 nights of 146-148: 9 parts
     index = demo[2]
     seen: dict = {"outstanding": 0, "most": 0, "slots": set(), "names": []}
     original_submit, original_take = ProcessReaders.submit, ProcessReaders.take
@@ -477,7 +472,7 @@ def test_too_little_shared_memory_is_refused_before_any_reader_starts(demo, monk
     class Tiny:
         f_bavail, f_frsize = 10, 4096
 
-    monkeypatch.setattr("embedprobe.pipeline.window_source.os.statvfs", lambda path: Tiny())
+    monkeypatch.setattr("embedprobe.pipeline.reader_processes.os.statvfs", lambda path: Tiny())
     with pytest.raises(EmbedprobeError, match="/dev/shm has 0 MB free") as caught:
         next(source_for(demo, "biot_random").stream(0, 2, PROCESSES))
     assert "--shm-size" in caught.value.fix
@@ -512,11 +507,11 @@ def test_a_gpu_jobs_estimate_counts_its_reader_processes():
 READER_SCRIPT = """
 import json, pickle, sys
 import concurrent.futures.process, multiprocessing.forkserver, multiprocessing.shared_memory
-from embedprobe.pipeline.window_source import READER_PRELOAD
+from embedprobe.pipeline.reader_processes import READER_PRELOAD
 for module in READER_PRELOAD:
     __import__(module)
 before = set(sys.modules)
-from embedprobe.pipeline.window_source import make_windows
+from embedprobe.pipeline.window_recipe import make_windows
 with open(sys.argv[1], "rb") as jobs:
     for recipe, rec, starts, index_sfreq in pickle.load(jobs):
         assert make_windows(recipe, rec, starts, None, index_sfreq).shape[0] == len(starts)
@@ -535,7 +530,7 @@ def test_a_reader_process_imports_nothing_its_server_did_not_preload(demo, tmp_p
 
     from embedprobe.datasets.bnci2014_001 import lookalike
     from embedprobe.datasets.bnci2014_001 import reader as bnci
-    from embedprobe.pipeline.window_source import WindowRecipe
+    from embedprobe.pipeline.window_recipe import WindowRecipe
 
     source = source_for(demo, "biot_random")
     recording, rows = next(iter(demo[2].groupby("recording", sort=False)))
@@ -566,7 +561,7 @@ def test_reader_threads_wanting_one_recording_s_statistic_compute_it_once(monkey
     statistic instead of reading and filtering the whole recording again at the same time."""
     import threading
 
-    from embedprobe.pipeline import window_source
+    from embedprobe.pipeline import window_recipe
 
     reads = []
     recorded = np.linspace(-50e-6, 50e-6, 4000, dtype=np.float32).reshape(2, 2000)
@@ -574,17 +569,17 @@ def test_reader_threads_wanting_one_recording_s_statistic_compute_it_once(monkey
     def slow_read(recipe, rec, span, index_sfreq):
         reads.append(rec.signal_path)
         time.sleep(0.3)  # long enough that the other thread asks meanwhile
-        return recorded, window_source.ReadSpan(0, 100.0)
+        return recorded, window_recipe.ReadSpan(0, 100.0)
 
-    monkeypatch.setattr(window_source, "_read", slow_read)
-    monkeypatch.setattr(window_source, "_STATISTICS", {})
+    monkeypatch.setattr(window_recipe, "_read", slow_read)
+    monkeypatch.setattr(window_recipe, "_STATISTICS", {})
     recipe = _Recipe()  # the cache keys on (recipe, path)
-    monkeypatch.setattr(window_source, "apply_filters", lambda data, sfreq, steps: data)
+    monkeypatch.setattr(window_recipe, "apply_filters", lambda data, sfreq, steps: data)
     rec = SimpleNamespace(signal_path=Path("/data/night 1.edf"))
     results = []
 
     def want():
-        results.append(window_source.recording_statistic(recipe, rec, None))
+        results.append(window_recipe.recording_statistic(recipe, rec, None))
 
     threads = [threading.Thread(target=want) for _ in range(3)]
     for thread in threads:
@@ -596,10 +591,10 @@ def test_reader_threads_wanting_one_recording_s_statistic_compute_it_once(monkey
     assert len(results) == 3
     for value in results:
         np.testing.assert_allclose(value, expected, rtol=1e-5)
-    assert window_source._COMPUTING == {}  # nothing left waiting
+    assert window_recipe._COMPUTING == {}  # nothing left waiting
     # another recording is computed anew
     other = SimpleNamespace(signal_path=Path("/data/night 2.edf"))
-    window_source.recording_statistic(recipe, other, None)
+    window_recipe.recording_statistic(recipe, other, None)
     assert len(reads) == 2
 
 

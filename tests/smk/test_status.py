@@ -21,7 +21,9 @@ import pytest
 from embedprobe.api import tables
 from embedprobe.core.errors import OutOfMemory, write_failure_record
 from embedprobe.core.paths import output_path
-from embedprobe.pipeline.store import CacheIdentity, EmbeddingWriter, window_table_sha256
+from embedprobe.pipeline.store_identity import CacheIdentity
+from embedprobe.pipeline.store_writer import EmbeddingWriter
+from embedprobe.pipeline.window_table import window_table_sha256
 from embedprobe.smk import status
 
 from helpers.markers import mark_incomplete

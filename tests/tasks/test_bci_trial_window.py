@@ -22,7 +22,8 @@ from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.embed import preprocessing_key
 from embedprobe.pipeline.index import build_index
 from embedprobe.pipeline.protocol import Preprocessing
-from embedprobe.pipeline.window_source import WindowSource, make_windows
+from embedprobe.pipeline.window_recipe import make_windows
+from embedprobe.pipeline.window_source import WindowSource
 from embedprobe.tasks.registry import labelling_task
 
 from helpers.results import roots_in

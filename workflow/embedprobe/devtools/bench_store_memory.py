@@ -3,7 +3,7 @@ finish blocks of several sizes, against the embed estimate's HDF5 term.
 
 Each (store, block) pair runs in its own child process: a writer of the store's rows appended
 in batches of 32 (as embed appends them), then finish(), which reads every row back in blocks,
-checks it and copies it to the final file (pipeline/store.FINISH_BLOCK_BYTES; the child sets
+checks it and copies it to the final file (pipeline/store_writer.FINISH_BLOCK_BYTES; the child sets
 the block size it is given). A child reports its resident growth while appending (over its
 imports and the window table) and during finish() (over what it held before). The estimate
 column is the embed estimate's term for the same store (memory/formulas.store_rows_held with
@@ -33,9 +33,9 @@ BATCH = 32
 
 def child(path: str, windows: int, row: list[int], block_mib: int) -> None:
     from embedprobe.devtools.workloads import store_writer_growth
-    from embedprobe.pipeline import store
+    from embedprobe.pipeline import store_writer
 
-    store.FINISH_BLOCK_BYTES = block_mib * MIB  # finish() reads the module's value
+    store_writer.FINISH_BLOCK_BYTES = block_mib * MIB  # finish() reads the module's value
     appending, finishing = store_writer_growth(Path(path), windows, tuple(row), BATCH)
     print(json.dumps({"appending": appending, "finishing": finishing}))
 

@@ -174,7 +174,7 @@ def seizure_embed_set(folder: Path, windows_per_file: int, patients: int = 2,
     """A CHB-MIT look-alike of `patients` x `files` files of `windows_per_file` 10 s windows
     each and its window index: the embed job on seizure-like data, whose readers read 16-18
     channels at 256 Hz where a Sleep-EDF night gives them 2 at 100 Hz. Files of 256 or 512
-    windows make parts of one size (window_source.parts cuts at every 512th row), so the
+    windows make parts of one size (window_parts.parts cuts at every 512th row), so the
     readers' largest stretches coincide as they do on CHB-MIT's hour-long files; longer
     files make BIOT's statistic read more than its largest stretch."""
     minutes = windows_per_file * SEIZURE_WINDOW_S / 60
@@ -239,7 +239,7 @@ def preflight(demo: DemoSet, config: dict, model: str, check: Path, out: Path) -
 def embed_argv(demo: DemoSet, model: str, estimate_path: Path, out: Path) -> list[str]:
     """The workflow's embed job (knobs from the estimate JSON, torch threads from the config),
     from scratch: an earlier run's store or partial file is removed first."""
-    from embedprobe.pipeline.store import partial_path
+    from embedprobe.pipeline.store_format import partial_path
 
     out.unlink(missing_ok=True)
     partial_path(out).unlink(missing_ok=True)
@@ -268,10 +268,11 @@ def window_table(labels: np.ndarray):
 def synthetic_identity(table, dataset: str = DEMO_DATASET):
     """The cache identity of a store of generated rows over `table`."""
     from embedprobe import __version__
-    from embedprobe.pipeline import store as cache
+    from embedprobe.pipeline.store_identity import CacheIdentity
+    from embedprobe.pipeline.window_table import window_table_sha256
 
-    return cache.CacheIdentity(
-        dataset=dataset, model="synthetic", windows_sha256=cache.window_table_sha256(table),
+    return CacheIdentity(
+        dataset=dataset, model="synthetic", windows_sha256=window_table_sha256(table),
         preprocessing="{}", weights_sha256="0" * 64, code_version=__version__)
 
 
@@ -280,14 +281,14 @@ def write_store(path: Path, X: np.ndarray, labels: np.ndarray, table=None,
     """A finished embedding cache of X (as embed writes it) over `table` (default: a
     Sleep-EDF-like one for `labels`); with `tokens`, a token store whose rows are X's rows cut
     into that many tokens. Returns its subject column."""
-    from embedprobe.pipeline import store as cache
+    from embedprobe.pipeline.store_writer import EmbeddingWriter
 
     table = window_table(labels) if table is None else table
     if not path.is_file():
         identity = synthetic_identity(table, dataset)
         path.parent.mkdir(parents=True, exist_ok=True)
         row = (tokens, X.shape[1] // tokens) if tokens else X.shape[1]
-        with cache.EmbeddingWriter(path, identity, len(X), row, table) as writer:
+        with EmbeddingWriter(path, identity, len(X), row, table) as writer:
             for start in range(0, len(X), 8192):
                 block = X[start:start + 8192]
                 writer.append(block.reshape(len(block), *np.atleast_1d(row)))
@@ -301,14 +302,14 @@ def store_writer_growth(path: Path, n_windows: int, row: tuple[int, ...],
     appended, then its finish(). (What the writer grew while appending, what finish() grew
     beyond that), in bytes; the window table is made before either."""
     from embedprobe.measure.peaks import measure_peak_growth
-    from embedprobe.pipeline import store as cache
+    from embedprobe.pipeline.store_writer import EmbeddingWriter
 
     table = window_table(np.zeros(n_windows, dtype=np.int8))
     identity = synthetic_identity(table)
     rows = np.random.default_rng(0).standard_normal((batch_size, *row), dtype=np.float32)
 
-    def append() -> cache.EmbeddingWriter:
-        writer = cache.EmbeddingWriter(path, identity, n_windows, row, table)
+    def append() -> EmbeddingWriter:
+        writer = EmbeddingWriter(path, identity, n_windows, row, table)
         for start in range(0, n_windows, batch_size):
             writer.append(rows[:min(batch_size, n_windows - start)])
         return writer

@@ -157,7 +157,7 @@ _EMBED_DEFAULTS = MappingProxyType(
     # statistic_bytes 0: no per-recording statistic (every model but BIOT's reference one)
     {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1,
      "statistic_bytes": 0,
-     # the store's finish() copies rows in blocks of pipeline/store.FINISH_BLOCK_BYTES (a
+     # the store's finish() copies rows in blocks of pipeline/store_writer.FINISH_BLOCK_BYTES (a
      # test keeps the two equal; estimate and formulas import no pipeline module)
      "finish_block_bytes": 16 * MIB})
 _GPU_REQUIRED = (*_EMBED_REQUIRED, "gpu_peaks", "gpu_total_bytes")

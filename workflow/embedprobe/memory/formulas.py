@@ -6,10 +6,10 @@ constants' defaults; config/memory_calibration.yaml the fitted constants.
 Inputs (bytes unless said otherwise):
   embed_cpu / embed_gpu: batch_size, n_channels, n_samples (per window at the model rate),
     feature_dim, weights_bytes (n_params * 4), recording_bytes (what a reader reads and
-    filters for the largest part, window_source.largest_part: the recorded channels read,
+    filters for the largest part, window_parts.largest_part: the recorded channels read,
     not the model inputs, * the samples of its stretch with the filters' reach * 8: float64),
     statistic_bytes (the same for the whole longest recording where the model's
-    normalisation needs a per-recording statistic, window_source.recording_statistic, else
+    normalisation needs a per-recording statistic, window_recipe.recording_statistic, else
     0), resample_ratio (model rate / recorded rate), n_workers (readers: threads beside a CPU
     encoder, processes beside a GPU one), n_windows, night_windows (windows of the largest
     part; n_channels, the model inputs, sizes them), optional part_windows and
@@ -86,7 +86,7 @@ def _signal_held(i: Inputs) -> float:
 
 
 def _parts_in_flight(i: Inputs) -> int:
-    """Parts submitted and not yet taken by the model (window_source.in_flight: one per
+    """Parts submitted and not yet taken by the model (window_parts.in_flight: one per
     reader and one more); without readers the job's own thread makes the next part while the
     last one's array is still held: one."""
     workers = int(i["n_workers"])

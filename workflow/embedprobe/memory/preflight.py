@@ -43,7 +43,7 @@ from embedprobe.pipeline.check import OK, read_result
 from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.device import embed_device
 from embedprobe.pipeline.index import read_index
-from embedprobe.pipeline.window_source import largest_part, part_spans
+from embedprobe.pipeline.window_parts import largest_part, part_spans
 from embedprobe.tasks.base import fold_entry
 from embedprobe.tasks.registry import task_for
 
@@ -59,8 +59,8 @@ def recording_headers(context: DatasetContext) -> dict:
 
 def embed_inputs(context: DatasetContext, check, table) -> dict:
     """The embed job's estimate inputs: the check's measurements, the window index's counts
-    and what a reader reads and filters (window_source.make_windows): the largest part's
-    stretch with the filters' reach (window_source.largest_part), or the longest recording
+    and what a reader reads and filters (window_recipe.make_windows): the largest part's
+    stretch with the filters' reach (window_parts.largest_part), or the longest recording
     from the headers where whole ones are read, and the longest recording again where the
     model's normalisation needs the recording's statistic first (BIOT under the reference
     protocol); the same for each part, in stream order. All are sized by the recorded
@@ -102,9 +102,9 @@ def embed_inputs(context: DatasetContext, check, table) -> dict:
 def stream_parts(table, prep, to_sfreq: float, window_samples: int,
                  lengths: dict[str, int]) -> tuple[list[int], list[int]]:
     """Each part's windows and the recorded samples its reader reads and filters, in stream
-    order (window_source.part_spans): its stretch, up to the recording's end, or the whole
+    order (window_parts.part_spans): its stretch, up to the recording's end, or the whole
     recording where whole ones are read (or the index has no rates); the whole recording where
-    the model's normalisation needs its statistic first (window_source.recording_statistic),
+    the model's normalisation needs its statistic first (window_recipe.recording_statistic),
     that being the longer."""
     longest = max(lengths.values())
     windows, samples = [], []
@@ -119,7 +119,7 @@ def stream_parts(table, prep, to_sfreq: float, window_samples: int,
 
 
 def channels_read(context: DatasetContext, spec, prep) -> int:
-    """The recorded channels a reader reads (window_source._read): the channel map's, and for
+    """The recorded channels a reader reads (window_recipe._read): the channel map's, and for
     a common average reference every channel it averages."""
     plan = context.channel_plan(spec.family)
     return len(dict.fromkeys((*plan.recorded, *prep.average_reference)))

@@ -9,7 +9,7 @@ A source is a recorded channel as is ("EEG Fpz-Cz"), a bipolar pair derived from
 electrodes (["EEG Fp1", "EEG F7"]: Fp1 - F7), or one electrode standing in for a pair
 ({approx: "C3"}). Slots without a source are zero. Any entry may carry a `note:`.
 
-Kept free of torch: reader processes import this module (pipeline/window_source.py).
+Kept free of torch: reader processes import this module (pipeline/window_recipe.py).
 """
 
 from __future__ import annotations

@@ -35,13 +35,12 @@ from embedprobe.pipeline.channel_maps import ChannelPlan
 from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.device import torch_device
 from embedprobe.pipeline.protocol import Preprocessing
-from embedprobe.pipeline.store import (
-    CacheIdentity,
-    EmbeddingWriter,
-    partial_path,
-    window_table_sha256,
-)
-from embedprobe.pipeline.window_source import PROCESSES, THREADS, WindowSource, start_reader_server
+from embedprobe.pipeline.reader_processes import start_reader_server
+from embedprobe.pipeline.store_format import partial_path
+from embedprobe.pipeline.store_identity import CacheIdentity
+from embedprobe.pipeline.store_writer import EmbeddingWriter
+from embedprobe.pipeline.window_source import PROCESSES, THREADS, WindowSource
+from embedprobe.pipeline.window_table import window_table_sha256
 
 MIN_BATCH = 1
 

@@ -333,7 +333,8 @@ def _partial_detail(job: dict, output: Path) -> str:
     """`; N/M windows durable` for an embed job with a partial store, else ``."""
     if job["rule"] != "embed":
         return ""
-    from embedprobe.pipeline.store import inspect, partial_path
+    from embedprobe.pipeline.store import inspect
+    from embedprobe.pipeline.store_format import partial_path
 
     if not partial_path(output).exists():
         return ""

@@ -1,0 +1,209 @@
+"""How a recording becomes model windows: read, filter, resample, cut, scale, normalise.
+
+Generic over tasks and datasets: a recording's windows are its index rows (`start`: samples at
+the recorded rate, from the start of its signal file) and the dataset's `epoch_seconds`; the
+signals come from the dataset reader's `read_signals(rec, channels, span)` (datasets/base.py):
+only the stretch of the file the windows need. Sleep epochs, seizure windows and motor-imagery
+trials all come through here. What it makes is a function of the recipe and the recording:
+the reader threads and processes (pipeline/window_source.py) only choose where it runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from embedprobe.core.errors import DataError
+from embedprobe.datasets.registry import FORMATS
+from embedprobe.pipeline.channel_maps import ChannelPlan, derive_inputs, input_positions
+from embedprobe.pipeline.filters import apply_filters, average_reference
+from embedprobe.pipeline.filters import reach as filter_reach
+from embedprobe.pipeline.preprocess import (
+    centre_windows,
+    cut_windows,
+    divide_by_recording,
+    model_starts,
+    model_windows,
+    recorded_span,
+    recording_q95,
+    recording_zscore,
+    resample_whole_mne,
+    scale,
+    windows_resampled_each,
+    zscore_by_recording,
+    zscore_by_recording_clipped,
+)
+from embedprobe.pipeline.protocol import (
+    CONTINUOUS,
+    EACH_WINDOW,
+    RECORDING_Q95,
+    RECORDING_ZSCORE,
+    RECORDING_ZSCORE_CLIP15,
+    Preprocessing,
+)
+
+
+@dataclass(frozen=True)
+class WindowRecipe:
+    """How a recording becomes model windows: all a reader process needs (it pickles)."""
+
+    reader_format: str  # datasets/registry.FORMATS key
+    plan: ChannelPlan  # the recorded channels read, and the model input each feeds
+    sfreq: float  # the model's rate
+    epoch_seconds: float  # one window (the dataset's epoch_seconds, or the variant's trial)
+    preprocessing: Preprocessing  # filters, normalisation, scaling (pipeline/protocol.py)
+    # seconds from a unit's indexed start to its window's (datasets/registry.entry_window: -1
+    # for motor imagery's no_filtering trial, which starts at the cue)
+    start_seconds: float = 0.0
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """The recorded channels read, in read order."""
+        return tuple(self.plan.recorded)
+
+    @property
+    def n_inputs(self) -> int:
+        """The model's input channels (slots without a source included: they stay zero)."""
+        return len(self.plan.model_names)
+
+    @property
+    def window_samples(self) -> int:
+        return int(round(self.epoch_seconds * self.sfreq))
+
+    def window_bytes(self) -> int:
+        return self.n_inputs * self.window_samples * 4
+
+
+def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray | None = None,
+                 index_sfreq: float | None = None) -> np.ndarray:
+    """One recording's (len(starts), model inputs, samples) float32 model windows, into `out`
+    if given. `index_sfreq` is the rate the index was built at: a file now at another rate
+    means the index is stale. Only the stretch of the file the windows need, with the
+    filters' reach on each side, is read (trimmed wake and unscored time stay on disk),
+    unless the protocol filters whole recordings."""
+    starts = np.asarray(starts)
+    if recipe.start_seconds:  # the index's starts are at the recorded rate
+        rate = index_sfreq or FORMATS[recipe.reader_format].reader.read_header(rec).sfreq
+        starts = starts + int(round(recipe.start_seconds * rate))
+    prep = recipe.preprocessing
+    # first, so that a reader holds the whole recording or its part's stretch, not both
+    statistic = (recording_statistic(recipe, rec, index_sfreq)
+                 if prep.normalisation else None)
+    span = None
+    if not prep.whole_recordings and index_sfreq is not None and len(starts):
+        span = recorded_span(starts, index_sfreq, recipe.sfreq, recipe.window_samples,
+                             extra=filter_reach(prep.filters, index_sfreq))
+    signals, span = _read(recipe, rec, span, index_sfreq)
+    data = apply_filters(signals, span.sfreq, prep.filters)
+    del signals  # the filtered copy replaces it
+    shape = (len(starts), recipe.n_inputs, recipe.window_samples)
+    if out is None:
+        out = np.empty(shape, np.float32)
+    positions = input_positions(recipe.plan)
+    direct = np.array_equal(positions, np.arange(recipe.n_inputs))
+    windows = resampled_windows(prep, data, span, recipe, starts, out if direct else None)
+    if statistic is not None:
+        NORMALISERS[prep.normalisation][1](windows, statistic)
+    if not direct:  # slots without a source stay zero
+        out[:] = 0
+        out[:, positions] = windows
+    return out
+
+
+def resampled_windows(prep: Preprocessing, data: np.ndarray, span: ReadSpan,
+                      recipe: WindowRecipe, starts: np.ndarray, out: np.ndarray | None
+                      ) -> np.ndarray:
+    """The windows at the model's rate, centred if the protocol says so, scaled by the
+    model's convention, as `prep.resampling` makes them (into `out` where one is given)."""
+    length = recipe.window_samples
+    if prep.resampling == CONTINUOUS:
+        windows = model_windows(data, span.sfreq, recipe.sfreq, starts, length, prep.scaling,
+                                out=out, first_sample=span.first)
+        return centre_windows(windows) if prep.centre_windows else windows
+    if prep.resampling == EACH_WINDOW:  # the reference centres before it resamples
+        windows = windows_resampled_each(data, span.sfreq, recipe.sfreq, starts, length,
+                                         span.first, centre=prep.centre_windows)
+    else:  # WHOLE_MNE: a whole run (span.first 0), then its trials
+        whole = resample_whole_mne(data, span.sfreq, recipe.sfreq)
+        windows = cut_windows(whole, model_starts(starts, span.sfreq, recipe.sfreq), length)
+        if prep.centre_windows:
+            centre_windows(windows)
+    windows = scale(windows, prep.scaling, in_place=True)
+    if out is None:
+        return windows
+    out[:] = windows
+    return out
+
+
+@dataclass(frozen=True)
+class ReadSpan:
+    first: int  # the recorded sample the data begins at (0: the whole recording)
+    sfreq: float  # the recorded rate
+
+
+def _read(recipe: WindowRecipe, rec, span: tuple[int, int] | None, index_sfreq: float | None
+          ) -> tuple[np.ndarray, ReadSpan]:
+    """The model inputs' recorded signals (channel-map derivations made) over `span`, or the
+    whole recording: (inputs, samples) float32 in volts."""
+    reader = FORMATS[recipe.reader_format].reader
+    reference = recipe.preprocessing.average_reference
+    names = recipe.channels + tuple(c for c in reference if c not in recipe.channels)
+    signals = reader.read_signals(rec, names, span=span)
+    if span is not None and not signals.data.shape[-1]:  # past the end: the whole file says
+        signals, span = reader.read_signals(rec, names), None  # by how much
+    if index_sfreq is not None and signals.sfreq != index_sfreq:
+        raise DataError(f"{rec.signal_path}: recorded at {signals.sfreq} Hz, but the window "
+                        f"index was built at {index_sfreq} Hz",
+                        fix="rebuild the window index: it no longer matches the recording")
+    order = [signals.ch_names.index(name) for name in names]
+    data = signals.data if order == list(range(len(order))) else signals.data[order]
+    if reference:  # linear, like the filters after it: its order with them does not matter
+        data = average_reference(data, names, reference)[:len(recipe.channels)]
+    return (derive_inputs(recipe.plan, data),
+            ReadSpan(span[0] if span else 0, float(signals.sfreq)))
+
+
+# Per reader (thread or process): the statistic of the recordings it made parts of lately.
+# Reader threads share it: one computes a recording's statistic while the others that want it
+# wait for that value (two threads taking parts of one recording would otherwise each read and
+# filter it whole, at once). Reader processes compute their own.
+_STATISTICS: dict = {}
+_STATISTICS_KEPT = 4
+_STATISTICS_LOCK = threading.Lock()
+_COMPUTING: dict = {}  # key -> the lock its computing thread holds
+
+
+# Per-recording normalisation (protocol.RECORDING_NORMALISATIONS): (the statistic of a whole
+# filtered recording, how windows are normalised by it in place).
+NORMALISERS = {RECORDING_Q95: (recording_q95, divide_by_recording),
+               RECORDING_ZSCORE: (recording_zscore, zscore_by_recording),
+               RECORDING_ZSCORE_CLIP15: (recording_zscore, zscore_by_recording_clipped)}
+
+
+def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
+    """The recording's per-input statistic over the whole filtered recording (the reference's
+    recording_q95 for BIOT, its mean and SD for REVE), computed once per recording and
+    reader."""
+    key = (recipe, str(rec.signal_path))
+    with _STATISTICS_LOCK:
+        if key in _STATISTICS:
+            return _STATISTICS[key]
+        computing = _COMPUTING.setdefault(key, threading.Lock())
+    with computing:
+        with _STATISTICS_LOCK:  # computed by the thread this one waited for
+            if key in _STATISTICS:
+                return _STATISTICS[key]
+        try:
+            signals, span = _read(recipe, rec, None, index_sfreq)
+            compute = NORMALISERS[recipe.preprocessing.normalisation][0]
+            value = compute(apply_filters(signals, span.sfreq, recipe.preprocessing.filters))
+            with _STATISTICS_LOCK:
+                _STATISTICS[key] = value
+                while len(_STATISTICS) > _STATISTICS_KEPT:
+                    del _STATISTICS[next(iter(_STATISTICS))]
+        finally:
+            with _STATISTICS_LOCK:
+                _COMPUTING.pop(key, None)
+    return value
