@@ -319,8 +319,10 @@ def official_parts(table: pd.DataFrame, parts: dict[str, str], other_split: str
     found = part_of.groupby(table["subject"].astype(str)).agg(set)
     both = sorted((s for s, p in found.items() if len(p) > 1), key=ascending)
     if both:
-        raise UsageError(f"split: official: subject {both[0]} is in more than one of "
-                         f"{', '.join(parts)}",
+        names = list(parts)
+        which = (f"both the {names[0]} and the {names[1]} part" if len(names) == 2 else
+                 f"more than one of {', '.join(names[:-1])} and {names[-1]}")
+        raise UsageError(f"split: official: subject {both[0]} is in {which}",
                          fix=f"use split: {other_split}, or keep each subject in one part")
     return {s: next(iter(p)) for s, p in found.items()}
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
-from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.edf import montage_header, read_edf_signals
 from embedprobe.datasets.tuh import SCALP
 from embedprobe.datasets.walk import find_paths
 
@@ -140,15 +140,8 @@ def recording_label(rec: Recording) -> str:
 
 def read_header(rec: Recording) -> RecordingHeader:
     """Every channel as recorded; rate and length of the 19 scalp electrodes."""
-    header = read_edf_header(rec.edf)
-    missing = [e for e in SCALP if e not in header.labels]
-    if missing:
-        raise DataError(f"{rec.edf}: no {', '.join(missing)}: NMT's files hold all "
-                        f"{len(SCALP)} 10-20 electrodes",
-                        fix="replace the file with the NMT archive's copy, or remove it")
-    sfreq = require_channels(header, SCALP)
-    channels = tuple(label for label in header.labels if label != ANNOTATIONS)
-    return RecordingHeader(channels, sfreq, header.n_samples(SCALP[0]))
+    return montage_header(rec.edf, SCALP, f"NMT's files hold all {len(SCALP)} 10-20 electrodes",
+                          "replace the file with the NMT archive's copy, or remove it")
 
 
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:

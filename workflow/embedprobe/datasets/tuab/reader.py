@@ -52,7 +52,7 @@ from pathlib import Path
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import tuh
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
-from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.edf import montage_header, read_edf_signals
 from embedprobe.datasets.tuh import ELECTRODES, label
 from embedprobe.datasets.walk import find_paths
 
@@ -171,15 +171,10 @@ def recording_label(rec: Recording) -> str:
 def read_header(rec: Recording) -> RecordingHeader:
     """Every channel as recorded; rate and length of the montage's EEG channels, which must all
     be there (at one rate)."""
-    header = read_edf_header(rec.edf)
-    missing = [c for c in EEG_CHANNELS if c not in header.labels]
-    if missing:
-        raise DataError(f"{rec.edf}: no {', '.join(missing)}: the {MONTAGE} montage needs all "
-                        f"{len(EEG_CHANNELS)} electrodes ({', '.join(ELECTRODES)})",
-                        fix="replace the file with TUAB v3.0.1's copy, or remove the recording")
-    sfreq = require_channels(header, EEG_CHANNELS)
-    channels = tuple(label for label in header.labels if label != ANNOTATIONS)
-    return RecordingHeader(channels, sfreq, header.n_samples(EEG_CHANNELS[0]))
+    return montage_header(rec.edf, EEG_CHANNELS,
+                          f"the {MONTAGE} montage needs all {len(EEG_CHANNELS)} electrodes "
+                          f"({', '.join(ELECTRODES)})",
+                          "replace the file with TUAB v3.0.1's copy, or remove the recording")
 
 
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
