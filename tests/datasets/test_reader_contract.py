@@ -56,6 +56,9 @@ SMALL = {
     "hmc": {"subjects": 2, "hours": 1 / 6, "seed": 0},
     "dcsm": {"subjects": 2, "hours": 1 / 6, "seed": 0},
     "mass": {"subsets": [1, 2], "subjects": 1, "hours": 1 / 6, "seed": 0},
+    "tusz": {"train": 1, "dev": 1, "eval": 1, "files_per_subject": 1, "minutes": 2, "seed": 0},
+    "nmt": {"train_normal": 1, "train_abnormal": 1, "eval_normal": 1, "eval_abnormal": 1,
+            "minutes": 2, "seed": 0},
 }
 # format -> the realdata folder that holds whole recordings of it
 REAL = {"physionet_mi": "eeg-motor-movementimagery-dataset-1.0.0/files",

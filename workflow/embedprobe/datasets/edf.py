@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, Signals, span_within
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
 
 READ_CHUNK_SECONDS = 3600  # MNE reads float64: read an hour at a time into the float32 array
 
@@ -241,6 +241,19 @@ def require_channels(header: EdfHeader, channels: Sequence[str]) -> float:
             fix="choose channels recorded at one sampling rate",
         )
     return rates.pop()
+
+
+def montage_header(path: Path, montage: Sequence[str], what: str, fix: str) -> RecordingHeader:
+    """A recording of one EDF file whose `montage` channels must all be there at one rate:
+    every channel as recorded, their rate and length. A missing one is a DataError naming it
+    and the file, then `what` (why the montage needs it) and `fix`."""
+    header = read_edf_header(path)
+    missing = [c for c in montage if c not in header.labels]
+    if missing:
+        raise DataError(f"{path}: no {', '.join(missing)}: {what}", fix=fix)
+    sfreq = require_channels(header, montage)
+    channels = tuple(label for label in header.labels if label != ANNOTATIONS)
+    return RecordingHeader(channels, sfreq, header.n_samples(montage[0]))
 
 
 _LAST_OPENED = threading.local()  # per reader thread: its last file's key and _OpenEdf

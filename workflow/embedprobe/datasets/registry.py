@@ -23,6 +23,7 @@ from embedprobe.datasets.hmc import reader as hmc
 from embedprobe.datasets.isruc import reader as isruc
 from embedprobe.datasets.mass import reader as mass
 from embedprobe.datasets.nakanishi2015 import reader as nakanishi2015
+from embedprobe.datasets.nmt import reader as nmt
 from embedprobe.datasets.nsrr import reader as nsrr
 from embedprobe.datasets.physionet2018 import reader as physionet2018
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
@@ -32,6 +33,7 @@ from embedprobe.datasets.sources import can_fetch
 from embedprobe.datasets.stages import reader as stages
 from embedprobe.datasets.szcore_bids import reader as szcore_bids
 from embedprobe.datasets.tuab import reader as tuab
+from embedprobe.datasets.tusz import reader as tusz
 from embedprobe.datasets.ucddb import reader as ucddb
 from embedprobe.datasets.wsc import reader as wsc
 
@@ -77,6 +79,8 @@ FORMATS = {
     "hmc": Format(hmc, "embedprobe.datasets.hmc.lookalike", "sleep_staging"),
     "dcsm": Format(dcsm, "embedprobe.datasets.dcsm.lookalike", "sleep_staging"),
     "mass": Format(mass, "embedprobe.datasets.mass.lookalike", "sleep_staging"),
+    "tusz": Format(tusz, "embedprobe.datasets.tusz.lookalike", "seizure_detection"),
+    "nmt": Format(nmt, "embedprobe.datasets.nmt.lookalike", "abnormal_eeg"),
 }
 
 

@@ -72,7 +72,7 @@ class DatasetContext:
     @property
     def window_columns(self) -> list[str]:
         """The index columns an embedding store keeps: WINDOW_COLUMNS and the task's own."""
-        return WINDOW_COLUMNS + list(self.task.stored_columns)
+        return WINDOW_COLUMNS + list(self.task.stored_columns_for(self.entry))
 
     @property
     def unit_seconds(self) -> float:

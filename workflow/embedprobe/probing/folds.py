@@ -49,7 +49,8 @@ from embedprobe.core.errors import UsageError
 PARTS = ("train", "val", "test")
 VAL_FRACTION = 0.1  # leave one subject out: the share of the other subjects that validates
 UNITS = ("subject", "recording")  # the window-table columns a plan can be keyed by
-SPLITS = ("patients", "paper_recordings")  # a seizure dataset's `split`; the first is the default
+# a seizure dataset's `split`; the first is the default
+SPLITS = ("patients", "paper_recordings", "official")
 MANIFEST_DIR = Path(__file__).resolve().parents[3] / "config" / "folds"
 
 
@@ -275,12 +276,15 @@ def stratified_plan(positive: dict[str, bool], n_folds: int, seed: int, unit: st
 
 def seizure_plan(table: pd.DataFrame, bench: dict, entry: dict) -> FoldPlan:
     """A seizure dataset's folds by its `split`: `patients` (default; the reference's patient
-    folds) or `paper_recordings` (the recording-level folds the reference paper's Siena numbers
-    were drawn on: recordings, not patients, split, so a test patient can also train)."""
+    folds), `paper_recordings` (the recording-level folds the reference paper's Siena numbers
+    were drawn on: recordings, not patients, split, so a test patient can also train) or
+    `official` (the corpus's train/dev/eval partition: seizure_official_plan)."""
     split = entry.get("split", SPLITS[0])
     if split not in SPLITS:
         raise UsageError(f"split: {split} is not a seizure split",
-                         fix=f"write split: {' or '.join(SPLITS)} in the dataset's entry")
+                         fix=f"write split: {', '.join(SPLITS)} in the dataset's entry")
+    if split == "official":
+        return seizure_official_plan(table, bench["folds"])
     unit = "subject" if split == "patients" else "recording"
     missing = [c for c in (unit, "label") if c not in table.columns]
     if missing:
@@ -290,6 +294,54 @@ def seizure_plan(table: pd.DataFrame, bench: dict, entry: dict) -> FoldPlan:
     positive = (table.groupby(table[unit].astype(str))["label"].max() > 0).to_dict()
     return stratified_plan(positive, bench["folds"], bench["fold_seed"], unit,
                            always_stratify=split == "paper_recordings")
+
+
+# The corpus's seizure partition (TUSZ): the session's first part -> the fold part
+SEIZURE_OFFICIAL_PARTS = {"train": "train", "dev": "val", "eval": "test"}
+
+
+def official_parts(table: pd.DataFrame, parts: dict[str, str], other_split: str
+                   ) -> dict[str, str]:
+    """Each subject's fold part under `split: official`, read from the first part of its
+    recordings' sessions through `parts` ({"train": "train", "eval": "test"}, ...); a session
+    of no part, or a subject in two parts, is refused (`other_split`: the dataset's other
+    split, named in the fix)."""
+    if "session" not in table.columns:
+        raise UsageError("split: official reads each recording's part from its session; these "
+                         "rows have none", fix="plan the folds over the dataset's window index")
+    part_of = table["session"].astype(str).str.split("/").str[0].map(parts)
+    if part_of.isna().any():
+        bad = table["session"][part_of.isna()].iloc[0]
+        raise UsageError(f"split: official needs sessions named "
+                         f"{', '.join(f'{p}/...' for p in parts)}; recording "
+                         f"{table['recording'][part_of.isna()].iloc[0]} has session {bad!r}",
+                         fix=f"use split: {other_split} for this dataset")
+    found = part_of.groupby(table["subject"].astype(str)).agg(set)
+    both = sorted((s for s, p in found.items() if len(p) > 1), key=ascending)
+    if both:
+        names = list(parts)
+        which = (f"both the {names[0]} and the {names[1]} part" if len(names) == 2 else
+                 f"more than one of {', '.join(names[:-1])} and {names[-1]}")
+        raise UsageError(f"split: official: subject {both[0]} is in {which}",
+                         fix=f"use split: {other_split}, or keep each subject in one part")
+    return {s: next(iter(p)) for s, p in found.items()}
+
+
+def seizure_official_plan(table: pd.DataFrame, n_folds: int) -> FoldPlan:
+    """TUSZ's official split as the reference's `split_mode: official` uses it
+    (`adapters/tusz.TUSZDataModule._init_official`): train trains, dev validates, eval tests,
+    the same in every fold (that mode reads no fold number), read from each recording's
+    session ("train/...", "dev/...", "eval/...")."""
+    role = official_parts(table, SEIZURE_OFFICIAL_PARTS, "patients")
+    missing = sorted(set(SEIZURE_OFFICIAL_PARTS.values()) - set(role.values()))
+    if missing:
+        raise UsageError(f"split: official: no subject in the {' or '.join(missing)} part",
+                         fix="index the whole corpus (edf/train, dev and eval), or use split: "
+                             "patients")
+    counts = Counter(role.values())
+    rule = (f"the official split: {counts['train']} train, {counts['val']} dev (validation), "
+            f"{counts['test']} eval (test) subjects, the same in each of the {n_folds} folds")
+    return FoldPlan(tuple(dict(role) for _ in range(n_folds)), "subject", rule)
 
 
 # A recording-level dataset's `split`: its own classes stratify the folds (default), or the
@@ -317,22 +369,9 @@ def recording_level_plan(table: pd.DataFrame, bench: dict, entry: dict) -> FoldP
 
 def official_plan(table: pd.DataFrame, positive: dict[str, bool], n_folds: int,
                   seed: int) -> FoldPlan:
-    if "session" not in table.columns:
-        raise UsageError("split: official reads each recording's part from its session; these "
-                         "rows have none", fix="plan the folds over the dataset's window index")
-    part_of = table["session"].astype(str).str.split("/").str[0].map(OFFICIAL_PARTS)
-    if part_of.isna().any():
-        bad = table["session"][part_of.isna()].iloc[0]
-        raise UsageError(f"split: official needs sessions named train/... or eval/...; "
-                         f"recording {table['recording'][part_of.isna()].iloc[0]} has "
-                         f"session {bad!r}", fix="use split: stratified for this dataset")
-    parts = part_of.groupby(table["subject"].astype(str)).agg(set)
-    both = sorted((s for s, p in parts.items() if len(p) > 1), key=ascending)
-    if both:
-        raise UsageError(f"split: official: subject {both[0]} is in both the train and the eval "
-                         "part", fix="use split: stratified, or keep each subject in one part")
-    train = [s for s in distinct(parts.index) if parts[s] == {"train"}]
-    tested = [s for s in distinct(parts.index) if parts[s] == {"test"}]
+    part = official_parts(table, OFFICIAL_PARTS, "stratified")
+    train = [s for s in distinct(part) if part[s] == "train"]
+    tested = [s for s in distinct(part) if part[s] == "test"]
     require_units(len(train), n_folds, "train subjects")
     labels = np.array([int(bool(positive[s])) for s in train])
     folds = []

@@ -122,6 +122,11 @@ class Task:
     # the others, so their caches' window tables (and keys) stay as they were
     stored_columns: tuple[str, ...] = ()
 
+    def stored_columns_for(self, entry: dict) -> tuple[str, ...]:
+        """The stored columns for one dataset's entry (seizure detection keeps the session
+        only where `split: official` reads the corpus's split from it)."""
+        return self.stored_columns
+
     # --- the window index ---------------------------------------------------------------
     def units(self, reader, rec, entry: dict, counts: Counter) -> Units:
         raise NotImplementedError

@@ -53,6 +53,25 @@ def write_flat(root: Path, plans: Sequence[Any], pattern: str, kind: str,
     return [*files, write_manifest(root, files)]
 
 
+def write_nested(root: Path, plans: Sequence[Any], pattern: str, kind: str,
+                 write: Callable[[Any, Path], Sequence[Path]],
+                 after: Callable[[Path], Sequence[Path]] | None = None) -> list[Path]:
+    """A look-alike of files in folders: per plan, write(plan, root / plan.relative) writes the
+    file there (its folder made) and returns it with any files beside it; after(root) writes
+    files for the whole look-alike (a label table). Other `pattern` files under root are
+    refused first. Returns the files written, MANIFEST.tsv last."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    start_rewrite(root, (p.relative for p in plans), pattern, kind)
+    files: list[Path] = []
+    for p in plans:
+        path = root / p.relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        files += write(p, path)
+    files += after(root) if after else []
+    return [*files, write_manifest(root, files)]
+
+
 def with_defaults(settings: dict, defaults: dict, what: str) -> dict:
     """A look-alike's settings over its defaults; a setting it does not know is refused
     (`what` names the look-alike: "the TUAB look-alike")."""

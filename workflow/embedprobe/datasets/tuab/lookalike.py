@@ -42,7 +42,7 @@ import numpy as np
 import scipy.fft
 
 from embedprobe.core.errors import UsageError
-from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
+from embedprobe.datasets.synth.files import with_defaults, write_nested
 from embedprobe.datasets.synth.seizure import (
     OLD_NAMES,
     POSITIONS,
@@ -120,7 +120,7 @@ def settings_of(settings: dict) -> dict:
     return out
 
 
-def _subject_ids(rng: np.random.Generator, n: int) -> list[str]:
+def subject_ids(rng: np.random.Generator, n: int) -> list[str]:
     """n distinct 8-letter ids, "aaaa" and four random letters (TUH's ids are 8 letters)."""
     ids = []
     for value in rng.choice(26**4, n, replace=False):
@@ -154,7 +154,7 @@ def plan(settings: dict) -> list[RecordingPlan]:
     rows = _subjects_of(s)
     rng = np.random.default_rng([s["seed"], STREAM, 0])
     n_subjects = rows[-1][2] + 1
-    ids = _subject_ids(rng, n_subjects)
+    ids = subject_ids(rng, n_subjects)
     ages = rng.integers(18, 90, n_subjects)
     sexes = rng.choice(["F", "M"], n_subjects)
     other_rate = int(rng.integers(len(rows)))
@@ -266,13 +266,5 @@ def write_edf(path: Path, p: RecordingPlan, sigs: list[Signal]) -> Path:
 def write_lookalike(root: Path, settings: dict) -> list[Path]:
     """Write the look-alike under root; the files written, MANIFEST.tsv last."""
     s = settings_of(settings)
-    plans = plan(s)
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    start_rewrite(root, (p.relative for p in plans), "*.edf", "EDF")
-    files = []
-    for p in plans:
-        path = root / p.relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        files.append(write_edf(path, p, signals(p, s["seed"])))
-    return [*files, write_manifest(root, files)]
+    return write_nested(root, plan(s), "*.edf", "EDF",
+                        lambda p, path: [write_edf(path, p, signals(p, s["seed"]))])

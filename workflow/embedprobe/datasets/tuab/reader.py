@@ -50,8 +50,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.datasets import tuh
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
-from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.edf import montage_header, read_edf_signals
+from embedprobe.datasets.tuh import ELECTRODES, label
 from embedprobe.datasets.walk import find_paths
 
 FORMAT = "tuab"
@@ -61,11 +63,9 @@ RATES_VARY = True
 CLASSES = ("normal", "abnormal")  # label index = position
 SPLITS = ("train", "eval")
 MONTAGE = "01_tcp_ar"
-EDF_FOLDER = "edf"
-# The TCP montage's electrodes, in the order TUH files list them.
-ELECTRODES = ("FP1", "FP2", "F3", "F4", "C3", "C4", "P3", "P4", "O1", "O2", "F7", "F8",
-              "T3", "T4", "T5", "T6", "A1", "A2", "FZ", "CZ", "PZ")
-EEG_CHANNELS = tuple(f"EEG {e}-REF" for e in ELECTRODES)
+EDF_FOLDER = tuh.EDF_FOLDER
+# The TCP montage's electrodes (datasets/tuh.py), averaged reference: "EEG FP1-REF", ...
+EEG_CHANNELS = tuple(label(e) for e in ELECTRODES)
 
 _NAME = re.compile(r"^(?P<subject>[a-z]{8})_(?P<session>s\d{3})_(?P<token>t\d{3})\.edf$")
 _LAYOUT = f"{EDF_FOLDER}/{{train,eval}}/{{normal,abnormal}}/{MONTAGE}/<subject>_sNNN_tNNN.edf"
@@ -95,16 +95,8 @@ class Recording:
 
 
 def edf_folder(root: Path) -> Path:
-    """The corpus's edf/ folder: root's edf/ (root = the v3.0.1 folder with AAREADME.txt),
-    or root itself when it is that folder."""
-    root = Path(root)
-    if (root / EDF_FOLDER).is_dir():
-        return root / EDF_FOLDER
-    if root.name == EDF_FOLDER and root.is_dir():
-        return root
-    raise DataError(f"TUAB folder {root} has no {EDF_FOLDER}/ folder",
-                    fix="point the dataset's path at TUAB v3.0.1 (the folder holding AAREADME.txt "
-                        "and edf/), or write the look-alike (the demo_data rule)")
+    """The corpus's edf/ folder under root, or root itself (tuh.edf_folder)."""
+    return tuh.edf_folder(root, "TUAB v3.0.1")
 
 
 def _recording(path: Path, folder: Path, subject_id: str) -> Recording:
@@ -179,15 +171,10 @@ def recording_label(rec: Recording) -> str:
 def read_header(rec: Recording) -> RecordingHeader:
     """Every channel as recorded; rate and length of the montage's EEG channels, which must all
     be there (at one rate)."""
-    header = read_edf_header(rec.edf)
-    missing = [c for c in EEG_CHANNELS if c not in header.labels]
-    if missing:
-        raise DataError(f"{rec.edf}: no {', '.join(missing)}: the {MONTAGE} montage needs all "
-                        f"{len(EEG_CHANNELS)} electrodes ({', '.join(ELECTRODES)})",
-                        fix="replace the file with TUAB v3.0.1's copy, or remove the recording")
-    sfreq = require_channels(header, EEG_CHANNELS)
-    channels = tuple(label for label in header.labels if label != ANNOTATIONS)
-    return RecordingHeader(channels, sfreq, header.n_samples(EEG_CHANNELS[0]))
+    return montage_header(rec.edf, EEG_CHANNELS,
+                          f"the {MONTAGE} montage needs all {len(EEG_CHANNELS)} electrodes "
+                          f"({', '.join(ELECTRODES)})",
+                          "replace the file with TUAB v3.0.1's copy, or remove the recording")
 
 
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:

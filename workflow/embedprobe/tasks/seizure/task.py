@@ -65,10 +65,16 @@ class SeizureDetection(Task):
         counts[("seizure windows", "")] += int(labels.sum())
         return Units(np.round(starts_s * header.sfreq).astype(np.int64), labels, header.sfreq)
 
+    def stored_columns_for(self, entry: dict) -> tuple[str, ...]:
+        """The session where `split: official` reads the corpus's split from it (TUSZ); none
+        elsewhere, so the other datasets' caches (and keys) stay as they were."""
+        return ("session",) if entry.get("split") == "official" else ()
+
     def fold_rule(self, table: pd.DataFrame, bench: dict, entry: dict):
         """The reference's seizure folds (probing/folds.seizure_plan): StratifiedKFold over the
         sorted patients, stratified on having a seizure; validation the inner split's fold k+1.
-        `split: paper_recordings` on the dataset: the paper's recording-level Siena folds.
+        `split: paper_recordings` on the dataset: the paper's recording-level Siena folds;
+        `split: official`: TUSZ's train/dev/eval.
         None for subject ids alone (no labels to stratify on): fit_fold plans from its window
         table (base.job_folds)."""
         from embedprobe.probing.folds import seizure_plan
