@@ -37,6 +37,9 @@ FORMAT = "moabb"
 READER_SETTINGS = ("moabb_dataset", "moabb_events", "moabb_subjects", "path")
 # what a reader thread would import on its first read (core/thread_imports.py)
 SIGNAL_IMPORTS = ("mne", "moabb.datasets")
+# Read in the embed process's threads, not reader processes: `import moabb` imports its
+# benchmark, pyriemann and so torch (docs/measurements/2026-12-07-moabb-format.md)
+READER_KIND = "threads"
 
 
 @dataclass(frozen=True)
