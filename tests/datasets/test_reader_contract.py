@@ -54,7 +54,7 @@ SMALL = {
     "hmc": {"subjects": 2, "hours": 1 / 6, "seed": 0},
     "dcsm": {"subjects": 2, "hours": 1 / 6, "seed": 0},
     "mass": {"subsets": [1, 2], "subjects": 1, "hours": 1 / 6, "seed": 0},
-    "moabb": {"moabb_dataset": "BNCI2014_004", "subjects": 2, "trials_per_run": 4, "seed": 0},
+    "moabb": {"moabb_dataset": "BNCI2014_004", "subjects": 4, "trials_per_run": 2, "seed": 0},
 }
 # format -> the realdata folder that holds whole recordings of it
 REAL = {"physionet_mi": "eeg-motor-movementimagery-dataset-1.0.0/files",
