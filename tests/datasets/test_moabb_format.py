@@ -4,7 +4,9 @@ from a config entry alone; a missing subject is named with the command that fetc
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 from pathlib import Path
 
 import jsonschema
@@ -79,7 +81,11 @@ def test_a_missing_subject_is_named_with_the_command_that_fetches_it(bnci004, tm
     (root / "MNE-bnci-data" / "~bci" / "database" / "004-2014" / "B02E.mat").unlink()
     entry = {"format": "moabb", "moabb_dataset": "BNCI2014_004", "moabb_subjects": [1, 2],
              "path": str(root), "labels": "motor_imagery", "expected_recordings": 10}
+    connect, mne_data = socket.socket.connect, os.environ["MNE_DATA"]
     recordings = registry.entry_recordings(entry, root)
+    # MOABB read `root` (pinned) and left the process's settings and sockets as they were
+    assert (socket.socket.connect, os.environ["MNE_DATA"]) == (connect, mne_data)
+    assert "MNE_DATASETS_BNCI_PATH" in os.environ and os.environ["MNE_DATA"] != str(root)
     missing = [r for r in recordings if r.problem]
     assert [r.recording for r in missing] == ["sub-002_missing"]
     assert "BNCI2014_004().download(subject_list=[2], path=" in missing[0].problem
