@@ -22,6 +22,7 @@ from embedprobe.datasets.eegmat import reader as eegmat
 from embedprobe.datasets.hmc import reader as hmc
 from embedprobe.datasets.isruc import reader as isruc
 from embedprobe.datasets.mass import reader as mass
+from embedprobe.datasets.moabb import reader as moabb
 from embedprobe.datasets.nakanishi2015 import reader as nakanishi2015
 from embedprobe.datasets.nmt import reader as nmt
 from embedprobe.datasets.nsrr import reader as nsrr
@@ -81,6 +82,8 @@ FORMATS = {
     "mass": Format(mass, "embedprobe.datasets.mass.lookalike", "sleep_staging"),
     "tusz": Format(tusz, "embedprobe.datasets.tusz.lookalike", "seizure_detection"),
     "nmt": Format(nmt, "embedprobe.datasets.nmt.lookalike", "abnormal_eeg"),
+    # any MOABB dataset by class name; an entry of another paradigm names its `labels:`
+    "moabb": Format(moabb, "embedprobe.datasets.moabb.lookalike", "motor_imagery"),
 }
 
 
@@ -115,7 +118,11 @@ def dataset_root(config: dict, roots: dict, dataset: str) -> Path:
 
 
 def entry_root(roots: dict, entry: dict) -> Path:
-    """dataset_root of a dataset's config entry."""
+    """dataset_root of a dataset's config entry (a format with its own rule for `path`,
+    MOABB's `MNE_DATA`, says where it is)."""
+    own = getattr(entry_reader(entry), "entry_root", None)
+    if own is not None:
+        return own(Path(roots["data_root"]), entry["path"])
     return Path(roots["data_root"]) / entry["path"]
 
 
@@ -247,6 +254,9 @@ def entry_fix(config: dict, dataset: str, entry: dict, status: DataStatus,
         return f"delete {status.root} and rerun: the demo_data rule regenerates it"
     put = (f"put the {dataset} files under {status.root} (or point --config data_root=... "
            "or EMBEDPROBE_DATA_ROOT at the folder that holds them)")
+    own = getattr(entry_reader(entry), "fetch_fix", None)  # a format that fetches its own
+    if own is not None:
+        put = own(entry, status.root)
     fetch = can_fetch(entry.get("source"))  # its publisher serves it openly: a command fetches it
     if status.state == "partial" and not partial_allowed(config):
         # the command that runs on the recordings that are there

@@ -225,7 +225,10 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
         raise UsageError(f"{dataset}/{model_id} is ruled out by the channel map: {plan.reason}",
                          fix=f"remove {model_id} from the benchmark's models for {dataset}")
     device = torch_device(config)
-    kind = settings.reader_kind or (PROCESSES if device.type == "cuda" else THREADS)
+    # a reader that must stay in this process (READER_KIND: MOABB's import brings torch into
+    # every reader process) reads in threads
+    kind = settings.reader_kind or getattr(context.reader, "READER_KIND", None) or (
+        PROCESSES if device.type == "cuda" else THREADS)
     if kind == PROCESSES and settings.reader_threads > 0:
         start_reader_server()  # it imports the reading code while the model is built
     from embedprobe.pipeline.index import read_index

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from embedprobe.core.config import lookup
+from embedprobe.core.config import lookup, resolve_roots
 from embedprobe.core.errors import UsageError
 from embedprobe.core.variants import BCI_TASKS, NO_FILTERING
-from embedprobe.datasets.registry import entry_reader, labelling_task_name, reader_for
+from embedprobe.datasets.registry import entry_reader, entry_root, labelling_task_name
 from embedprobe.pipeline.filters import FilterStep, describe
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def entry_preprocessing(config: dict, dataset: str, entry: dict, spec: ModelSpec
     if task in BCI_TASKS:
         steps = Preprocessing(entry_bci_filters(dataset, entry, spec, task),
                               whole_recordings=True,
-                              average_reference=reader_average_reference(entry_reader(entry)),
+                              average_reference=entry_average_reference(config, entry),
                               resampling=WHOLE_MNE)
     else:
         steps = Preprocessing((FilterStep("highpass", (HIGHPASS_HZ,)),
@@ -210,9 +210,14 @@ def bci_average_reference(config: dict, dataset: str) -> tuple[str, ...]:
     set_eeg_reference(ref_channels="average", ch_type="eeg") after picking the recording's EEG
     channels, before any model's channel selection): every EEG channel of the dataset's
     format, whichever of them the model reads (BIOT reads 18 of BNCI 2014-001's 22)."""
-    return reader_average_reference(reader_for(config, dataset))
+    return entry_average_reference(config, lookup(config, "datasets", dataset))
 
 
-def reader_average_reference(reader) -> tuple[str, ...]:
-    """bci_average_reference of a dataset format's reader."""
+def entry_average_reference(config: dict, entry: dict) -> tuple[str, ...]:
+    """bci_average_reference of a dataset's config entry: its format's EEG channels, or where
+    they differ by dataset (format moabb: each MOABB class has its own) what the reader finds
+    in the dataset's files (`eeg_channels(entry, root)`)."""
+    reader = entry_reader(entry)
+    if hasattr(reader, "eeg_channels"):
+        return tuple(reader.eeg_channels(entry, entry_root(resolve_roots(config), entry)))
     return tuple(getattr(reader, "EEG_CHANNELS", reader.CHANNELS))

@@ -1,0 +1,133 @@
+"""MOABB's own loading, offline: its dataset classes by name, the data folder it reads, and no
+network while it reads.
+
+A MOABB dataset class fetches any file it does not find in its MNE data folder. A job runs
+offline, so every call into MOABB here runs with socket connects and name lookups refused:
+a file MOABB would download raises `Offline` instead, which the reader reports as a missing
+subject with the command that fetches it on a login node. The calls run one at a time (MOABB
+and the refusal are process-wide).
+
+The folder: an entry's `path: MNE_DATA` is the folder MOABB itself resolves (MNE_DATA from the
+environment or MNE's config, else ~/mne_data); any other `path` (under data_root, or absolute)
+is pinned for MOABB: MNE_DATA and, for each `MNE-<sign>-data` folder in it, MNE's
+MNE_DATASETS_<SIGN>_PATH point there while MOABB reads, so a user's own settings cannot send
+it elsewhere (and MOABB writes none of them into MNE's config file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import socket
+import threading
+import warnings
+from pathlib import Path
+
+from embedprobe.core.errors import UsageError
+from embedprobe.core.names import closest
+
+MNE_DATA = "MNE_DATA"  # an entry's `path` meaning the folder MOABB resolves itself
+_LOCK = threading.RLock()
+_SIGN_FOLDER = re.compile(r"^MNE-(?P<sign>.+)-data$")
+
+
+class Offline(OSError):
+    """MOABB reached for the network: a file it needs is not in its data folder."""
+
+
+class _Refusal:
+    """Refuses every connect and name lookup, remembering that it did (the HTTP client wraps
+    the error in its own)."""
+
+    def __init__(self):
+        self.refused = False
+
+    def __call__(self, *args, **kwargs):
+        self.refused = True
+        raise Offline("a MOABB dataset tried to download a file (jobs run offline)")
+
+
+@functools.lru_cache(maxsize=1)
+def dataset_names() -> tuple[str, ...]:
+    """The dataset classes moabb.datasets exports (FakeDataset and the like included)."""
+    import moabb.datasets as module
+    from moabb.datasets.base import BaseDataset
+
+    return tuple(sorted(name for name, value in vars(module).items()
+                        if isinstance(value, type) and issubclass(value, BaseDataset)
+                        and value is not BaseDataset and not name.startswith("_")))
+
+
+@functools.lru_cache(maxsize=8)
+def dataset(name: str):
+    """An instance of the MOABB dataset class `name` (all its subjects); an unknown name is
+    refused with the closest one."""
+    import moabb
+    import moabb.datasets as module
+
+    names = dataset_names()
+    if name not in names:
+        raise UsageError(f"moabb_dataset: {name!r} is not a dataset class of MOABB "
+                         f"{moabb.__version__}{closest(name, names)}",
+                         fix="name a class of moabb.datasets as MOABB spells it (python -c "
+                             "'import moabb.datasets as d; print(d.__all__)')")
+    return getattr(module, name)()
+
+
+def default_folder() -> Path:
+    """MOABB's folder when no entry pins one: MNE_DATA (environment, then MNE's config), else
+    ~/mne_data, as moabb.datasets.download.get_dataset_path falls back."""
+    from mne import get_config
+
+    value = get_config(MNE_DATA)
+    return Path(value).expanduser() if value else Path.home() / "mne_data"
+
+
+def _pinned_environment(folder: Path) -> dict[str, str]:
+    settings = {MNE_DATA: str(folder)}
+    if folder.is_dir():
+        for child in folder.iterdir():
+            match = _SIGN_FOLDER.match(child.name)
+            if match and child.is_dir():
+                settings[f"MNE_DATASETS_{match['sign'].upper()}_PATH"] = str(folder)
+    return settings
+
+
+@contextlib.contextmanager
+def reading(folder: Path, pinned: bool):
+    """MOABB reads `folder` (pinned: see the module's docstring), offline, one caller at a
+    time; an attempt to download raises Offline."""
+    with _LOCK:
+        settings = _pinned_environment(Path(folder)) if pinned else {}
+        saved = {key: os.environ.get(key) for key in settings}
+        connect, lookup = socket.socket.connect, socket.getaddrinfo
+        refuse = _Refusal()
+        os.environ.update(settings)
+        socket.socket.connect, socket.getaddrinfo = refuse, refuse
+        try:
+            with warnings.catch_warnings():
+                # MOABB's loaders ask MNE for montages it has renamed: not the user's to fix
+                warnings.simplefilter("ignore", FutureWarning)
+                yield
+        except Exception as error:
+            if refuse.refused:
+                raise Offline(str(error)) from error
+            raise
+        finally:
+            socket.socket.connect, socket.getaddrinfo = connect, lookup
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def fetch_command(name: str, subjects: list[int] | None, folder: Path | None) -> str:
+    """The command that downloads `subjects` (None: all) of the dataset on a machine with
+    network, into `folder` (None: MOABB's own)."""
+    arguments = [] if subjects is None else [f"subject_list={subjects}"]
+    arguments += [] if folder is None else [f"path='{folder}'"]
+    return (f"python -c \"from moabb.datasets import {name}; "
+            f"{name}().download({', '.join(arguments)})\"")
