@@ -58,7 +58,8 @@ def test_selected_folds_are_checked_against_each_benchmark(config):
 
 
 def test_models_and_datasets_are_kept_in_the_benchmarks_order(config):
-    assert selected(config, "epilepsy", "datasets") == ["siena", "chbmit", "sz2"]
+    assert selected(config, "epilepsy", "datasets") == ["siena", "chbmit", "sz2",
+                                                        "helsinki_neonatal"]
     config["only_datasets"] = "siena"  # `a,b` from the command line
     config["only_models"] = ["biot_random", "labram_random"]
     assert selected(config, "epilepsy", "datasets") == ["siena"]

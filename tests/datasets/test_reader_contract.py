@@ -56,6 +56,7 @@ SMALL = {
     "hmc": {"subjects": 2, "hours": 1 / 6, "seed": 0},
     "dcsm": {"subjects": 2, "hours": 1 / 6, "seed": 0},
     "mass": {"subsets": [1, 2], "subjects": 1, "hours": 1 / 6, "seed": 0},
+    "helsinki": {"neonates": 2, "minutes": 2, "seed": 0},
 }
 # format -> the realdata folder that holds whole recordings of it
 REAL = {"physionet_mi": "eeg-motor-movementimagery-dataset-1.0.0/files",
