@@ -9,7 +9,8 @@ The signals are datasets/synth/seizure.py's, as the CHB-MIT and Siena look-alike
 background with rhythms that resemble seizures without being ones (theta and beta bursts,
 interictal discharges, chewing), artefacts, and seizures of one kind per neonate that build up,
 stay focal or spread, and leave post-ictal slowing. That is what keeps a random encoder from
-scoring it perfectly: the look-alike seizures are not easier than the adult look-alikes'.
+scoring it perfectly: a random BIOT's event AUC on helsinki_neonatal_demo is well below 0.95
+(docs/measurements/2026-12-07-helsinki-neonatal-demo.md).
 The generator draws the true seizures (the first neonate has some, the last none) and each
 expert marks each of them with probability 0.85 (0.7 for one under 30 s), its onset and end
 each moved by up to 4 s, and with probability 0.15 a stretch of 10-30 s that holds no seizure:

@@ -32,7 +32,8 @@ Settings: source (chbmit), and the source's own: patients (5), files_per_patient
 minutes_per_file (60), seed (0). Every source's look-alike is as hard for a random encoder as
 the CHB-MIT or Siena one it is made from (datasets/synth/seizure.py: rhythms that resemble
 seizures in the background, focal seizures that few channels see); SeizeIT2's two channels
-see less of each seizure than the scalp montage does, so it is not easier.
+are a subset of what the CHB-MIT look-alike records, so they see no more of each seizure (no
+family that reads them has a random-encoder score measured here yet).
 """
 
 from __future__ import annotations
