@@ -60,6 +60,7 @@ SMALL = {
     "nmt": {"train_normal": 1, "train_abnormal": 1, "eval_normal": 1, "eval_abnormal": 1,
             "minutes": 2, "seed": 0},
     "moabb": {"moabb_dataset": "BNCI2014_004", "subjects": 4, "trials_per_run": 2, "seed": 0},
+    "helsinki": {"neonates": 2, "minutes": 2, "seed": 0},
 }
 # format -> the realdata folder that holds whole recordings of it
 REAL = {"physionet_mi": "eeg-motor-movementimagery-dataset-1.0.0/files",

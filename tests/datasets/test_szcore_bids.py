@@ -116,7 +116,7 @@ def test_the_lookalike_writes_its_sources_conversion(tmp_path):
         "MANIFEST.tsv", "dataset_description.json", "events.json", "participants.tsv",
         "sub-01", "sub-02"]  # the scratch PhysioNet layout is gone
     assert len(reader.find_recordings(tmp_path / "bids")) == 4
-    with pytest.raises(UsageError, match="converts chbmit or siena"):
+    with pytest.raises(UsageError, match="converts chbmit, siena, sz2"):
         lookalike.write_lookalike(tmp_path / "x", {"source": "tusz"})
 
 

@@ -36,6 +36,7 @@ from embedprobe.datasets.bonn import lookalike as bonn_lookalike
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
 from embedprobe.datasets.dcsm import lookalike as dcsm_lookalike
 from embedprobe.datasets.dod import lookalike as dod_lookalike
+from embedprobe.datasets.helsinki import lookalike as helsinki_lookalike
 from embedprobe.datasets.hmc import lookalike as hmc_lookalike
 from embedprobe.datasets.isruc import lookalike as isruc_lookalike
 from embedprobe.datasets.mass import lookalike as mass_lookalike
@@ -323,6 +324,8 @@ STAGES = {"sites": ["GSBB", "MSTH"], "subjects": 2, "repeats": 0, "hours": 0.25,
 HMC = {"subjects": 4, "hours": 0.25, "seed": 0}
 DCSM = {"subjects": 4, "hours": 0.25, "seed": 0}
 MASS = {"subsets": [1, 2], "subjects": 2, "hours": 0.25, "seed": 0}
+HELSINKI = {"neonates": 4, "minutes": 2, "seed": 0}
+HELSINKI_CUT_S = helsinki_lookalike.plan(HELSINKI)[0].seconds - 30  # _helsinki_cut's eeg1.edf
 FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
     "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
             chbmit_lookalike, CHB),
@@ -359,6 +362,8 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
               "trim_wake_minutes": 1440, "fold_order": "text"}, dcsm_lookalike, DCSM),
     "mass": ({"format": "mass", "channel_map": "mass", "epoch_seconds": 30,
               "trim_wake_minutes": 1440, "fold_strata": r"^01-(\d\d)-"}, mass_lookalike, MASS),
+    "helsinki": ({"format": "helsinki", "channel_map": "helsinki_neonatal", "epoch_seconds": 10},
+                 helsinki_lookalike, HELSINKI),
 }
 # The recording-level datasets' classes are checked while the index is built when a benchmark
 # of a recording-level task lists them (ISRUC's staging alone does not read its tables).
@@ -576,6 +581,22 @@ def _psg2018_unknown(notes: list) -> list:
     return [*notes[:opening], (notes[opening][0], "(resp_snoring"), *notes[opening + 1:]]
 
 
+def _helsinki_three_columns(data: Path) -> None:
+    """Expert C's file loses its last neonate's column."""
+    path = data / "annotations_2017_C.csv"
+    path.write_text("".join(line.rsplit(",", 1)[0] + "\n"
+                            for line in path.read_text().splitlines()))
+
+
+def _helsinki_cut(data: Path) -> None:
+    """eeg1.edf loses its last 30 s; the experts' columns still annotate them."""
+    import edfio
+
+    edf = edfio.read_edf(data / "eeg1.edf")
+    edf.slice_between_seconds(0, edf.duration - 30)
+    edf.write(data / "eeg1.edf")
+
+
 def _bonn_cut(data: Path) -> None:
     clip = data / "Z/Z001.txt"
     clip.write_text("".join(clip.read_text().splitlines(True)[:-10]))
@@ -688,6 +709,12 @@ FORMAT_CASES = {
     "PhysioNet 2018 unknown note": ("psg2018", lambda d: _psg2018_notes(d, _psg2018_unknown), 2,
                                     "unknown annotation type 'resp_snoring'",
                                     "resp_obstructiveapnea"),
+    "Helsinki annotation of another column count": (
+        "helsinki", _helsinki_three_columns, 2, "annotations_2017_C.csv: 3 columns (neonates), "
+        "but annotations_2017_A.csv has 4", "one column per recording"),
+    "Helsinki recording shorter than its annotation": (
+        "helsinki", _helsinki_cut, 2, f"eeg1.edf: {HELSINKI_CUT_S} s long, but "
+        "annotations_2017_A.csv annotates", "download eeg1.edf again"),
     "PhysioNet 2018 annotations missing": ("psg2018", lambda d: (
         d / physionet2018_lookalike.plan(PSG2018)[1].folder
         / f"{physionet2018_lookalike.plan(PSG2018)[1].record}.arousal").unlink(), 2,

@@ -338,3 +338,13 @@ def annotation_events(annotations) -> list[Event]:
     """MNE annotations as the reader interface's events, as they are written."""
     return [Event(float(o), float(d), str(t)) for o, d, t in
             zip(annotations.onset, annotations.duration, annotations.description, strict=True)]
+
+
+def recording_header(path: Path, fix: str) -> RecordingHeader:
+    """Every signal of the EDF file but its annotations, as MNE names them; the rate and
+    length of the first. A file without one is refused (`fix`)."""
+    header = read_edf_header(path)
+    channels = tuple(label for label in header.labels if label != ANNOTATIONS)
+    if not channels:
+        raise DataError(f"{path}: no signal", fix=fix)
+    return RecordingHeader(channels, header.sfreq(channels[0]), header.n_samples(channels[0]))

@@ -19,6 +19,7 @@ from embedprobe.datasets.chbmit import reader as chbmit
 from embedprobe.datasets.dcsm import reader as dcsm
 from embedprobe.datasets.dod import reader as dod
 from embedprobe.datasets.eegmat import reader as eegmat
+from embedprobe.datasets.helsinki import reader as helsinki
 from embedprobe.datasets.hmc import reader as hmc
 from embedprobe.datasets.isruc import reader as isruc
 from embedprobe.datasets.mass import reader as mass
@@ -57,6 +58,7 @@ FORMATS = {
     "siena": Format(siena, "embedprobe.datasets.siena.lookalike", "seizure_detection"),
     "szcore_bids": Format(szcore_bids, "embedprobe.datasets.szcore_bids.lookalike",
                           "seizure_detection"),
+    "helsinki": Format(helsinki, "embedprobe.datasets.helsinki.lookalike", "seizure_detection"),
     "physionet_mi": Format(physionet_mi, "embedprobe.datasets.physionet_mi.lookalike",
                            "motor_imagery"),
     "bnci2014_001": Format(bnci2014_001, "embedprobe.datasets.bnci2014_001.lookalike",

@@ -6,8 +6,10 @@ Entry forms, one per family in config/channel_maps/<dataset>.yaml:
   slots: {slot: source}            for families that read channels by slot (SLOT_LAYOUTS)
   derive: {model name: source}     for the others, when their inputs are derived
 A source is a recorded channel as is ("EEG Fpz-Cz"), a bipolar pair derived from two recorded
-electrodes (["EEG Fp1", "EEG F7"]: Fp1 - F7), or one electrode standing in for a pair
-({approx: "C3"}). Slots without a source are zero. Any entry may carry a `note:`.
+electrodes (["EEG Fp1", "EEG F7"]: Fp1 - F7), one electrode standing in for a pair
+({approx: "C3"}), or the first of several channels a recording has ({first_of: ["BTEleft SD",
+"BTEright SD"]}: a channel whose name differs between recordings, resolved per recording by
+`recorded_in`). Slots without a source are zero. Any entry may carry a `note:`.
 
 Kept free of torch: reader processes import this module (pipeline/window_recipe.py).
 """
@@ -22,7 +24,7 @@ import numpy as np
 import yaml
 
 from embedprobe.core.config import PROJECT_ROOT, lookup
-from embedprobe.core.errors import UsageError
+from embedprobe.core.errors import DataError, UsageError
 
 CHANNEL_MAP_DIR = PROJECT_ROOT / "config" / "channel_maps"
 
@@ -38,12 +40,12 @@ BIOT_SLOTS = (
 # Families that read channels by slot: the model gets every slot, a slot without a source zero.
 SLOT_LAYOUTS: dict[str, tuple[str, ...]] = {"biot": BIOT_SLOTS}
 
-DIRECT, DERIVED, APPROX = "direct", "derived", "approx"
+DIRECT, DERIVED, APPROX, FIRST_OF = "direct", "derived", "approx", "first of"
 APPLIED, AS_RECORDED, SLOTS, DERIVED_STATE, RULED_OUT = (
     "applied", "labels as recorded", "slots", "derived", "ruled out")
 FORMS = ("rename", "labels_as_recorded", "slots", "derive", "skip")
-SOURCE_FORMS = ('a recorded channel ("EEG Fpz-Cz"), a pair ["EEG Fp1", "EEG F7"] (Fp1 - F7) '
-                'or {approx: "EEG C3"}')
+SOURCE_FORMS = ('a recorded channel ("EEG Fpz-Cz"), a pair ["EEG Fp1", "EEG F7"] (Fp1 - F7), '
+                '{approx: "EEG C3"} or {first_of: ["BTEleft SD", "BTEright SD"]}')
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,11 @@ class Source:
     """What one model input is made of: `plus` as recorded, or `plus` - `minus`."""
 
     position: int  # the model input it feeds
-    kind: str  # DIRECT (a recorded derivation), DERIVED (plus - minus), APPROX (one electrode)
+    kind: str  # DIRECT (a recorded derivation), DERIVED (plus - minus), APPROX (one electrode),
+    # FIRST_OF (the first of `alternatives` a recording has; `plus` is the first listed)
     plus: str
     minus: str | None = None
+    alternatives: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,9 @@ class ChannelPlan:
     reason: str = ""
     sources: tuple[Source, ...] = ()  # slots / derive: the filled inputs, in input order
     note: str = ""
+    # per recorded channel, its alternatives where a first_of source names it (else empty):
+    # recorded_in picks the one each recording has
+    choices: tuple[tuple[str, ...], ...] = ()
 
     @property
     def ruled_out(self) -> bool:
@@ -80,8 +87,8 @@ class ChannelPlan:
         if not self.derives:
             return f"{self.state}: {len(self.model_names)} channels"
         kinds = [source.kind for source in self.sources]
-        counts = ", ".join(f"{kinds.count(kind)} {kind}" for kind in (DIRECT, DERIVED, APPROX)
-                           if kind in kinds)
+        counts = ", ".join(f"{kinds.count(kind)} {kind}"
+                           for kind in (DIRECT, DERIVED, APPROX, FIRST_OF) if kind in kinds)
         zero = len(self.model_names) - len(self.sources)
         return (f"{self.state}: {len(self.sources)} of {len(self.model_names)} inputs filled "
                 f"({counts})" + (f", {zero} zero" if zero else ""))
@@ -187,7 +194,8 @@ def _slot_plan(path: Path, family: str, slots, note: str) -> ChannelPlan:
         )
     sources = tuple(_source(path, family, name, layout.index(name), slots[name])
                     for name in layout if name in slots)
-    return ChannelPlan(SLOTS, _read_order(sources), layout, sources=sources, note=note)
+    recorded, choices = _read_order(path, family, sources)
+    return ChannelPlan(SLOTS, recorded, layout, sources=sources, note=note, choices=choices)
 
 
 def _derived_plan(path: Path, family: str, inputs, note: str) -> ChannelPlan:
@@ -197,8 +205,9 @@ def _derived_plan(path: Path, family: str, inputs, note: str) -> ChannelPlan:
                          fix='e.g. derive: {FP1-F7: ["EEG Fp1", "EEG F7"]}')
     sources = tuple(_source(path, family, name, position, value)
                     for position, (name, value) in enumerate(inputs.items()))
-    return ChannelPlan(DERIVED_STATE, _read_order(sources), tuple(map(str, inputs)),
-                       sources=sources, note=note)
+    recorded, choices = _read_order(path, family, sources)
+    return ChannelPlan(DERIVED_STATE, recorded, tuple(map(str, inputs)), sources=sources,
+                       note=note, choices=choices)
 
 
 def _source(path: Path, family: str, name, position: int, value) -> Source:
@@ -207,6 +216,11 @@ def _source(path: Path, family: str, name, position: int, value) -> Source:
         return Source(position, DIRECT, value)
     if isinstance(value, dict) and set(value) == {"approx"} and isinstance(value["approx"], str):
         return Source(position, APPROX, value["approx"])
+    if isinstance(value, dict) and set(value) == {"first_of"}:
+        names = value["first_of"]
+        if (isinstance(names, list) and len(names) >= 2
+                and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
+            return Source(position, FIRST_OF, names[0], alternatives=tuple(names))
     if (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)
             and value[0] != value[1]):
         return Source(position, DERIVED, value[0], value[1])
@@ -214,12 +228,58 @@ def _source(path: Path, family: str, name, position: int, value) -> Source:
                      fix=f"give {name} {SOURCE_FORMS}")
 
 
-def _read_order(sources: tuple[Source, ...]) -> tuple[str, ...]:
-    """The recorded channels the sources use, each once, in the order first used."""
-    seen: dict[str, None] = {}
+def _read_order(path: Path, family: str, sources: tuple[Source, ...]
+                ) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """The recorded channels the sources use, each once, in the order first used, and each
+    one's alternatives (all empty where no source is a first_of). A recorded row is one
+    channel in every recording: a name that is also another source's alternative is refused."""
+    seen: dict[str, tuple[str, ...]] = {}
     for source in sources:
-        seen.update(dict.fromkeys(n for n in (source.plus, source.minus) if n is not None))
-    return tuple(seen)
+        used = [(source.plus, source.alternatives)] + (
+            [(source.minus, ())] if source.minus is not None else [])
+        for name, alternatives in used:
+            if seen.setdefault(name, alternatives) != alternatives:
+                raise UsageError(f"{path}: '{family}' reads {name} both as itself and as one "
+                                 "of a first_of",
+                                 fix="name the channel one way in this family's entry")
+    every = [n for name, group in seen.items() for n in (group or (name,))]
+    twice = sorted({n for n in every if every.count(n) > 1})
+    if twice:
+        raise UsageError(f"{path}: '{family}' names {', '.join(twice)} in more than one source",
+                         fix="give each recorded channel one source (a first_of lists it once)")
+    choices = tuple(seen.values()) if any(seen.values()) else ()
+    return tuple(seen), choices
+
+
+def recorded_in(plan: ChannelPlan, channels, where: Path) -> tuple[str, ...]:
+    """plan.recorded as one recording names them: each first_of group's first alternative
+    among `channels` (the recording's, read_header), the other channels as they are. A
+    recording with none of a group is refused, naming `where` (its signal file)."""
+    if not plan.choices:
+        return plan.recorded
+    present = set(channels)
+    names = []
+    for name, alternatives in zip(plan.recorded, plan.choices, strict=True):
+        if not alternatives:
+            names.append(name)
+            continue
+        found = next((a for a in alternatives if a in present), None)
+        if found is None:
+            raise DataError(f"{where}: has none of {', '.join(alternatives)} (the channel map's "
+                            f"first_of; its channels: {', '.join(channels)})",
+                            fix="add the recording's name for that channel to the first_of list "
+                                "in the dataset's channel map, or leave the recording out")
+        names.append(found)
+    return tuple(names)
+
+
+def every_channel(plan: ChannelPlan) -> tuple[str, ...]:
+    """Every recorded channel the plan may read in some recording: first_of alternatives
+    included (the data-quality scan looks at those a recording has)."""
+    if not plan.choices:
+        return plan.recorded
+    return tuple(dict.fromkeys(n for name, group in zip(plan.recorded, plan.choices, strict=True)
+                               for n in (group or (name,))))
 
 
 def mapped_channels(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR) -> tuple[str, ...]:
@@ -233,7 +293,7 @@ def channels_at(path: Path, dataset: str) -> tuple[str, ...]:
     entries = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
     seen: dict[str, None] = {}
     for family in entries:
-        seen.update(dict.fromkeys(plan_at(path, dataset, family).recorded))
+        seen.update(dict.fromkeys(every_channel(plan_at(path, dataset, family))))
     return tuple(seen)
 
 

@@ -17,7 +17,12 @@ import numpy as np
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.registry import FORMATS
-from embedprobe.pipeline.channel_maps import ChannelPlan, derive_inputs, input_positions
+from embedprobe.pipeline.channel_maps import (
+    ChannelPlan,
+    derive_inputs,
+    input_positions,
+    recorded_in,
+)
 from embedprobe.pipeline.filters import apply_filters, average_reference
 from embedprobe.pipeline.filters import reach as filter_reach
 from embedprobe.pipeline.preprocess import (
@@ -149,7 +154,9 @@ def _read(recipe: WindowRecipe, rec, span: tuple[int, int] | None, index_sfreq: 
     whole recording: (inputs, samples) float32 in volts."""
     reader = FORMATS[recipe.reader_format].reader
     reference = recipe.preprocessing.average_reference
-    names = recipe.channels + tuple(c for c in reference if c not in recipe.channels)
+    channels = (recorded_in(recipe.plan, reader.read_header(rec).channels, rec.signal_path)
+                if recipe.plan.choices else recipe.channels)  # a first_of: this recording's
+    names = channels + tuple(c for c in reference if c not in channels)
     signals = reader.read_signals(rec, names, span=span)
     if span is not None and not signals.data.shape[-1]:  # past the end: the whole file says
         signals, span = reader.read_signals(rec, names), None  # by how much
@@ -160,7 +167,7 @@ def _read(recipe: WindowRecipe, rec, span: tuple[int, int] | None, index_sfreq: 
     order = [signals.ch_names.index(name) for name in names]
     data = signals.data if order == list(range(len(order))) else signals.data[order]
     if reference:  # linear, like the filters after it: its order with them does not matter
-        data = average_reference(data, names, reference)[:len(recipe.channels)]
+        data = average_reference(data, names, reference)[:len(channels)]
     return (derive_inputs(recipe.plan, data),
             ReadSpan(span[0] if span else 0, float(signals.sfreq)))
 

@@ -1,4 +1,5 @@
-"""A SzCORE BIDS look-alike: the CHB-MIT or Siena look-alike converted as SzCORE converts them.
+"""A SzCORE BIDS look-alike: the CHB-MIT or Siena look-alike converted as SzCORE converts them,
+or SeizeIT2's behind-the-ear recordings made from the CHB-MIT look-alike's.
 
 The PhysioNet-layout look-alike of `source` (datasets/chbmit, datasets/siena: same settings,
 same signals, same seizures) is written to a scratch folder and converted recording by
@@ -11,6 +12,14 @@ recording, as esl-epfl/epilepsy2bids converts the real releases:
            their common average and resampled to 256 Hz, labelled "Fp1-Avg", ..., "T3-Avg";
            each patient's seizures of one type (sz_foc_ia, sz_foc_a or sz_foc_f2b, as the
            release's subject table gives one per patient)
+  SeizeIT2 as OpenNeuro ds005873 lays it out: sub-001/ses-01 (three-digit subjects), runs from
+           01; two EEG channels at 256 Hz, the behind-the-ear one named after the ear the
+           device sat on ("BTEleft SD" for odd-numbered subjects, "BTEright SD" for even ones,
+           so a small look-alike has both) and "CROSStop SD". They are the CHB-MIT look-alike's
+           T7-FT9 (left) or FT10-T8 (right) and FT9-FT10 (across the head): the same seizures,
+           seen by two channels near the ears (the release's ECG, EMG and movement recordings,
+           in their own folders, are not written). Seizures sz_foc_a, sz_foc_ia or
+           sz_foc_f2b, one type per patient.
 
 Each recording: its EDF, `_eeg.json` sidecar and `_events.tsv` (onset, duration, eventType,
 confidence, channels, dateTime, recordingDuration; one `bckg` row over a recording without
@@ -20,7 +29,11 @@ channels.tsv, which the releases do not have. How hard the look-alike is to scor
 source's (datasets/synth/seizure.py): the signals are the same.
 
 Settings: source (chbmit), and the source's own: patients (5), files_per_patient (3),
-minutes_per_file (60), seed (0).
+minutes_per_file (60), seed (0). Every source's look-alike is as hard for a random encoder as
+the CHB-MIT or Siena one it is made from (datasets/synth/seizure.py: rhythms that resemble
+seizures in the background, focal seizures that few channels see); SeizeIT2's two channels
+are a subset of what the CHB-MIT look-alike records, so they see no more of each seizure (no
+family that reads them has a random-encoder score measured here yet).
 """
 
 from __future__ import annotations
@@ -50,6 +63,10 @@ CHBMIT_CHANNELS = ("FP1-F3", "F3-C3", "C3-P3", "P3-O1", "FP1-F7", "F7-T7", "T7-P
 ELECTRODES_10_20 = ("Fp1", "F3", "C3", "P3", "O1", "F7", "T3", "T5", "Fz", "Cz", "Pz", "Fp2",
                     "F4", "C4", "P4", "O2", "F8", "T4", "T6")
 SIENA_TYPES = ("sz_foc_ia", "sz_foc_a", "sz_foc_f2b")  # the release's IAS, WIAS, FBTC
+SOURCES = ("chbmit", "siena", "sz2")
+# SeizeIT2's channels: (its label, the CHB-MIT look-alike derivation it is made from)
+SZ2_LEFT = (("BTEleft SD", "T7-FT9"), ("CROSStop SD", "FT9-FT10"))
+SZ2_RIGHT = (("BTEright SD", "FT10-T8"), ("CROSStop SD", "FT9-FT10"))
 COLUMNS = ("onset", "duration", "eventType", "confidence", "channels", "dateTime",
            "recordingDuration")
 
@@ -59,22 +76,35 @@ class Source:
     channels kept and the seizure label of each patient."""
 
     def __init__(self, name: str):
-        if name not in ("chbmit", "siena"):
-            raise UsageError(f"source={name!r}: the SzCORE BIDS look-alike converts chbmit or "
-                             "siena", fix="choose source: chbmit or source: siena")
+        if name not in SOURCES:
+            raise UsageError(f"source={name!r}: the SzCORE BIDS look-alike converts "
+                             f"{', '.join(SOURCES)}",
+                             fix=f"choose source: one of {', '.join(SOURCES)}")
         self.name = name
-        self.reader = importlib.import_module(f"embedprobe.datasets.{name}.reader")
-        self.lookalike = importlib.import_module(f"embedprobe.datasets.{name}.lookalike")
+        made_from = "chbmit" if name == "sz2" else name  # SeizeIT2's channels are CHB-MIT's
+        self.reader = importlib.import_module(f"embedprobe.datasets.{made_from}.reader")
+        self.lookalike = importlib.import_module(f"embedprobe.datasets.{made_from}.lookalike")
         self.first_run = 0 if name == "chbmit" else 1
         self.line_freq = 60 if name == "chbmit" else 50
 
     def subject_session(self, folder: str) -> tuple[str, str]:
-        """("01", "02") for CHB-MIT's chb21 (chb01's patient again), else (number, "01")."""
+        """("01", "02") for CHB-MIT's chb21 (chb01's patient again), else (number, "01");
+        SeizeIT2 numbers subjects with three digits."""
+        if self.name == "sz2":
+            return f"{int(folder[3:5]):03d}", "01"
         if self.name == "chbmit":
             return ("01", "02") if folder == "chb21" else (folder[3:5], "01")
         return folder[2:4], "01"
 
-    def signals(self, rec, sfreq: float) -> list[Signal]:
+    def sz2_channels(self, subject: str) -> tuple[tuple[str, str], ...]:
+        return SZ2_LEFT if int(subject) % 2 else SZ2_RIGHT
+
+    def signals(self, rec, sfreq: float, subject: str) -> list[Signal]:
+        if self.name == "sz2":
+            pairs = self.sz2_channels(subject)
+            data = self.reader.read_signals(rec, [made for _, made in pairs])
+            return [Signal(label, row, "uV", PHYSICAL_RANGE) for (label, _), row in
+                    zip(pairs, data.data.astype(np.float64) * 1e6, strict=True)]
         if self.name == "chbmit":
             names = ["T8-P8-0" if c == "T8-P8" else c for c in CHBMIT_CHANNELS]
             data = self.reader.read_signals(rec, names).data.astype(np.float64) * 1e6
@@ -91,6 +121,10 @@ class Source:
 
     def seizure_label(self, subject: str) -> str:
         return "sz" if self.name == "chbmit" else SIENA_TYPES[int(subject) % len(SIENA_TYPES)]
+
+    @property
+    def reference(self) -> str:
+        return {"chbmit": "bipolar", "siena": "Common Average"}.get(self.name, "bipolar")
 
 
 def _bids_path(root: Path, subject: str, session: str, run: int, suffix: str, extension: str):
@@ -137,10 +171,10 @@ def convert(source_root: Path, out: Path, source_name: str) -> dict[str, Path]:
         header = read_edf_header(rec.edf)
         edf = out_paths[rec.edf]
         edf.parent.mkdir(parents=True, exist_ok=True)
-        signals = source.signals(rec, source.reader.read_header(rec).sfreq)
+        subject = edf.name.split("_")[0].removeprefix("sub-")
+        signals = source.signals(rec, source.reader.read_header(rec).sfreq, subject)
         write_edf(edf, signals, SFREQ, header.start)
         seconds = len(signals[0].data) / SFREQ
-        subject = edf.name.split("_")[0].removeprefix("sub-")
         label = source.seizure_label(subject)
         rows = [(e.onset, e.duration, label, header.start, seconds)
                 for e in source.reader.read_events(rec)] or [
@@ -150,8 +184,9 @@ def convert(source_root: Path, out: Path, source_name: str) -> dict[str, Path]:
         edf.with_name(f"{stem}_events.tsv").write_text(_events_tsv(rows))
         edf.with_name(f"{stem}_eeg.json").write_text(json.dumps({
             "TaskName": TASK, "SamplingFrequency": SFREQ, "PowerLineFrequency": source.line_freq,
-            "EEGReference": "bipolar" if source.name == "chbmit" else "Common Average",
-            "EEGChannelCount": len(signals), "EEGPlacementScheme": "10-20",
+            "EEGReference": source.reference,
+            "EEGChannelCount": len(signals),
+            "EEGPlacementScheme": "behind the ear" if source.name == "sz2" else "10-20",
             "RecordingDuration": round(seconds, 2), "RecordingType": "continuous"}, indent=2))
         written[rec.recording] = edf
     subjects = sorted({p.name.split("_")[0] for p in written.values()})

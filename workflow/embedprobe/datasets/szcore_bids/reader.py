@@ -31,7 +31,7 @@ from pathlib import Path
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, present
-from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals
+from embedprobe.datasets.edf import read_edf_header, read_edf_signals, recording_header
 
 FORMAT = "szcore_bids"
 SEIZURE = "seizure"
@@ -91,11 +91,7 @@ def find_recordings(root: Path) -> list[Recording]:
 
 def read_header(rec: Recording) -> RecordingHeader:
     """Every channel as MNE names it; rate and length of the first."""
-    header = read_edf_header(rec.edf)
-    channels = tuple(label for label in header.labels if label != ANNOTATIONS)
-    if not channels:
-        raise DataError(f"{rec.edf}: no signal", fix="use the EDF file of the release")
-    return RecordingHeader(channels, header.sfreq(channels[0]), header.n_samples(channels[0]))
+    return recording_header(rec.edf, "use the EDF file of the release")
 
 
 def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
