@@ -17,13 +17,14 @@ from helpers.project import snakemake
 
 pytestmark = pytest.mark.workflow
 
-# 3 subjects x 1 night, 0.3 h each, the sleep-staging demo at 3 folds (brain age needs at least
+# 3 subjects x 1 night, 0.3 h each with 2 min of wake either side (~45 windows a night: embed's
+# time goes with the windows), the sleep-staging demo at 3 folds (brain age needs at least
 # 6 subjects) under a target group of its own: every rule a target group runs (demo data, index,
 # check, both preflights, embed, probe, aggregate, pair figure, memory panel, summary,
 # leaderboard) runs once or per fold.
 TARGET = "odd_paths"
 TINY = {
-    "datasets": {"sleep_edf_demo": {"expected_recordings": 3,
+    "datasets": {"sleep_edf_demo": {"expected_recordings": 3, "trim_wake_minutes": 2,
                                     "generator": {"subjects": 3, "nights": 1, "hours": 0.3,
                                                   "seed": 2}}},
     "benchmarks": {"demo": {"folds": 3}},
