@@ -253,3 +253,25 @@ def test_the_config_offers_only_the_protocol_options_the_code_takes():
     offered = set(re.findall(r"\b([a-z]+_[a-z_]+) \(", block))
     assert offered == set(PROTOCOL_OPTIONS)
     assert not offered & set(MOVED_OPTIONS)
+
+
+_SHIPPED = load_config()
+BCI_DATASETS = sorted({d for b in _SHIPPED["target_groups"]["bci_demo"]
+                       for d in _SHIPPED["benchmarks"][b]["datasets"]})
+
+
+@pytest.mark.parametrize("dataset", BCI_DATASETS)
+def test_every_bci_demo_dataset_filters_in_its_confound_variants_only(config, dataset):
+    """Each paradigm's look-alike: the default and token_flattening variants embed with the
+    paradigm's confound filters, the two no_filtering ones with none (the workflow test runs
+    every variant on the motor-imagery and ERP look-alikes alone, tests/tasks/
+    test_task_benchmarks.py; this keeps the other paradigms' filters checked)."""
+    from embedprobe.pipeline.protocol import preprocessing
+
+    changed = materialize(copy.deepcopy(config))
+    filters = {}
+    for variant in VARIANTS:
+        spec = model_spec(changed, variant_model(variant, "cbramod_random"), dataset)
+        filters[variant] = json.dumps(preprocessing(changed, dataset, spec).key()["filters"])
+    assert filters["default"] == filters["token_flattening"] != filters["no_filtering"]
+    assert filters["no_filtering"] == filters["no_filtering_token_flattening"]

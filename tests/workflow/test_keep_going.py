@@ -1,10 +1,10 @@
 """A run finishes what it can and says what it skipped (real snakemake, one tiny demo).
 
-3 subjects x 1 night: the `demo` benchmark at 3 folds runs biot_random and lists biot_pretrained
-(no weights file) as skipped; demo_brain_age keeps 5 folds, which 3 subjects cannot fill:
-its own preflight warns about that benchmark alone. Then a broken weights file makes the check
-fail at run time: the run exits 1 and the table still has biot_random's row and the failed
-pair's.
+3 subjects x 1 night (0.3 h, 2 min of wake either side): the `demo` benchmark at 3 folds runs
+biot_random and lists biot_pretrained (no weights file) as skipped; demo_brain_age keeps 5
+folds, which 3 subjects cannot fill: its own preflight warns about that benchmark alone. Then
+a broken weights file makes the check fail at run time: the run exits 1 and the table still
+has biot_random's row and the failed pair's.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from helpers.project import snakemake
 pytestmark = pytest.mark.workflow
 
 TINY = {
-    "datasets": {"sleep_edf_demo": {"expected_recordings": 3,
+    "datasets": {"sleep_edf_demo": {"expected_recordings": 3, "trim_wake_minutes": 2,
                                     "generator": {"subjects": 3, "nights": 1, "hours": 0.3,
                                                   "seed": 1}}},
     "benchmarks": {"demo": {"models": ["biot_random", "biot_pretrained"], "folds": 3}},

@@ -1,10 +1,10 @@
 """Choosing what runs (folds, only_models/only_datasets, limit_batches, strict) and a dataset
 whose files are missing: the plan's functions, then one small real-snakemake run.
 
-The run: a benchmark `pair` over the sleep demo (5 subjects x 1 night, generated) and
-`sleep_edf_gone`, a dataset entry whose folder is empty. `folds=debug` fits fold 0 of the demo
-and lists the empty one as skipped; a capped run (`limit_batches=2`) then writes only under
-`*_limited`; `strict=true` refuses the empty dataset.
+The run: a benchmark `pair` over the sleep demo (5 subjects x 1 night of 0.3 h, 2 min of wake
+either side, generated) and `sleep_edf_gone`, a dataset entry whose folder is empty.
+`folds=debug` fits fold 0 of the demo and lists the empty one as skipped; a capped run
+(`limit_batches=2`) then writes only under `*_limited`; `strict=true` refuses the empty dataset.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ GONE = {"format": "sleep_edf", "path": "gone", "channel_map": "sleep_edf_expande
         "expected_recordings": 2, "epoch_seconds": 30, "trim_wake_minutes": 30}
 PAIR = {"task": "sleep_staging", "datasets": ["sleep_edf_demo", "sleep_edf_gone"],
         "models": ["biot_random"], "folds": 5, "probe": {"C_grid": [0.1, 1.0]}}
-SMALL = {"datasets": {"sleep_edf_demo": {"expected_recordings": 5,
+SMALL = {"datasets": {"sleep_edf_demo": {"expected_recordings": 5, "trim_wake_minutes": 2,
                                          "generator": {"subjects": 5, "nights": 1,
                                                        "hours": 0.3, "seed": 1}},
                       "sleep_edf_gone": GONE},
