@@ -3,11 +3,9 @@ with Labels.csv)."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 
-import edfio
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,6 +16,7 @@ from embedprobe.datasets.nmt import lookalike
 from embedprobe.datasets.nmt import reader as nmt
 from embedprobe.datasets.tuh import ELECTRODES
 
+from helpers import lookalike as helper
 from helpers.seizure import check_channel_map
 
 SETTINGS = {"train_normal": 3, "train_abnormal": 3, "eval_normal": 1, "eval_abnormal": 2,
@@ -25,18 +24,8 @@ SETTINGS = {"train_normal": 3, "train_abnormal": 3, "eval_normal": 1, "eval_abno
 _PATH = re.compile(r"^(normal|abnormal)/(train|eval)/\d{7}\.edf$")
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("nmt")
-    files = lookalike.write_lookalike(root, SETTINGS)
-    return root, files, lookalike.plan(SETTINGS)
-
-
-@pytest.fixture
-def copy(demo, tmp_path):
-    target = tmp_path / "nmt"
-    shutil.copytree(demo[0], target)
-    return target
+demo = helper.demo_fixture(lookalike, SETTINGS, "nmt")
+copy = helper.copy_fixture("nmt")
 
 
 def test_layout_and_label_table_are_the_archives(demo):
@@ -87,10 +76,7 @@ def test_the_official_folds_test_eval_in_every_fold(demo):
     from embedprobe.probing.folds import recording_level_plan
 
     recordings = nmt.find_recordings(demo[0])
-    table = pd.DataFrame({"recording": [r.recording for r in recordings],
-                          "subject": [r.subject for r in recordings],
-                          "session": [r.session for r in recordings],
-                          "label": [nmt.CLASSES.index(r.label) for r in recordings]})
+    table = helper.fold_table(recordings, [nmt.CLASSES.index(r.label) for r in recordings])
     plan = recording_level_plan(table, {"folds": 3, "fold_seed": 42}, {"split": "official"})
     evaluated = sorted(r.subject for r in recordings if r.split == "eval")
     trained = sorted(r.subject for r in recordings if r.split == "train")
@@ -102,23 +88,14 @@ def test_the_official_folds_test_eval_in_every_fold(demo):
 
 
 def test_the_tusz_channel_map_fits_every_family(demo):
-    recorded = set(nmt.read_header(nmt.find_recordings(demo[0])[0]).channels)
-    plans = check_channel_map("tusz", recorded)
+    plans = check_channel_map("tusz", helper.first_channels(nmt, demo[0]))
     assert len(plans["biot"].sources) == 16 and len(plans["cbramod"].model_names) == 19
 
 
 def test_the_same_seed_writes_the_same_bytes(tmp_path):
     small = {"train_normal": 1, "train_abnormal": 1, "eval_normal": 1, "eval_abnormal": 1,
              "minutes": 2}
-
-    def digests(root, seed=0):
-        files = lookalike.write_lookalike(root, small | {"seed": seed})
-        return {f.relative_to(root).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
-                for f in files if f.suffix == ".edf"}
-
-    first = digests(tmp_path / "a")
-    assert digests(tmp_path / "b") == first
-    assert set(digests(tmp_path / "c", seed=1).values()).isdisjoint(first.values())
+    helper.check_seed_decides_the_bytes(lookalike, tmp_path, small, ".edf")
 
 
 def test_settings_are_checked():
@@ -158,12 +135,7 @@ def test_a_file_the_table_does_not_list_is_refused(copy):
     ("normal/train/subject1.edf", "not an NMT file name"),
 ])
 def test_a_file_outside_the_layout_is_refused(copy, place, says):
-    target = copy / place
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(first_edf(copy), target)
-    with pytest.raises(DataError, match=re.escape(says)) as err:
-        nmt.find_recordings(copy)
-    assert str(target) in err.value.message and err.value.fix
+    helper.check_refused_at(nmt, copy, first_edf(copy), copy / place, says)
 
 
 def test_a_folder_without_the_label_table_is_refused(copy):
@@ -174,11 +146,5 @@ def test_a_folder_without_the_label_table_is_refused(copy):
 
 
 def test_a_recording_without_a_scalp_electrode_is_refused(copy):
-    path = first_edf(copy, "abnormal", "eval")
-    edf = edfio.read_edf(path)
-    edf.drop_signals(["PZ"])
-    edf.write(path)
-    rec = next(r for r in nmt.find_recordings(copy) if r.edf == path)
-    with pytest.raises(DataError, match="no PZ: NMT's files hold all 19") as err:
-        nmt.read_header(rec)
-    assert str(path) in err.value.message and err.value.fix
+    helper.check_refused_without(nmt, copy, first_edf(copy, "abnormal", "eval"), "PZ",
+                          "no PZ: NMT's files hold all 19")

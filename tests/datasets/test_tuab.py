@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 from pathlib import Path
 
-import edfio
 import mne
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from embedprobe.datasets.edf import read_edf_header
 from embedprobe.datasets.tuab import lookalike
 from embedprobe.datasets.tuab import reader as tuab
 
+from helpers import lookalike as helper
 from helpers.seizure import check_channel_map
 
 SETTINGS = {"train_normal": 4, "train_abnormal": 4, "eval_normal": 2, "eval_abnormal": 2,
@@ -27,19 +26,8 @@ UV_STEP_V = 6400 / 65535 * 1e-6  # quantization step of the +-3200 uV EEG range,
 _PATH = re.compile(r"^edf/(train|eval)/(normal|abnormal)/01_tcp_ar/[a-z]{8}_s\d{3}_t\d{3}\.edf$")
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tuab")
-    files = lookalike.write_lookalike(root, SETTINGS)
-    return root, files, lookalike.plan(SETTINGS)
-
-
-@pytest.fixture
-def copy(demo, tmp_path):
-    """A copy of the look-alike to spoil."""
-    target = tmp_path / "tuab"
-    shutil.copytree(demo[0], target)
-    return target
+demo = helper.demo_fixture(lookalike, SETTINGS, "tuab")
+copy = helper.copy_fixture("tuab")
 
 
 def a_file(root, split="train", label="normal"):
@@ -133,16 +121,12 @@ def test_the_official_folds_validate_on_the_references_draw_over_files(demo):
     random_state=42) where each class has 5 subjects, else KFold with the same arguments (this
     look-alike's 4 + 4 train files); fold k validates on split k, and the eval files test every
     fold. Computed here with scikit-learn."""
-    import pandas as pd
     from sklearn.model_selection import KFold, StratifiedKFold
 
     from embedprobe.probing.folds import recording_level_plan
 
     recordings = tuab.find_recordings(demo[0])
-    table = pd.DataFrame({"recording": [r.recording for r in recordings],
-                          "subject": [r.subject for r in recordings],
-                          "session": [r.session for r in recordings],
-                          "label": [tuab.CLASSES.index(r.label) for r in recordings]})
+    table = helper.fold_table(recordings, [tuab.CLASSES.index(r.label) for r in recordings])
     plan = recording_level_plan(table, {"folds": 5, "fold_seed": 42}, {"split": "official"})
     train = sorted(r.subject for r in recordings if r.split == "train")
     labels = [int(any(r.label == "abnormal" for r in recordings if r.subject == s))
@@ -203,8 +187,7 @@ def test_abnormal_recordings_carry_slowing_with_spread(demo):
 
 
 def test_the_channel_map_fits_every_family(demo):
-    recorded = set(tuab.read_header(tuab.find_recordings(demo[0])[0]).channels)
-    plans = check_channel_map("tuab", recorded)
+    plans = check_channel_map("tuab", helper.first_channels(tuab, demo[0]))
     assert len(plans["biot"].sources) == 16 and len(plans["eegdino"].model_names) == 19
     assert "T7" in plans["eegpt"].model_names and "T3" in plans["labram"].model_names
 
@@ -212,15 +195,7 @@ def test_the_channel_map_fits_every_family(demo):
 def test_the_same_seed_writes_the_same_bytes(tmp_path):
     small = {"train_normal": 1, "train_abnormal": 1, "eval_normal": 1, "eval_abnormal": 1,
              "minutes": 2}
-
-    def digests(root, seed=0):
-        files = lookalike.write_lookalike(root, small | {"seed": seed})
-        return {f.relative_to(root).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
-                for f in files}
-
-    first = digests(tmp_path / "a")
-    assert digests(tmp_path / "b") == first
-    assert set(digests(tmp_path / "c", seed=1).values()).isdisjoint(first.values())
+    helper.check_seed_decides_the_bytes(lookalike, tmp_path, small)
 
 
 def test_settings_are_checked(tmp_path):
@@ -250,13 +225,8 @@ def test_a_foreign_edf_is_not_mixed_in(demo, copy):
     ("edf/train/normal/aaaaamye_s001_t000.edf", "not in edf/train/normal/01_tcp_ar/"),
 ])
 def test_a_recording_outside_the_layout_is_refused(copy, place, says):
-    target = copy / place
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(a_file(copy), target)
-    with pytest.raises(DataError, match=re.escape(says)) as err:
-        tuab.find_recordings(copy)
-    assert str(target) in err.value.message
-    assert "edf/{train,eval}/{normal,abnormal}/01_tcp_ar/" in err.value.fix
+    error = helper.check_refused_at(tuab, copy, a_file(copy), copy / place, says)
+    assert "edf/{train,eval}/{normal,abnormal}/01_tcp_ar/" in error.fix
 
 
 @pytest.mark.parametrize("name", ["aaaaamye_s1_t000.edf", "AAAAAMYE_s001_t000.edf",
@@ -298,14 +268,8 @@ def test_a_recording_in_two_places_is_refused(copy):
 
 
 def test_a_recording_without_a_montage_electrode_is_refused(copy):
-    path = a_file(copy, "eval", "abnormal")
-    edf = edfio.read_edf(path)
-    edf.drop_signals(["EEG A2-REF"])
-    edf.write(path)
-    rec = next(r for r in tuab.find_recordings(copy) if r.edf == path)
-    with pytest.raises(DataError, match="no EEG A2-REF: the 01_tcp_ar montage needs all 21") as err:
-        tuab.read_header(rec)
-    assert str(path) in err.value.message and err.value.fix
+    helper.check_refused_without(tuab, copy, a_file(copy, "eval", "abnormal"), "EEG A2-REF",
+                          "no EEG A2-REF: the 01_tcp_ar montage needs all 21")
 
 
 def test_a_folder_without_edf_is_refused(tmp_path):

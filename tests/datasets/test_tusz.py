@@ -3,7 +3,6 @@ through `embedprobe index` (exit 2, the file named, a `fix:` line, nothing writt
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -21,6 +20,7 @@ from embedprobe.datasets.tuh import CONFIGURATIONS
 from embedprobe.datasets.tusz import lookalike
 from embedprobe.datasets.tusz import reader as tusz
 
+from helpers import lookalike as helper
 from helpers.seizure import check_channel_map
 
 SETTINGS = {"train": 3, "dev": 2, "eval": 2, "files_per_subject": 2, "minutes": 2, "seed": 0}
@@ -29,19 +29,8 @@ _PATH = re.compile(r"^edf/(train|dev|eval)/([a-z]{8})/s001_\d{4}_\d{2}_\d{2}/"
                    r"(01_tcp_ar|02_tcp_le|03_tcp_ar_a|04_tcp_le_a)/\2_s001_t00[01]\.edf$")
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tusz")
-    files = lookalike.write_lookalike(root, SETTINGS)
-    return root, files, lookalike.plan(SETTINGS)
-
-
-@pytest.fixture
-def copy(demo, tmp_path):
-    """A copy of the look-alike to spoil, under data/ for the CLI's config."""
-    target = tmp_path / "data" / "tusz"
-    shutil.copytree(demo[0], target)
-    return target
+demo = helper.demo_fixture(lookalike, SETTINGS, "tusz")
+copy = helper.copy_fixture("data", "tusz")  # under data/ for the CLI's config
 
 
 def by_recording(demo):
@@ -143,10 +132,7 @@ def test_the_official_split_is_train_dev_eval_in_every_fold(demo):
     from embedprobe.probing.folds import seizure_plan
 
     recordings = tusz.find_recordings(demo[0])
-    table = pd.DataFrame({"recording": [r.recording for r in recordings],
-                          "subject": [r.subject for r in recordings],
-                          "session": [r.session for r in recordings],
-                          "label": [int(bool(tusz.read_events(r))) for r in recordings]})
+    table = helper.fold_table(recordings, [int(bool(tusz.read_events(r))) for r in recordings])
     plan = seizure_plan(table, {"folds": 5, "fold_seed": 42}, {"split": "official"})
     assert plan.n_folds == 5 and "the official split" in plan.rule
     for k in range(5):
@@ -159,23 +145,14 @@ def test_the_official_split_is_train_dev_eval_in_every_fold(demo):
 
 
 def test_the_channel_map_fits_every_family(demo):
-    recorded = set(tusz.read_header(tusz.find_recordings(demo[0])[0]).channels)
-    plans = check_channel_map("tusz", recorded)
+    plans = check_channel_map("tusz", helper.first_channels(tusz, demo[0]))
     assert len(plans["biot"].sources) == 16 and len(plans["eegdino"].model_names) == 19
     assert "T7" in plans["eegpt"].model_names and "T3" in plans["labram"].model_names
 
 
 def test_the_same_seed_writes_the_same_bytes(tmp_path):
     small = {"train": 1, "dev": 1, "eval": 1, "files_per_subject": 1, "minutes": 2}
-
-    def digests(root, seed=0):
-        files = lookalike.write_lookalike(root, small | {"seed": seed})
-        return {f.relative_to(root).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
-                for f in files if f.suffix == ".edf"}
-
-    first = digests(tmp_path / "a")
-    assert digests(tmp_path / "b") == first
-    assert set(digests(tmp_path / "c", seed=1).values()).isdisjoint(first.values())
+    helper.check_seed_decides_the_bytes(lookalike, tmp_path, small, ".edf")
 
 
 def test_settings_are_checked():
@@ -301,11 +278,7 @@ def test_a_missing_annotation_file_makes_the_recording_incomplete(copy):
 def test_a_recording_outside_the_layout_is_refused(copy, place, says):
     source = a_recording(copy)
     target = copy / place.format(name=source.name, subject=source.name[:8])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(source, target)
-    with pytest.raises(DataError, match=re.escape(says)) as err:
-        tusz.find_recordings(copy)
-    assert str(target) in err.value.message and err.value.fix
+    helper.check_refused_at(tusz, copy, source, target, says, move=True)
 
 
 def test_a_subject_in_two_splits_is_refused(copy):
@@ -321,11 +294,5 @@ def test_a_subject_in_two_splits_is_refused(copy):
 
 def test_a_recording_without_a_scalp_electrode_is_refused(copy):
     path = a_recording(copy, "eval")
-    edf = edfio.read_edf(path)
-    label = next(s.label for s in edf.signals if s.label.startswith("EEG CZ-"))
-    edf.drop_signals([label])
-    edf.write(path)
-    rec = next(r for r in tusz.find_recordings(copy) if r.edf == path)
-    with pytest.raises(DataError, match=f"no {label}: TUSZ's") as err:
-        tusz.read_header(rec)
-    assert str(path) in err.value.message and err.value.fix
+    label = next(s.label for s in edfio.read_edf(path).signals if s.label.startswith("EEG CZ-"))
+    helper.check_refused_without(tusz, copy, path, label, f"no {label}: TUSZ's")

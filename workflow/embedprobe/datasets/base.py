@@ -78,6 +78,14 @@ class OneNightPerSubject:
         return "1"
 
 
+def refuse_incomplete(rec: RecordingLike, fix: str) -> None:
+    """A DataError naming an incomplete recording and why; `fix` says how to complete it (the
+    allow_partial way out is added)."""
+    if rec.problem:
+        raise DataError(f"{rec.recording}: {rec.problem}",
+                        fix=f"{fix} (or allow_partial=true to leave this recording out)")
+
+
 def present(*paths: Path) -> tuple[Path, ...]:
     """The paths that are files: a recording's inputs, its missing ones left out."""
     return tuple(p for p in paths if p.is_file())

@@ -62,6 +62,30 @@ class EdfHeader:
     def n_samples(self, label: str) -> int:
         return self.n_records * self.samples_per_record[self.labels.index(label)]
 
+    @property
+    def seconds(self) -> float:
+        """The recording's length: its data records' span."""
+        return self.n_records * self.record_seconds
+
+
+class SignalsInEdf:
+    """A recording whose signals are its `edf` file (TUSZ, Helsinki, SzCORE BIDS; with
+    OneEdfFile, TUAB and NMT)."""
+
+    edf: Path
+
+    @property
+    def signal_path(self) -> Path:
+        return self.edf
+
+
+class OneEdfFile(SignalsInEdf):
+    """A recording that is one EDF file and needs no other (TUAB, NMT)."""
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return (self.edf,)
+
 
 def _number(text: bytes) -> float:
     """A header number; NaN where the field holds none (the quality scan reports it)."""

@@ -44,8 +44,13 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, present
-from embedprobe.datasets.edf import read_edf_header, read_edf_signals, recording_header
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, present, refuse_incomplete
+from embedprobe.datasets.edf import (
+    SignalsInEdf,
+    read_edf_header,
+    read_edf_signals,
+    recording_header,
+)
 
 FORMAT = "helsinki"
 SEIZURE = "seizure"
@@ -65,7 +70,7 @@ def annotation_names(expert: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Recording:
+class Recording(SignalsInEdf):
     recording: str  # "eeg01"
     edf: Path
     annotations: tuple[Path, ...]  # the three experts' files, A, B, C
@@ -73,10 +78,6 @@ class Recording:
     subject: str  # = recording: one recording per neonate
     session: str = "1"
     problem: str = ""
-
-    @property
-    def signal_path(self) -> Path:
-        return self.edf
 
     @property
     def files(self) -> tuple[Path, ...]:
@@ -184,12 +185,8 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
 def read_events(rec: Recording) -> list[Event]:
     """The consensus seizures, in seconds from the start of the EDF file. A recording shorter
     than an expert's annotation of it is refused, naming both files."""
-    if rec.problem:
-        raise DataError(f"{rec.recording}: {rec.problem}",
-                        fix=f"{_FIX_RECORD} (or allow_partial=true to leave this recording "
-                            "out)")
-    header = read_edf_header(rec.edf)
-    seconds = header.n_records * header.record_seconds
+    refuse_incomplete(rec, _FIX_RECORD)
+    seconds = read_edf_header(rec.edf).seconds
     labels = expert_seconds(rec)
     for path, expert in zip(rec.annotations, labels, strict=True):
         if len(expert) > math.ceil(seconds):

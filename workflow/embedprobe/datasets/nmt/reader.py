@@ -32,7 +32,7 @@ from pathlib import Path
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
-from embedprobe.datasets.edf import montage_header, read_edf_signals
+from embedprobe.datasets.edf import OneEdfFile, montage_header, read_edf_signals
 from embedprobe.datasets.tuh import SCALP
 from embedprobe.datasets.walk import find_paths
 
@@ -48,7 +48,7 @@ _FIX_LAYOUT = f"keep the NMT archive's layout: {_LAYOUT}"
 
 
 @dataclass(frozen=True)
-class Recording:
+class Recording(OneEdfFile):
     recording: str  # file stem, e.g. "0000001"
     edf: Path
     subject: str  # the file stem: one recording per participant
@@ -56,14 +56,6 @@ class Recording:
     split: str  # "train" or "eval"
     label: str  # "normal" or "abnormal"
     problem: str = ""  # a recording is one file: never incomplete
-
-    @property
-    def signal_path(self) -> Path:
-        return self.edf
-
-    @property
-    def files(self) -> tuple[Path, ...]:
-        return (self.edf,)
 
 
 def read_labels(path: Path) -> dict[str, tuple[str, str, int]]:

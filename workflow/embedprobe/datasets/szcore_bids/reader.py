@@ -30,8 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedprobe.core.errors import DataError
-from embedprobe.datasets.base import Event, RecordingHeader, Signals, present
-from embedprobe.datasets.edf import read_edf_header, read_edf_signals, recording_header
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, present, refuse_incomplete
+from embedprobe.datasets.edf import (
+    SignalsInEdf,
+    read_edf_header,
+    read_edf_signals,
+    recording_header,
+)
 
 FORMAT = "szcore_bids"
 SEIZURE = "seizure"
@@ -43,7 +48,7 @@ ROUNDING_S = 0.005
 
 
 @dataclass(frozen=True)
-class Recording:
+class Recording(SignalsInEdf):
     recording: str  # the file's name without `_eeg.edf`: "sub-01_ses-01_task-szMonitoring_run-00"
     edf: Path
     events: Path  # its _events.tsv (may not exist)
@@ -51,10 +56,6 @@ class Recording:
     subject: str  # "sub-01"
     session: str  # "ses-01_run-00"
     problem: str = ""
-
-    @property
-    def signal_path(self) -> Path:
-        return self.edf
 
     @property
     def files(self) -> tuple[Path, ...]:
@@ -146,12 +147,8 @@ def is_seizure_label(label: str) -> bool:
 def read_events(rec: Recording) -> list[Event]:
     """The recording's seizures (background rows dropped), in seconds from the start of its EDF
     file. An unknown label or an event outside the recording is refused, naming the file."""
-    if rec.problem:
-        raise DataError(f"{rec.recording}: {rec.problem}",
-                        fix=f"put {rec.events.name} from the release beside {rec.edf} (or "
-                            "allow_partial=true to leave this recording out)")
-    header = read_edf_header(rec.edf)
-    seconds = header.n_records * header.record_seconds
+    refuse_incomplete(rec, f"put {rec.events.name} from the release beside {rec.edf}")
+    seconds = read_edf_header(rec.edf).seconds
     _check_sidecar(rec, read_header(rec).sfreq)
     events = []
     for onset, duration, label in event_labels(rec):

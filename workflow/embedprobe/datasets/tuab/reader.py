@@ -52,7 +52,7 @@ from pathlib import Path
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets import tuh
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
-from embedprobe.datasets.edf import montage_header, read_edf_signals
+from embedprobe.datasets.edf import OneEdfFile, montage_header, read_edf_signals
 from embedprobe.datasets.tuh import ELECTRODES, label
 from embedprobe.datasets.walk import find_paths
 
@@ -75,7 +75,7 @@ READER_SETTINGS = ("subject_id",)  # dataset entry keys passed to find_recording
 
 
 @dataclass(frozen=True)
-class Recording:
+class Recording(OneEdfFile):
     recording: str  # file stem, e.g. "aaaaamye_s001_t000"
     edf: Path
     subject: str  # the file stem (the reference's) or, under subject_id: patient, "aaaaamye"
@@ -84,14 +84,6 @@ class Recording:
     label: str  # "normal" or "abnormal"
     patient: str  # "aaaaamye"
     problem: str = ""  # a TUAB recording is one file: never incomplete
-
-    @property
-    def signal_path(self) -> Path:
-        return self.edf
-
-    @property
-    def files(self) -> tuple[Path, ...]:
-        return (self.edf,)
 
 
 def edf_folder(root: Path) -> Path:

@@ -48,8 +48,14 @@ from pathlib import Path
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets import tuh
-from embedprobe.datasets.base import Event, RecordingHeader, Signals
-from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals, require_channels
+from embedprobe.datasets.base import Event, RecordingHeader, Signals, refuse_incomplete
+from embedprobe.datasets.edf import (
+    ANNOTATIONS,
+    SignalsInEdf,
+    read_edf_header,
+    read_edf_signals,
+    require_channels,
+)
 from embedprobe.datasets.tuh import CONFIGURATIONS, ELECTRODES, SCALP, electrode_of
 from embedprobe.datasets.walk import find_paths
 
@@ -78,7 +84,7 @@ _FIX_LAYOUT = f"keep TUSZ v2.0.x's layout: {_LAYOUT}"
 
 
 @dataclass(frozen=True)
-class Recording:
+class Recording(SignalsInEdf):
     recording: str  # file stem, e.g. "aaaaaaac_s001_t000"
     edf: Path
     subject: str  # the subject folder, "aaaaaaac"
@@ -94,10 +100,6 @@ class Recording:
     @property
     def csv(self) -> Path:
         return self.edf.with_suffix(".csv")
-
-    @property
-    def signal_path(self) -> Path:
-        return self.edf
 
     @property
     def files(self) -> tuple[Path, ...]:
@@ -287,15 +289,11 @@ def read_annotation_file(path: Path, recording: str, seconds: float, labels: Seq
 
 
 def _seconds(rec: Recording) -> float:
-    header = read_edf_header(rec.edf)
-    return header.n_records * header.record_seconds
+    return read_edf_header(rec.edf).seconds
 
 
 def _refuse_incomplete(rec: Recording) -> None:
-    if rec.problem:
-        raise DataError(f"{rec.recording}: {rec.problem}",
-                        fix=f"put {rec.csv_bi.name} and {rec.csv.name} from TUSZ beside "
-                            f"{rec.edf} (or allow_partial=true to leave this recording out)")
+    refuse_incomplete(rec, f"put {rec.csv_bi.name} and {rec.csv.name} from TUSZ beside {rec.edf}")
 
 
 def channel_events(rec: Recording) -> list[Row]:
