@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from embedprobe.core.config import load_config
+from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.registry import FORMATS, find_dataset_recordings
 from embedprobe.pipeline.channel_maps import mapped_channels
@@ -225,3 +226,12 @@ def test_the_optional_tables_cover_every_recording(source):
         assert all(isinstance(age, float) and 0 < age < 120 for age in ages.values())
     if hasattr(reader, "recording_label"):
         assert {reader.recording_label(r) for r in recordings} <= set(reader.CLASSES)
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_a_missing_folder_is_refused_naming_it_with_a_fix(fmt, tmp_path):
+    absent = tmp_path / "not here"
+    with pytest.raises(DataError) as refused:
+        find_dataset_recordings(CONFIG, {}, demo_dataset(fmt), absent)
+    assert str(absent) in str(refused.value) and refused.value.fix
+    assert not absent.exists()

@@ -44,11 +44,13 @@ from embedprobe.datasets.wsc import reader as wsc
 class Format:
     """A dataset format: the module that reads it, the module whose write_lookalike(root,
     generator settings) writes a look-alike (imported when asked for), and the task whose
-    units its index holds when a dataset names no `labels:`."""
+    units its index holds when a dataset names no `labels:`; `reader_kind` "threads" keeps
+    its reading in the embed process's threads whatever the device (None: the device decides)."""
 
     reader: ModuleType
     lookalike: str
     task: str
+    reader_kind: str | None = None
 
 
 # The one table of formats: the config schema's `format` enum is checked against it (a test).
@@ -85,7 +87,10 @@ FORMATS = {
     "tusz": Format(tusz, "embedprobe.datasets.tusz.lookalike", "seizure_detection"),
     "nmt": Format(nmt, "embedprobe.datasets.nmt.lookalike", "abnormal_eeg"),
     # any MOABB dataset by class name; an entry of another paradigm names its `labels:`
-    "moabb": Format(moabb, "embedprobe.datasets.moabb.lookalike", "motor_imagery"),
+    # read in threads: `import moabb` imports its benchmark, pyriemann and so torch into every
+    # reader process (docs/measurements/2026-12-07-moabb-format.md)
+    "moabb": Format(moabb, "embedprobe.datasets.moabb.lookalike", "motor_imagery",
+                    reader_kind="threads"),
 }
 
 
@@ -135,6 +140,11 @@ def reader_for(config: dict, dataset: str):
 def entry_reader(entry: dict) -> ModuleType:
     """reader_for of a dataset's config entry: its format's reader module."""
     return FORMATS[entry["format"]].reader
+
+
+def entry_reader_kind(entry: dict) -> str | None:
+    """Where a dataset's format must be read ("threads"), or None where the device decides."""
+    return FORMATS[entry["format"]].reader_kind
 
 
 def labelling_task_name(entry: dict) -> str:

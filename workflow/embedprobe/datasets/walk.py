@@ -13,6 +13,17 @@ import fnmatch
 import os
 from pathlib import Path
 
+from embedprobe.core.errors import DataError
+
+
+def require_folder(folder: Path, dataset: str, fix: str) -> Path:
+    """`folder` as a Path, where a search can start, or a DataError naming the dataset and
+    the folder that is not there."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError(f"{dataset} folder {folder} does not exist", fix=fix)
+    return folder
+
 
 def find_paths(root: Path, pattern: str = "*") -> list[Path]:
     """Every file and folder under `root` (not root itself) whose name matches `pattern`

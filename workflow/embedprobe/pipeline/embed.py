@@ -27,6 +27,7 @@ from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.progress import Progress
 from embedprobe.core.thread_imports import import_before_threads
 from embedprobe.core.units import MIB
+from embedprobe.datasets.registry import entry_reader_kind
 from embedprobe.measure.allocator import HEAP_RELEASE_MIN_BATCH_S, FreedHeapRelease
 from embedprobe.models.architectures import ARCHITECTURES, MEAN
 from embedprobe.models.encoder import Encoder
@@ -225,9 +226,8 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
         raise UsageError(f"{dataset}/{model_id} is ruled out by the channel map: {plan.reason}",
                          fix=f"remove {model_id} from the benchmark's models for {dataset}")
     device = torch_device(config)
-    # a reader that must stay in this process (READER_KIND: MOABB's import brings torch into
-    # every reader process) reads in threads
-    kind = settings.reader_kind or getattr(context.reader, "READER_KIND", None) or (
+    # a format that must be read in this process (datasets.registry.FORMATS) reads in threads
+    kind = settings.reader_kind or entry_reader_kind(context.entry) or (
         PROCESSES if device.type == "cuda" else THREADS)
     if kind == PROCESSES and settings.reader_threads > 0:
         start_reader_server()  # it imports the reading code while the model is built

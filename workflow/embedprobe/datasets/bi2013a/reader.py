@@ -55,7 +55,7 @@ import numpy as np
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, span_within
 from embedprobe.datasets.mat import channel_columns, file_key, loadmat
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "bi2013a"
 READER_SETTINGS = ("run_types",)  # dataset entry keys passed to find_recordings
@@ -146,10 +146,9 @@ def find_recordings(root: Path, run_types: Sequence[str] = ("nonadaptive_trainin
     sorted by id."""
     root = Path(root)
     wanted = check_run_types(run_types)
-    if not root.is_dir():
-        raise DataError(f"Brain Invaders 2013a folder {root} does not exist",
-                        fix="unzip subject01_session01.zip ... subject24.zip there (Zenodo "
-                            "record 2669187), or let the demo_data rule write a look-alike")
+    require_folder(root, "Brain Invaders 2013a",
+                   fix="unzip subject01_session01.zip ... subject24.zip there (Zenodo "
+                       "record 2669187), or let the demo_data rule write a look-alike")
     subjects = one_each(sorted(p for p in find_paths(root, "subject_*") if p.is_dir()),
                         lambda f: f.name if _SUBJECT.match(f.name) else None)
     recordings = []

@@ -43,7 +43,7 @@ import numpy as np
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
 from embedprobe.datasets.mat import channel_columns, file_key, loadmat
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "bnci2014_001"
 READER_SETTINGS = ("sessions",)  # dataset entry keys passed to find_recordings
@@ -190,10 +190,9 @@ def find_recordings(root: Path, sessions: Sequence[str] = SESSIONS) -> list[Reco
     sorted by id; a subject missing one of the sessions gets a placeholder naming the file."""
     root = Path(root)
     wanted = check_sessions(sessions)
-    if not root.is_dir():
-        raise DataError(f"BNCI 2014-001 folder {root} does not exist",
-                        fix="put A01T.mat ... A09E.mat there (BNCI Horizon 2020, data set "
-                            "001-2014), or let the demo_data rule write a look-alike")
+    require_folder(root, "BNCI 2014-001",
+                   fix="put A01T.mat ... A09E.mat there (BNCI Horizon 2020, data set "
+                       "001-2014), or let the demo_data rule write a look-alike")
     files: dict[tuple[str, str], Path] = {}
     for path in find_paths(root, "A*.mat"):
         match = _NAME.match(path.name)

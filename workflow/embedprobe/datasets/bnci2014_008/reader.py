@@ -44,7 +44,7 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, span_within
 from embedprobe.datasets.mat import SubjectMat, channel_columns, file_key, loadmat
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "bnci2014_008"
 CHANNELS = ("Fz", "Cz", "Pz", "Oz", "P3", "P4", "PO7", "PO8")
@@ -128,11 +128,9 @@ def read_run(path: Path) -> Run:
 
 def find_recordings(root: Path) -> list[Recording]:
     """One recording per `A0s.mat` under root, sorted by id."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"BNCI 2014-008 folder {root} does not exist",
-                        fix="put A01.mat ... A08.mat there (BNCI Horizon 2020, data set "
-                            "008-2014), or let the demo_data rule write a look-alike")
+    root = require_folder(root, "BNCI 2014-008",
+                          fix="put A01.mat ... A08.mat there (BNCI Horizon 2020, data set "
+                              "008-2014), or let the demo_data rule write a look-alike")
     found = one_each(find_paths(root, "A0*.mat"),
                      lambda p: p.stem if _NAME.match(p.name) else None)
     return [Recording(name, found[name]) for name in sorted(found)]

@@ -57,7 +57,7 @@ import numpy as np
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "bonn"
 SFREQ = 173.61
@@ -151,12 +151,10 @@ def _clip_of(path: Path) -> tuple[str, int] | None:
 def find_recordings(root: Path) -> list[Recording]:
     """Every clip under root, sorted by id; a gap in a set's numbering, or a set folder without
     clips, gives an incomplete recording (its `problem` names the missing file)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"Bonn folder {root} does not exist",
-                        fix="unpack z.zip, o.zip, n.zip, f.zip and s.zip (Bonn University's "
-                            "epileptology downloads) into Z/, O/, N/, F/, S/ there, or write "
-                            "the look-alike (the demo_data rule)")
+    root = require_folder(root, "Bonn",
+                          fix="unpack z.zip, o.zip, n.zip, f.zip and s.zip (Bonn University's "
+                              "epileptology downloads) into Z/, O/, N/, F/, S/ there, or write "
+                              "the look-alike (the demo_data rule)")
     clips: dict[str, Recording] = {}
     for path in sorted(p for p in find_paths(root, "*") if p.suffix.lower() == ".txt"
                        and p.is_file()):

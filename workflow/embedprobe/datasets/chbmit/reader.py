@@ -32,7 +32,7 @@ from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import ANNOTATIONS, read_edf_header, read_edf_signals
 from embedprobe.datasets.listed import ListedRecording
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "chbmit"
 SEIZURE = "seizure"
@@ -125,11 +125,9 @@ def find_recordings(root: Path) -> list[Recording]:
     """Every chbNN*.edf under root and every file its summary lists, sorted by id. A file the
     summary does not list, a listed file that is not there, or a folder without its summary
     makes an incomplete recording (its `problem` says which)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"CHB-MIT folder {root} does not exist",
-                        fix="download CHB-MIT (physionet.org/content/chbmit) there, or write "
-                            "the look-alike (the demo_data rule)")
+    root = require_folder(root, "CHB-MIT",
+                          fix="download CHB-MIT (physionet.org/content/chbmit) there, or write "
+                              "the look-alike (the demo_data rule)")
     folders: dict[Path, list[Path]] = {}
     for edf in find_paths(root, "*.edf"):
         match = _FILE.match(edf.name)

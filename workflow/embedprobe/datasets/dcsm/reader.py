@@ -40,7 +40,7 @@ from embedprobe.datasets.base import (
     span_within,
 )
 from embedprobe.datasets.stage_runs import UNSCORED, cut_to_signal, windows_from_runs
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "dcsm"
 STAGES = ("W", "N1", "N2", "N3", "REM")
@@ -70,10 +70,8 @@ class Recording(OneNightPerSubject):
 
 def find_recordings(root: Path) -> list[Recording]:
     """Every folder under root holding a psg.h5 or a hypnogram.ids, sorted by name."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"DCSM folder {root} does not exist",
-                        fix="download the DCSM release there (one tp<uuid>/ folder a subject)")
+    root = require_folder(root, "DCSM",
+                          fix="download the DCSM release there (one tp<uuid>/ folder a subject)")
     folders = {p.parent for name in (PSG, HYPNOGRAM) for p in find_paths(root, name)}
     seen: dict[str, Path] = {}
     for folder in sorted(folders):

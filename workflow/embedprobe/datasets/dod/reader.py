@@ -68,7 +68,7 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
 from embedprobe.datasets.sleep_edf.reader import trim_wake
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "dod"
 CLASSES = ("healthy", "osa")
@@ -137,11 +137,9 @@ def _is_macos_metadata(path: Path, root: Path) -> bool:
 def find_recordings(root: Path) -> list[Recording]:
     """Every <uuid>.h5 in dodh/ and dodo/ under root, sorted by UUID; any other .h5 (one in no
     cohort folder, or not named by a UUID) is refused: its class would be unknown."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"DOD folder {root} does not exist",
-                        fix="unzip dodh.zip and dodo.zip (Zenodo record 15900394) there, or "
-                            "write a look-alike: python scripts/make_demo_data.py " + str(root))
+    root = require_folder(root, "DOD",
+                          fix="unzip dodh.zip and dodo.zip (Zenodo record 15900394) there, or "
+                              "write a look-alike: python scripts/make_demo_data.py ")
     found: dict[str, Recording] = {}
     for path in find_paths(root, "*.h5"):
         if _is_macos_metadata(path, root):

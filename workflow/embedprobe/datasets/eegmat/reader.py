@@ -43,7 +43,7 @@ from embedprobe.datasets.edf import (
     read_edf_signals,
     require_channels,
 )
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "eegmat"
 SFREQ = 500.0
@@ -95,13 +95,10 @@ class Recording:
 def find_recordings(root: Path) -> list[Recording]:
     """Every `SubjectNN_S.edf` under root, sorted by id; a subject with one of its two files
     gets a placeholder (with a `problem`) for the other."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(
-            f"EEGMAT folder {root} does not exist",
-            fix="download eegmat 1.0.0 from PhysioNet there (Subject00_1.edf ... "
-                "Subject35_2.edf, subject-info.csv), or let the demo_data rule write a "
-                "look-alike")
+    root = require_folder(root, "EEGMAT",
+                          fix="download eegmat 1.0.0 from PhysioNet there (Subject00_1.edf ... "
+                              "Subject35_2.edf, subject-info.csv), or let the demo_data rule "
+                              "write a look-alike")
     found: dict[str, Recording] = {}
     for path in find_paths(root, "Subject*_*.edf"):
         match = _NAME.match(path.name)

@@ -51,6 +51,7 @@ from embedprobe.datasets.edf import (
     read_edf_signals,
     recording_header,
 )
+from embedprobe.datasets.walk import require_folder
 
 FORMAT = "helsinki"
 SEIZURE = "seizure"
@@ -92,12 +93,10 @@ def _annotation_file(root: Path, expert: str) -> Path:
 def find_recordings(root: Path) -> list[Recording]:
     """One recording per annotation column (or per EDF where an annotation file is missing),
     sorted by id."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"Helsinki neonatal folder {root} does not exist",
-                        fix="unpack Zenodo record 2547147 there (eeg1.edf ..., "
-                            "annotations_2017_A.csv ...), or write the look-alike (the "
-                            "demo_data rule)")
+    root = require_folder(root, "Helsinki neonatal",
+                          fix="unpack Zenodo record 2547147 there (eeg1.edf ..., "
+                              "annotations_2017_A.csv ...), or write the look-alike (the "
+                              "demo_data rule)")
     edfs = {int(m.group(1)): p for p in root.iterdir() if (m := _EDF.match(p.name))}
     files = tuple(_annotation_file(root, e) for e in EXPERTS)
     missing = [f.name for f in files if not f.is_file()]

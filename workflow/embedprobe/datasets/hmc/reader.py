@@ -45,7 +45,7 @@ from embedprobe.datasets.edf import (
     require_channels,
 )
 from embedprobe.datasets.stage_runs import cut_to_signal, stage_of, windows_from_runs
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "hmc"
 STAGES = ("W", "N1", "N2", "N3", "REM")
@@ -76,10 +76,8 @@ class Recording(OneNightPerSubject):
 def find_recordings(root: Path) -> list[Recording]:
     """Every SNnnn.edf under root with its scoring file beside it (a recording without one is
     incomplete), sorted by id."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"HMC folder {root} does not exist",
-                        fix="embedprobe data download hmc (PhysioNet hmc-sleep-staging 1.1)")
+    root = require_folder(root, "HMC",
+                          fix="embedprobe data download hmc (PhysioNet hmc-sleep-staging 1.1)")
     psgs = one_each(find_paths(root, "SN*.edf"),
                     lambda p: p.stem if _NAME.match(p.stem) else None)
     return [Recording(k, p, p.with_name(f"{k}{SCORING}")) for k, p in sorted(psgs.items())]

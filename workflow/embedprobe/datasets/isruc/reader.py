@@ -77,7 +77,7 @@ from embedprobe.datasets.edf import (
 )
 from embedprobe.datasets.sleep_edf.reader import trim_wake
 from embedprobe.datasets.stage_files import read_stage_codes
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "isruc"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -191,11 +191,9 @@ def find_recordings(root: Path, zero_fill_missing: bool = True) -> list[Recordin
     without both stage files, or without any of the six EEG channels, is marked `problem`; one
     without some of them reads those as zeros (the reference's), or with `zero_fill_missing`
     false is marked `problem` too."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"ISRUC-Sleep folder {root} does not exist",
-                        fix="unpack the subgroupI/II/III archives of ISRUC-Sleep there, with "
-                            "the Details_subgroup_*_Submission.xlsx tables")
+    root = require_folder(root, "ISRUC-Sleep",
+                          fix="unpack the subgroupI/II/III archives of ISRUC-Sleep there, with "
+                              "the Details_subgroup_*_Submission.xlsx tables")
     recordings: dict[str, Recording] = {}
     for path in find_paths(root, "*.rec"):
         subgroup, number, night = _layout_of(root, path)

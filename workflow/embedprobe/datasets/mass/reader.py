@@ -52,7 +52,7 @@ from embedprobe.datasets.stage_runs import (
     stage_of,
     windows_from_runs,
 )
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "mass"
 READER_SETTINGS = ("subsets",)
@@ -104,10 +104,8 @@ def _key(kind: str):
 
 def find_recordings(root: Path, subsets: Sequence[int] | None = None) -> list[Recording]:
     """Every `<id> PSG.edf` of the chosen subsets under root with its `<id> Base.edf`."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"MASS folder {root} does not exist",
-                        fix="unpack the MASS subsets there (SS1 ... SS5, PSG and annotations)")
+    root = require_folder(root, "MASS",
+                          fix="unpack the MASS subsets there (SS1 ... SS5, PSG and annotations)")
     chosen = set(subsets or SUBSETS)
     psgs = one_each(find_paths(root, "* PSG.edf"), _key("PSG"))
     bases = one_each(find_paths(root, "* Base.edf"), _key("Base"))

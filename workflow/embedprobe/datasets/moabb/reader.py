@@ -32,6 +32,7 @@ import numpy as np
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
 from embedprobe.datasets.moabb import offline
+from embedprobe.datasets.walk import require_folder
 
 FORMAT = "moabb"
 READER_SETTINGS = ("moabb_dataset", "moabb_events", "moabb_subjects", "path")
@@ -106,8 +107,10 @@ def find_recordings(root: Path, moabb_dataset: str, moabb_events: dict | None = 
     """One recording per run of every subject of the class (of `moabb_subjects`, when the
     entry names some) whose files are in `root`; a subject with a file missing is a
     placeholder naming the command that fetches it."""
-    root = Path(root)
     pinned = path != offline.MNE_DATA
+    root = require_folder(root, f"MOABB's {moabb_dataset}", fix=(
+        f"fetch it on a login node: {offline.fetch_command(moabb_dataset, None, root)}"
+        if pinned else "create it, or set MNE_DATA to the folder that holds MOABB's data"))
     dataset = offline.dataset(moabb_dataset)
     events = tuple((str(k), str(v)) for k, v in (moabb_events or {}).items())
     subjects = list(dataset.subject_list)

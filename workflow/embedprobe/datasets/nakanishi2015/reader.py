@@ -58,7 +58,7 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, one_each, span_within
 from embedprobe.datasets.mat import SubjectMat, channel_columns, file_key, loadmat, whosmat
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "nakanishi2015"
 READER_SETTINGS = ()
@@ -162,11 +162,9 @@ def _number(path: Path) -> int | None:
 def find_recordings(root: Path) -> list[Recording]:
     """One recording per `sN.mat` under root, sorted by subject; each file's `eeg` shape is
     checked from its variable headers."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"Nakanishi 2015 folder {root} does not exist",
-                        fix="put s1.mat ... s10.mat there (github.com/mnakanishi/12JFPM_SSVEP, "
-                            "folder data/), or let the demo_data rule write a look-alike")
+    root = require_folder(root, "Nakanishi 2015",
+                          fix="put s1.mat ... s10.mat there (github.com/mnakanishi/12JFPM_SSVEP, "
+                              "folder data/), or let the demo_data rule write a look-alike")
     files = one_each(find_paths(root, "s*.mat"), _number)  # s1.mat and s01.mat: twice
     recordings = []
     for number in sorted(files):

@@ -69,7 +69,7 @@ from embedprobe.datasets.edf import (
     require_channels,
 )
 from embedprobe.datasets.nsrr import annotations as xml
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "nsrr"
 READER_SETTINGS = ("study", "visits", "annotations")
@@ -187,10 +187,9 @@ def find_recordings(root: Path, study: str | None = None, visits: Sequence | Non
     if annotations not in ANNOTATION_FOLDERS:
         raise DataError(f"nsrr dataset: annotations {annotations!r}",
                         fix=f"use annotations: {' or '.join(ANNOTATION_FOLDERS)}")
-    if not root.is_dir():
-        raise DataError(f"NSRR folder {root} does not exist",
-                        fix=f"download {study} there with NSRR's `nsrr` gem (polysomnography/, "
-                            "datasets/), or write a look-alike: embedprobe demo-data")
+    require_folder(root, "NSRR",
+                   fix=f"download {study} there with NSRR's `nsrr` gem (polysomnography/, "
+                       "datasets/), or write a look-alike: embedprobe demo-data")
     table = _table_rows(root, study)
     pattern = re.compile(f"^{spec.stem}$")
     found = []

@@ -83,7 +83,7 @@ import numpy as np
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
 from embedprobe.datasets.sleep_edf.reader import trim_wake
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "physionet2018"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -190,12 +190,10 @@ def find_recordings(root: Path) -> list[Recording]:
     """Every training record (trNN-NNNN.hea) under root, sorted by name; the test set's
     (teNN-NNNN) are skipped: they have no annotations. One without its signal or annotation
     files is marked `problem`."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"challenge-2018 folder {root} does not exist",
-                        fix="download PhysioNet's challenge-2018 1.0.0 there (training/, "
-                            "age-sex.csv), or write a look-alike: python "
-                            f"scripts/make_demo_data.py {root}")
+    root = require_folder(root, "challenge-2018",
+                          fix="download PhysioNet's challenge-2018 1.0.0 there (training/, "
+                              "age-sex.csv), or write a look-alike: python "
+                              f"scripts/make_demo_data.py {root}")
     found: dict[str, Recording] = {}
     for header in find_paths(root, "*.hea"):
         name = header.stem

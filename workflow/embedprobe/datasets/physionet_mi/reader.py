@@ -43,7 +43,7 @@ from embedprobe.datasets.edf import (
     read_edf_signals,
     require_channels,
 )
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "physionet_mi"
 READER_SETTINGS = ("runs", "exclude_subjects")  # dataset entry keys passed to find_recordings
@@ -133,12 +133,9 @@ def find_recordings(root: Path, runs: Sequence[int] = IMAGERY_RUNS,
     root = Path(root)
     wanted = check_runs(runs)
     excluded = {str(s) for s in exclude_subjects}
-    if not root.is_dir():
-        raise DataError(
-            f"PhysioNet motor imagery folder {root} does not exist",
-            fix="download eegmmidb 1.0.0 from PhysioNet there (S001/S001R01.edf ...), or let "
-                "the demo_data rule write a look-alike",
-        )
+    require_folder(root, "PhysioNet motor imagery",
+                   fix="download eegmmidb 1.0.0 from PhysioNet there (S001/S001R01.edf ...), "
+                       "or let the demo_data rule write a look-alike")
     found: dict[str, Recording] = {}
     for path in find_paths(root, "S*R*.edf"):
         match = _NAME.match(path.name)

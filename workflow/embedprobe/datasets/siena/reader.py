@@ -44,7 +44,7 @@ from embedprobe.core.errors import DataError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import ANNOTATIONS, EdfHeader, read_edf_header, read_edf_signals
 from embedprobe.datasets.listed import ListedRecording
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "siena"
 SEIZURE = "seizure"
@@ -159,11 +159,9 @@ def find_recordings(root: Path) -> list[Recording]:
     """Every PNxx-N.edf under root and every file its seizure list names, sorted by id. A
     folder without its seizure list, or a listed file that is not there, makes an incomplete
     recording (its `problem` says which)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"Siena folder {root} does not exist",
-                        fix="download Siena Scalp EEG (physionet.org/content/siena-scalp-eeg) "
-                            "there, or write the look-alike (the demo_data rule)")
+    root = require_folder(root, "Siena",
+                          fix="download Siena Scalp EEG (physionet.org/content/siena-scalp-eeg) "
+                              "there, or write the look-alike (the demo_data rule)")
     folders: dict[Path, set[str]] = {}
     for edf in find_paths(root, "*.edf"):
         match = _FILE.match(edf.name)

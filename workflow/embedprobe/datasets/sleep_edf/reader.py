@@ -39,7 +39,7 @@ from embedprobe.datasets.edf import (
     read_edf_signals,
     require_channels,
 )
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "sleep_edf"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -113,13 +113,9 @@ class Night:
 
 def find_recordings(root: Path) -> list[Recording]:
     """Every `*-PSG.edf` under root with its hypnogram (None when absent), sorted by id."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(
-            f"Sleep-EDF folder {root} does not exist",
-            fix="download Sleep-EDF expanded there, or write a demo: "
-            "python scripts/make_demo_data.py " + str(root),
-        )
+    root = require_folder(root, "Sleep-EDF",
+                          fix="download Sleep-EDF expanded there, or write a demo: "
+                              "python scripts/make_demo_data.py ")
     hypnograms: dict[str, Path] = {}
     for path in find_paths(root, "*-Hypnogram.edf"):
         key = path.name[:6]

@@ -61,7 +61,7 @@ from embedprobe.datasets.nsrr.reader import (
     row_for,
     stage_labels,
 )
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "stages"
 EVENT_KINDS: tuple[str, ...] = ()
@@ -107,10 +107,9 @@ def find_recordings(root: Path) -> list[Recording]:
     stem, with its CSV; a folder that is not a STAGES site, or an EDF not named <SITE><digits>
     in its site's folder, is refused."""
     folder = Path(root) / PSGS
-    if not folder.is_dir():
-        raise DataError(f"STAGES folder {folder} does not exist",
-                        fix="download stages/original with NSRR's `nsrr` gem into the dataset's "
-                            "folder, or write a look-alike: embedprobe demo-data")
+    require_folder(folder, "STAGES",
+                   fix="download stages/original with NSRR's `nsrr` gem into the dataset's "
+                       "folder, or write a look-alike: embedprobe demo-data")
     table = find_table(root, TABLE, TABLE_COLUMNS)
     found = []
     for site_dir in sorted(p for p in folder.iterdir() if p.is_dir()):

@@ -37,6 +37,7 @@ from embedprobe.datasets.edf import (
     read_edf_signals,
     recording_header,
 )
+from embedprobe.datasets.walk import require_folder
 
 FORMAT = "szcore_bids"
 SEIZURE = "seizure"
@@ -67,12 +68,10 @@ def find_recordings(root: Path) -> list[Recording]:
     incomplete (its `problem` names the file)."""
     from mne_bids import find_matching_paths
 
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"BIDS folder {root} does not exist",
-                        fix="unpack the SzCORE BIDS release there (the folder that holds "
-                            "sub-01/, participants.tsv), or write the look-alike (the "
-                            "demo_data rule)")
+    root = require_folder(root, "BIDS",
+                          fix="unpack the SzCORE BIDS release there (the folder that holds "
+                              "sub-01/, participants.tsv), or write the look-alike (the "
+                              "demo_data rule)")
     recordings: dict[str, Recording] = {}
     for path in find_matching_paths(root, datatypes="eeg", suffixes="eeg", extensions=".edf"):
         edf = Path(path.fpath)

@@ -74,7 +74,7 @@ from embedprobe.datasets.edf import ANNOTATIONS, EdfHeader, read_edf_header, req
 from embedprobe.datasets.isruc.reader import _read as read_rec_signals
 from embedprobe.datasets.sleep_edf.reader import trim_wake
 from embedprobe.datasets.stage_files import read_stage_codes
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "ucddb"
 STAGES = ("W", "N1", "N2", "N3", "REM")  # label index = position
@@ -171,11 +171,9 @@ def _problem(rec_path: Path, stage_file: Path, events_file: Path) -> str:
 def find_recordings(root: Path) -> list[Recording]:
     """Every ucddbNNN.rec under root with its annotation files, sorted by id; one without
     its stage or event file, or without an EEG channel, is marked `problem`."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"UCDDB folder {root} does not exist",
-                        fix="download PhysioNet's ucddb 1.0.0 there (ucddbNNN.rec, "
-                            "_stage.txt, _respevt.txt, SubjectDetails.xls)")
+    root = require_folder(root, "UCDDB",
+                          fix="download PhysioNet's ucddb 1.0.0 there (ucddbNNN.rec, "
+                              "_stage.txt, _respevt.txt, SubjectDetails.xls)")
     recordings: dict[str, Recording] = {}
     for path in find_paths(root, "*.rec"):
         if not _NAME.match(path.name):

@@ -45,7 +45,7 @@ from embedprobe.datasets.nsrr.reader import (
     row_for,
     stage_labels,
 )
-from embedprobe.datasets.walk import find_paths
+from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "wsc"
 EVENT_KINDS: tuple[str, ...] = ()
@@ -82,11 +82,10 @@ def find_recordings(root: Path) -> list[Recording]:
     incomplete (`problem`)."""
     root = Path(root)
     folder = root / "polysomnography"
-    if not folder.is_dir():
-        raise DataError(f"WSC folder {folder} does not exist",
-                        fix="download wsc/polysomnography and wsc/datasets with NSRR's `nsrr` "
-                            "gem into the dataset's folder, or write a look-alike: embedprobe "
-                            "demo-data")
+    require_folder(folder, "WSC",
+                   fix="download wsc/polysomnography and wsc/datasets with NSRR's `nsrr` "
+                       "gem into the dataset's folder, or write a look-alike: embedprobe "
+                       "demo-data")
     table = find_table(root, TABLE, COLUMNS)
     edfs = one_each((p for p in find_paths(folder, "*.edf") if p.parent == folder),
                     lambda p: p.stem)
