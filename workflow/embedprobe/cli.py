@@ -207,12 +207,13 @@ def cmd_check(args, config, roots):
     if args.benchmark:
         bench = lookup(config, "benchmarks", args.benchmark)
         datasets = [args.dataset] if args.dataset else bench["datasets"]
-        models = (expand_models(args.model.split(","), config["models"], "--model")
-                  if args.model else bench["models"])
+        models = (expand_models(args.model.split(","), config["models"], "--model",
+                                config["reference_models"]) if args.model else bench["models"])
         models = benchmark_stores(config, args.benchmark, models)
     else:
         datasets = [args.dataset]
-        models = expand_models(args.model.split(","), config["models"], "--model")
+        models = expand_models(args.model.split(","), config["models"], "--model",
+                               config["reference_models"])
     if args.out and len(datasets) * len(models) != 1:
         raise UsageError("--out names one pair's JSON, but this check has "
                          f"{len(datasets) * len(models)} pairs",
