@@ -445,7 +445,8 @@ def cmd_data(args, config, roots):
 
 
 def cmd_list(args, config, roots):
-    """The benchmarks, models or datasets of the config, a row each."""
+    """The benchmarks, models, datasets or reference checkpoints of the config, a row
+    each."""
     from embedprobe.api.listings import format_listing, listing
 
     rows = listing(config, roots, args.kind)
@@ -658,8 +659,10 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="the config's benchmarks (task, datasets, models, folds, "
                                     "variants), models (family, weights and whether they are "
-                                    "here, rate, window, aliases) or datasets (format, state)")
-    p.add_argument("kind", choices=("benchmarks", "models", "datasets"))
+                                    "here, rate, window, aliases), datasets (format, state) or "
+                                    "the reference suite's checkpoints (the model that runs "
+                                    "each here, or why it cannot be had yet)")
+    p.add_argument("kind", choices=("benchmarks", "models", "datasets", "reference"))
     p.add_argument("--format", choices=("table", "json"), default="table")
 
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")
