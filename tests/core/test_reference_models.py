@@ -18,6 +18,7 @@ from embedprobe.core.reference_models import reference_checkpoints, rule_out_rea
 from embedprobe.core.selection import check_selection, name_list
 from embedprobe.smk import plan
 from embedprobe.smk.job_configs import job_config_json
+from embedprobe.tasks.registry import TASKS
 
 from helpers.project import PROJECT, VENV_BIN, snakemake
 
@@ -116,6 +117,9 @@ def test_check_says_not_available_with_exit_2():
 
 def test_the_reference_rules_out_a_family_by_task(config):
     catalog = config["reference_models"]
+    for family, entry in catalog.items():  # the schema takes strings: each is a task's name
+        assert set(entry.get("rule_out", {}).get("tasks", [])) <= set(TASKS), family
+    assert {f for f, e in catalog.items() if "rule_out" in e} == GROUPS["supervised"]
     assert rule_out_reason(catalog, "sleepyco", "seizure_detection").startswith("a sleep stager")
     assert rule_out_reason(catalog, "sleepyco", "sleep_staging") == ""
     assert rule_out_reason(catalog, "eegnetv4", "motor_imagery") == ""
