@@ -20,6 +20,7 @@ from embedprobe.smk import plan
 from embedprobe.smk.job_configs import job_config_json
 from embedprobe.tasks.registry import TASKS
 
+from helpers.hub import fetch_cli
 from helpers.project import PROJECT, VENV_BIN, snakemake
 
 # NeuroAtlas's configs/model_groups.yaml, less brain_age_cnn (its one checkpoint is `planned`)
@@ -113,6 +114,17 @@ def test_check_says_not_available_with_exit_2():
     assert ("error: --model names 'sleepyco_shhs_fold0' (the reference's sleepyco checkpoint): "
             "not available: its SHHS checkpoint is the reference's own copy") in done.stderr
     assert "\nfix: leave it out" in done.stderr
+
+
+def test_fetch_weights_takes_the_reference_names_and_refuses_one_not_available(config, capsys):
+    assert fetch_cli(config, "moment_base") == 2  # before any download
+    err = capsys.readouterr().err
+    assert ("error: fetch-weights names 'moment_base' (the reference's moment checkpoint): not "
+            "available: family not built here yet: MOMENT runs through its own package") in err
+    assert "fix: leave it out" in err
+    assert fetch_cli(config, "cbramod_random_init") == 0  # its model: a random init
+    assert capsys.readouterr().out == ("cbramod_random: not a hub checkpoint (weights: random), "
+                                       "nothing to fetch\n")
 
 
 def test_the_reference_rules_out_a_family_by_task(config):

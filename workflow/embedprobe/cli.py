@@ -335,16 +335,18 @@ def cmd_calibrate(args, config, roots):
 
 
 def cmd_fetch_weights(args, config, roots):
-    """Download the named hub checkpoints (default: every one in models.yaml) into
-    <weights_root>/hub; a checkpoint already fetched and intact is not downloaded again."""
+    """Download the named hub checkpoints (default: every one in models.yaml; aliases and the
+    reference's names as everywhere models are named) into <weights_root>/hub; a checkpoint
+    already fetched and intact is not downloaded again."""
     import os
 
+    from embedprobe.core.model_aliases import expand_models
     from embedprobe.models.registry import fetch_models
 
     os.environ.pop("HF_HUB_OFFLINE", None)  # the one step that may reach the hub
-    for model in args.models:
-        lookup(config, "models", model)
-    lines = fetch_models(config, roots, args.models or None)
+    models = expand_models(args.models, config["models"], "fetch-weights",
+                           config["reference_models"]) if args.models else None
+    lines = fetch_models(config, roots, models)
     for line in lines:
         print(line)
     if args.out:
