@@ -162,6 +162,22 @@ def test_a_sleep_stager_is_ruled_out_of_the_seizure_benchmark_with_the_reason(co
     assert "reference_models" not in json.loads(before)
 
 
+def test_check_of_the_benchmark_rules_the_pair_out_with_the_reason(config, tmp_path, capsys):
+    from embedprobe import cli
+
+    config["models"]["sleepyco_random"] = dict(SLEEP_STAGER)
+    config["benchmarks"]["epilepsy_demo"]["models"] = ["biot_random", "sleepyco_random"]
+    config.update({root: str(tmp_path / root) for root in
+                   ("data_root", "cache_root", "results_root", "weights_root")})
+    code = cli.main(["--job-config", json.dumps(config), "check", "--benchmark",
+                     "epilepsy_demo", "--dataset", "siena_demo", "--model", "sleepyco_random"])
+    out = capsys.readouterr().out
+    assert code == 1  # no pair passed
+    assert ("  ruled out of seizure_detection as the reference rules out sleepyco: a sleep "
+            "stager") in out
+    assert out.splitlines()[-1].startswith("1 pair: 0 ok, 0 failed, 0 skipped, 1 ruled out")
+
+
 @pytest.mark.workflow
 def test_the_dry_run_plans_no_job_for_a_ruled_out_pair(tmp_path):
     extra = {"models": {"sleepyco_random": SLEEP_STAGER},

@@ -192,6 +192,8 @@ def cmd_check(args, config, roots):
     from embedprobe.core.model_aliases import expand_models
     from embedprobe.memory.calibration import table_baseline_of_check
     from embedprobe.pipeline.check import (
+        RULED_OUT,
+        CheckResult,
         check_pair,
         closing_notes,
         exit_code,
@@ -201,7 +203,7 @@ def cmd_check(args, config, roots):
         write_result,
     )
     from embedprobe.pipeline.context import DatasetContext
-    from embedprobe.smk.plan import benchmark_stores
+    from embedprobe.smk.plan import benchmark_stores, task_rule_outs
 
     started = time.monotonic()
     if args.benchmark:
@@ -210,7 +212,9 @@ def cmd_check(args, config, roots):
         models = (expand_models(args.model.split(","), config["models"], "--model",
                                 config["reference_models"]) if args.model else bench["models"])
         models = benchmark_stores(config, args.benchmark, models)
+        ruled_out = task_rule_outs(config, args.benchmark)  # by the reference, for its task
     else:
+        ruled_out = {}
         datasets = [args.dataset]
         models = expand_models(args.model.split(","), config["models"], "--model",
                                config["reference_models"])
@@ -222,7 +226,11 @@ def cmd_check(args, config, roots):
     for dataset in datasets:
         context = DatasetContext.build(config, roots, dataset)  # one for all its models
         for model in models:
-            result = check_pair(context, model, args.batch_size, invocation=args.invocation)
+            if model in ruled_out:  # as the plan leaves it out: no batch to push
+                result = CheckResult(dataset, model).stop(
+                    RULED_OUT, "task", ruled_out[model]["reason"], ruled_out[model]["fix"])
+            else:
+                result = check_pair(context, model, args.batch_size, invocation=args.invocation)
             result.table_baseline_bytes = table_baseline_of_check(config, result)
             results.append(result)
             write_result(result, Path(args.out) if args.out else
