@@ -69,6 +69,21 @@ def test_the_44_reference_ids_each_run_here_or_say_why_not(config):
     assert len(eegnet) == 12 and "eegnetv4_physionet_mi" in eegnet
 
 
+def test_every_reference_id_is_in_the_docs_table(config):
+    usage = (PROJECT / "docs" / "usage.md").read_text(encoding="utf-8")
+    section = usage[usage.index("\n## The reference's models\n"):
+                    usage.index("\n## Pretrained weights from the Hub\n")]
+    rows = {line.split("|")[1].strip(): line for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| family")}
+    checkpoints = reference_checkpoints(config["reference_models"], config["models"])
+    assert set(rows) == set(config["reference_models"])
+    for name, checkpoint in checkpoints.items():
+        row = rows[checkpoint.family]
+        assert f"`{name}`" in row and f"| {checkpoint.group} |" in row, name
+        assert (f"`{checkpoint.model}`" in row) if checkpoint.model else (
+            "not available" in row), name
+
+
 def test_reference_names_select_as_the_reference_writes_them(config):
     models, catalog = config["models"], config["reference_models"]
     fm = expand_models(["all_fm"], models, "here", catalog)
