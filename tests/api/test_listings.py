@@ -1,5 +1,5 @@
-"""`embedprobe list benchmarks|models|datasets`: the config's catalogue a row each, with the
-weights' and data's states from their owners (as check and the plan see them)."""
+"""`embedprobe list benchmarks|models|datasets|reference`: the config's catalogue a row each,
+with the weights' and data's states from their owners (as check and the plan see them)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,19 @@ def test_benchmarks_and_datasets_tables(tmp_path):
 def test_an_unknown_kind_is_a_usage_error():
     run = run_list("modles")
     assert run.returncode == 2 and "invalid choice: 'modles'" in run.stderr
+
+
+def test_the_reference_checkpoints_with_the_model_that_runs_each_or_why_not():
+    run = run_list("reference")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].split() == ["reference", "family", "group", "runs_as", "not_available"]
+    assert lines[-1] == "44 reference checkpoints"
+    rows = tables.listing("reference").set_index("reference")
+    assert rows.loc["reve_pretrained", ["runs_as", "not_available"]].tolist() == [
+        "reve_base_pretrained", ""]
+    assert rows.loc["moirai_large", "group"] == "ts_fm"
+    assert rows.loc["moirai_large", "licence"].startswith("CC BY-NC 4.0")
+    assert rows.loc["chronos_t5_base", "not_available"].startswith("family not built here yet")
+    assert "seizure_detection" in rows.loc["sleepyco_shhs_fold0", "rule_out_tasks"]
+    assert (rows["runs_as"] != "").sum() == 10

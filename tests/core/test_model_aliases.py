@@ -16,8 +16,9 @@ from embedprobe.core.selection import check_selection, name_list, selected
 
 from helpers.project import PROJECT, VENV_BIN
 
-PRETRAINED = ["biot_pretrained", "biot_six_datasets", "labram_pretrained", "cbramod_pretrained",
-              "eegpt_pretrained", "bendr_pretrained", "signal_jepa_pretrained",
+PRETRAINED = ["biot_pretrained", "biot_six_datasets", "biot_shhs_prest", "labram_pretrained",
+              "cbramod_pretrained", "eegpt_pretrained", "bendr_pretrained",
+              "signal_jepa_pretrained",
               "signal_jepa_without_chans_pretrained", "luna_base_pretrained",
               "luna_large_pretrained", "luna_huge_pretrained", "reve_base_pretrained",
               "steegformer_small_pretrained", "steegformer_base_pretrained",
@@ -40,7 +41,8 @@ def test_the_shipped_models_aliases(config):
         "all_pretrained": PRETRAINED, "all_random": RANDOM, "all_tokens": TOKENS,
         # every shipped family is an EEG foundation model: the other groups stand for none
         "all_fm": PRETRAINED, "all_ts": [], "all_supervised": [], "all": every,
-        "biot": ["biot_pretrained", "biot_six_datasets"], "labram": ["labram_pretrained"],
+        "biot": ["biot_pretrained", "biot_six_datasets", "biot_shhs_prest"],
+        "labram": ["labram_pretrained"],
         "cbramod": ["cbramod_pretrained"], "eegpt": ["eegpt_pretrained"],
         "bendr": ["bendr_pretrained"],
         "signal_jepa": ["signal_jepa_pretrained", "signal_jepa_without_chans_pretrained"],
@@ -58,7 +60,8 @@ def test_a_benchmark_list_expands_in_order_and_once(config):
     assert config["benchmarks"]["demo"]["models"] == [
         "labram_random", "biot_random", "cbramod_random", "eegpt_random", "bendr_random",
         "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
-        "codebrain_random", "eegdino_random", "biot_pretrained", "biot_six_datasets"]
+        "codebrain_random", "eegdino_random", "biot_pretrained", "biot_six_datasets",
+        "biot_shhs_prest"]
     check_names(config)  # ids stay ids: expanding again changes nothing
     assert config["benchmarks"]["demo"]["models"][:2] == ["labram_random", "biot_random"]
 
@@ -136,7 +139,7 @@ def test_a_name_after_a_minus_removes_its_ids_wherever_it_stands(config):
     models = config["models"]
     assert expand_models(["-biot", "all_fm", "-luna_huge_pretrained"], models, "here") == [
         m for m in PRETRAINED if m not in ("biot_pretrained", "biot_six_datasets",
-                                           "luna_huge_pretrained")]
+                                           "biot_shhs_prest", "luna_huge_pretrained")]
     assert expand_models(["all", "-all_random"], models, "here") == PRETRAINED
     config["only_models"] = "all_random,-biot_random"
     check_selection(config)

@@ -41,14 +41,17 @@ from embedprobe.smk.plan import known_skips, runnable_models
 from helpers.hub import NO_HUB, FakeHub, commit_of, fetch_cli, publish
 
 DATASET = "sleep_edf_demo"
-# biot_pretrained: the reference suite's PREST checkpoint; biot_six_datasets: the 18-token one.
+# biot_pretrained: the reference suite's PREST checkpoint; biot_six_datasets and
+# biot_shhs_prest: the two 18-token ones.
 BIOT_REPO = "braindecode/biot-pretrained-prest-16chs"
 SIX_DATASETS_REPO = "braindecode/biot-pretrained-six-datasets-18chs"
+SHHS_PREST_REPO = "braindecode/biot-pretrained-shhs-prest-18chs"
 # The published BIOT layouts: channel tokens (braindecode's test_pretrained_hub_models: 16 for
 # -prest-16chs, 18 for the others), 200 Hz and the 10 s pretraining window (NeuroAtlas
 # backbones/biot.py: "BIOT's pretraining window is 10 s"); the rest BIOT's defaults.
 BIOT_LAYOUTS = {BIOT_REPO: dict(n_chans=16, sfreq=200, n_times=2000),
-                SIX_DATASETS_REPO: dict(n_chans=18, sfreq=200, n_times=2000)}
+                SIX_DATASETS_REPO: dict(n_chans=18, sfreq=200, n_times=2000),
+                SHHS_PREST_REPO: dict(n_chans=18, sfreq=200, n_times=2000)}
 EEGPT_REPO = "braindecode/eegpt-pretrained"
 # A small EEGPT (the published one is 8 x 512): what its checkpoint and the model entry share.
 SMALL_EEGPT = {"depth": 1, "embed_dim": 64, "num_heads": 4}
@@ -120,6 +123,7 @@ def test_the_shipped_repos_are_those_braindecode_documents():
     assert {m: hub.hub_repo(e["weights"]) for m, e in pretrained.items()} == {
         "biot_pretrained": BIOT_REPO,
         "biot_six_datasets": SIX_DATASETS_REPO,
+        "biot_shhs_prest": SHHS_PREST_REPO,
         "labram_pretrained": "braindecode/labram-pretrained",
         "cbramod_pretrained": "braindecode/cbramod-pretrained",
         "eegpt_pretrained": EEGPT_REPO,
@@ -207,18 +211,21 @@ def test_check_and_embed_load_the_fetched_checkpoint_offline(env, tmp_path):
 
 
 def test_the_prest_checkpoint_has_16_tokens_and_the_six_datasets_one_18(env):
-    """Both BIOT checkpoints fetched in their published layouts: biot_pretrained (PREST) is
-    built with its 16 channel tokens, biot_six_datasets with 18, for a 2-channel dataset as for
-    any; an 18-channel montage is ruled out for the first and served by the second."""
+    """The three BIOT checkpoints fetched in their published layouts: biot_pretrained (PREST)
+    is built with its 16 channel tokens, biot_six_datasets and biot_shhs_prest with 18, for a
+    2-channel dataset as for any; an 18-channel montage is ruled out for the first and served
+    by the others."""
     from safetensors.torch import load_file
 
     config, roots, fake, _ = env
     publish_biot(fake.hub_dir, SIX_DATASETS_REPO)
-    assert fetch_cli(config, "biot_pretrained", "biot_six_datasets") == 0
+    publish_biot(fake.hub_dir, SHHS_PREST_REPO, seed=6)
+    assert fetch_cli(config, "biot_pretrained", "biot_six_datasets", "biot_shhs_prest") == 0
     montage = tuple(f"E{i}" for i in range(18))
     mismatches = {}
     for model_id, repo, tokens in [("biot_pretrained", BIOT_REPO, 16),
-                                   ("biot_six_datasets", SIX_DATASETS_REPO, 18)]:
+                                   ("biot_six_datasets", SIX_DATASETS_REPO, 18),
+                                   ("biot_shhs_prest", SHHS_PREST_REPO, 18)]:
         checkpoint = hub.locate(repo, "main", roots).checkpoint
         published = checkpoint.config()
         assert (published["n_chans"], published["sfreq"], published["n_times"]) == (
@@ -234,7 +241,25 @@ def test_the_prest_checkpoint_has_16_tokens_and_the_six_datasets_one_18(env):
     assert mismatches == {
         "biot_pretrained": "it has 16 channel tokens, the channel map gives 18 channels "
                            f"({', '.join(montage)})",
-        "biot_six_datasets": ""}
+        "biot_six_datasets": "", "biot_shhs_prest": ""}
+
+
+def test_the_shhs_prest_checkpoint_loads_offline_and_embeds_a_batch(env):
+    """biot_shhs_prest, fetched from a repo written in its published layout (random tensors
+    under the real key names and shapes), passes check offline: one real batch, its weights'
+    sha256 the manifest's, and the plan runs it."""
+    config, roots, fake, _ = env
+    publish_biot(fake.hub_dir, SHHS_PREST_REPO, seed=6)
+    assert fetch_cli(config, "biot_shhs_prest") == 0
+    config["benchmarks"]["demo"]["models"] = ["biot_random", "biot_shhs_prest"]
+    result = check_pair(DatasetContext.build(config, roots, DATASET), "biot_shhs_prest", 8)
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert result.status == OK, result.note
+    assert result.weights == "found" and result.forward == "(8, 256) finite"
+    entry = json.loads(hub.manifest_path(roots).read_text())[f"{SHHS_PREST_REPO}@main"]
+    _, digest = build_model(model_spec(config, "biot_shhs_prest", DATASET), 2, roots)
+    assert digest == entry["files"]["model.safetensors"]
+    assert runnable_models(config, "demo", DATASET) == ["biot_random", "biot_shhs_prest"]
 
 
 def test_not_fetched_is_a_skip_in_check_and_in_the_plan(env):

@@ -344,9 +344,10 @@ def test_model_aliases_select_in_the_real_plan(runs):
     same = aliases["all_random"]  # = only_models=biot_random: the debug run's jobs, all done
     assert same.returncode == 0, same.stderr[-2000:]
     assert "Nothing to be done" in same.stdout + same.stderr, same.stdout[-2000:]
-    pretrained = aliases["biot"]  # biot_pretrained, biot_six_datasets: pair runs neither
+    pretrained = aliases["biot"]  # biot's three checkpoints: pair runs none
     assert pretrained.returncode == 2, pretrained.stderr[-2000:]
-    assert ("error: only_models=biot_pretrained,biot_six_datasets folds=debug leaves target "
+    assert ("error: only_models=biot_pretrained,biot_six_datasets,biot_shhs_prest folds=debug "
+            "leaves target "
             "'pair' nothing to run: its benchmarks run models biot_random") in pretrained.stderr
     typo = aliases["all_randon"]
     assert typo.returncode == 2, typo.stderr[-2000:]

@@ -192,6 +192,8 @@ def cmd_check(args, config, roots):
     from embedprobe.core.model_aliases import expand_models
     from embedprobe.memory.calibration import table_baseline_of_check
     from embedprobe.pipeline.check import (
+        RULED_OUT,
+        CheckResult,
         check_pair,
         closing_notes,
         exit_code,
@@ -201,18 +203,21 @@ def cmd_check(args, config, roots):
         write_result,
     )
     from embedprobe.pipeline.context import DatasetContext
-    from embedprobe.smk.plan import benchmark_stores
+    from embedprobe.smk.plan import benchmark_stores, task_rule_outs
 
     started = time.monotonic()
     if args.benchmark:
         bench = lookup(config, "benchmarks", args.benchmark)
         datasets = [args.dataset] if args.dataset else bench["datasets"]
-        models = (expand_models(args.model.split(","), config["models"], "--model")
-                  if args.model else bench["models"])
+        models = (expand_models(args.model.split(","), config["models"], "--model",
+                                config["reference_models"]) if args.model else bench["models"])
         models = benchmark_stores(config, args.benchmark, models)
+        ruled_out = task_rule_outs(config, args.benchmark)  # by the reference, for its task
     else:
+        ruled_out = {}
         datasets = [args.dataset]
-        models = expand_models(args.model.split(","), config["models"], "--model")
+        models = expand_models(args.model.split(","), config["models"], "--model",
+                               config["reference_models"])
     if args.out and len(datasets) * len(models) != 1:
         raise UsageError("--out names one pair's JSON, but this check has "
                          f"{len(datasets) * len(models)} pairs",
@@ -221,7 +226,11 @@ def cmd_check(args, config, roots):
     for dataset in datasets:
         context = DatasetContext.build(config, roots, dataset)  # one for all its models
         for model in models:
-            result = check_pair(context, model, args.batch_size, invocation=args.invocation)
+            if model in ruled_out:  # as the plan leaves it out: no batch to push
+                result = CheckResult(dataset, model).stop(
+                    RULED_OUT, "task", ruled_out[model]["reason"], ruled_out[model]["fix"])
+            else:
+                result = check_pair(context, model, args.batch_size, invocation=args.invocation)
             result.table_baseline_bytes = table_baseline_of_check(config, result)
             results.append(result)
             write_result(result, Path(args.out) if args.out else
@@ -334,16 +343,18 @@ def cmd_calibrate(args, config, roots):
 
 
 def cmd_fetch_weights(args, config, roots):
-    """Download the named hub checkpoints (default: every one in models.yaml) into
-    <weights_root>/hub; a checkpoint already fetched and intact is not downloaded again."""
+    """Download the named hub checkpoints (default: every one in models.yaml; aliases and the
+    reference's names as everywhere models are named) into <weights_root>/hub; a checkpoint
+    already fetched and intact is not downloaded again."""
     import os
 
+    from embedprobe.core.model_aliases import expand_models
     from embedprobe.models.registry import fetch_models
 
     os.environ.pop("HF_HUB_OFFLINE", None)  # the one step that may reach the hub
-    for model in args.models:
-        lookup(config, "models", model)
-    lines = fetch_models(config, roots, args.models or None)
+    models = expand_models(args.models, config["models"], "fetch-weights",
+                           config["reference_models"]) if args.models else None
+    lines = fetch_models(config, roots, models)
     for line in lines:
         print(line)
     if args.out:
@@ -444,7 +455,8 @@ def cmd_data(args, config, roots):
 
 
 def cmd_list(args, config, roots):
-    """The benchmarks, models or datasets of the config, a row each."""
+    """The benchmarks, models, datasets or reference checkpoints of the config, a row
+    each."""
     from embedprobe.api.listings import format_listing, listing
 
     rows = listing(config, roots, args.kind)
@@ -657,8 +669,10 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="the config's benchmarks (task, datasets, models, folds, "
                                     "variants), models (family, weights and whether they are "
-                                    "here, rate, window, aliases) or datasets (format, state)")
-    p.add_argument("kind", choices=("benchmarks", "models", "datasets"))
+                                    "here, rate, window, aliases), datasets (format, state) or "
+                                    "the reference suite's checkpoints (the model that runs "
+                                    "each here, or why it cannot be had yet)")
+    p.add_argument("kind", choices=("benchmarks", "models", "datasets", "reference"))
     p.add_argument("--format", choices=("table", "json"), default="table")
 
     p = sub.add_parser("aggregate", help="fold results -> results.tsv and a printed table")

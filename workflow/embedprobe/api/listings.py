@@ -1,10 +1,13 @@
-"""`embedprobe list benchmarks|models|datasets`: what the config offers, without reading YAML.
+"""`embedprobe list benchmarks|models|datasets|reference`: what the config offers, without
+reading YAML.
 
 One row per benchmark (its task, quick dataset, datasets, models, folds, variants), per model
 (its family, architecture, weights and whether they are here, its input contract, the aliases
-that name it) or per dataset (its format, labelling task, folder and its state on disk: the
-rows of `data status`). The states are their owners' (models.registry.weights_state,
-datasets.availability), so a listing never disagrees with `check` or the plan.
+that name it), per dataset (its format, labelling task, folder and its state on disk: the
+rows of `data status`) or per checkpoint of the reference suite (its family and group, the
+model that runs it here or why it cannot be had yet: core/reference_models.py). The states
+are their owners' (models.registry.weights_state, datasets.availability), so a listing never
+disagrees with `check` or the plan.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from embedprobe.core.model_aliases import model_aliases
 from embedprobe.core.text import aligned_rows
 from embedprobe.core.variants import listed_models
 
-KINDS = ("benchmarks", "models", "datasets")
+KINDS = ("benchmarks", "models", "datasets", "reference")
 # the columns the table shows of each kind's rows (the JSON has every key)
 COLUMNS = {
     "benchmarks": ("benchmark", "task", "quick", "datasets", "n_models", "folds", "variants"),
     "models": ("model", "family", "weights", "weights_state", "sfreq", "window_seconds",
                "aliases"),
     "datasets": ("dataset", "format", "labels", "state", "recordings", "folder"),
+    "reference": ("reference", "family", "group", "runs_as", "not_available"),
 }
 
 
@@ -62,6 +66,17 @@ def dataset_rows(config: dict, roots: dict) -> list[dict]:
             for row in availability(config, roots)]
 
 
+def reference_rows(config: dict) -> list[dict]:
+    from embedprobe.core.reference_models import reference_checkpoints
+
+    catalog = config["reference_models"]
+    return [{"reference": c.name, "family": c.family, "group": c.group,
+             "runs_as": c.model or "", "not_available": c.reason,
+             "licence": catalog[c.family].get("licence", ""),
+             "rule_out_tasks": ", ".join(catalog[c.family].get("rule_out", {}).get("tasks", []))}
+            for c in reference_checkpoints(catalog, config["models"]).values()]
+
+
 def listing(config: dict, roots: dict, kind: str) -> list[dict]:
     """The rows of one kind (KINDS)."""
     if kind == "benchmarks":
@@ -70,6 +85,8 @@ def listing(config: dict, roots: dict, kind: str) -> list[dict]:
         return model_rows(config, roots)
     if kind == "datasets":
         return dataset_rows(config, roots)
+    if kind == "reference":
+        return reference_rows(config)
     raise UsageError(f"nothing to list as '{kind}'", fix=f"list one of: {', '.join(KINDS)}")
 
 
@@ -77,4 +94,5 @@ def format_listing(kind: str, rows: list[dict]) -> str:
     columns = COLUMNS[kind]
     body = aligned_rows(columns, [[str(r[c]) if r[c] not in (None, "") else "-" for c in columns]
                                   for r in rows])
-    return "\n".join([*body, f"{len(rows)} {kind}"])
+    noun = "reference checkpoints" if kind == "reference" else kind
+    return "\n".join([*body, f"{len(rows)} {noun}"])

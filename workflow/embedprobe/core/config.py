@@ -39,7 +39,8 @@ def expand_benchmark_models(config: dict) -> dict:
     for bench_id, bench in config.get("benchmarks", {}).items():
         if "models" in bench:
             bench["models"] = expand_models(bench["models"], config.get("models", {}),
-                                            f"benchmark '{bench_id}'")
+                                            f"benchmark '{bench_id}'",
+                                            config.get("reference_models"))
     return materialize(config)
 
 

@@ -48,7 +48,8 @@ def name_list(config: dict, key: str = "only_models") -> list[str] | None:
         return names
     from embedprobe.core.model_aliases import expand_models
 
-    return expand_models(names, config.get("models", {}), "config only_models")
+    return expand_models(names, config.get("models", {}), "config only_models",
+                         config.get("reference_models"))
 
 
 def _listed(config: dict, key: str) -> list[str] | None:

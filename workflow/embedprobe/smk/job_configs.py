@@ -20,10 +20,11 @@ def job_config_json(config: dict, benchmark=None, dataset=None, model=None) -> s
     # out keeps a change of, say, memory.retry_factor from rerunning every job; a selection
     # (only_models, folds, ...) chooses jobs and reruns none; target groups only name targets
     # (a group edited or added must not re-index and re-embed its datasets); where a dataset
-    # is downloaded from (`download:`, a dataset's `source:`) changes none of its files.
+    # is downloaded from (`download:`, a dataset's `source:`) changes none of its files; the
+    # reference's catalogue (`reference_models:`) only names models and chooses what runs.
     sliced = {k: v for k, v in config.items()
               if k not in ("benchmarks", "datasets", "models", "target_groups", "download",
-                           "memory") and in_job_config(k, v)}
+                           "memory", "reference_models") and in_job_config(k, v)}
     for kind, name in (("benchmarks", benchmark), ("models", model)):
         sliced[kind] = {name: config[kind][name]} if name else {}
     sliced["datasets"] = {dataset: {k: v for k, v in config["datasets"][dataset].items()

@@ -288,16 +288,20 @@ def source_fold_predictions(config: dict, roots: dict, benchmark: str, dataset: 
 
 
 def runnable_models(config: dict, benchmark: str, dataset: str) -> list[str]:
-    """The benchmark's (selected) models for this dataset, less those its channel map rules
-    out and those known to be skipped before anything runs (see known_skips)."""
+    """The benchmark's (selected) models for this dataset, less those its task rules out
+    (task_rule_outs), those its channel map rules out and those known to be skipped before
+    anything runs (see known_skips)."""
     from embedprobe.pipeline.channel_maps import channel_plan
 
     models = selected(config, benchmark, "models")
-    skipped = known_skips(config, benchmark) | variant_skips(config, benchmark)
+    skipped = (task_rule_outs(config, benchmark) | known_skips(config, benchmark)
+               | variant_skips(config, benchmark))
     runnable = []
     for m in models:
+        if m in skipped:
+            continue
         plan = exit_on_error(channel_plan, config, dataset, config["models"][m]["family"])
-        if m not in skipped and not plan.ruled_out and not checkpoint_rules_out(
+        if not plan.ruled_out and not checkpoint_rules_out(
                 config, dataset, m, plan):
             runnable.append(m)
     return runnable
@@ -318,6 +322,28 @@ def checkpoint_rules_out(config: dict, dataset: str, model: str, plan) -> str:
     return reason
 
 
+def task_rule_outs(config: dict, benchmark: str) -> dict[str, dict]:
+    """Models of the benchmark whose family the reference leaves out of its task (a sleep
+    stager on a seizure benchmark: config/models.yaml `reference_models:`, a family's
+    `rule_out:`): they get no jobs, the plan says so once, and the results list them as
+    skipped with the reason, as the reference's run lines remove them by name."""
+    from embedprobe.core.reference_models import rule_out_reason
+
+    task = config["benchmarks"][benchmark]["task"]
+    skips = {}
+    for model in selected(config, benchmark, "models"):
+        family = config["models"][model]["family"]
+        reason = rule_out_reason(config["reference_models"], family, task)
+        if reason:
+            skips[model] = {"status": "skipped",
+                            "reason": f"ruled out of {task} as the reference rules out "
+                                      f"{family}: {reason}",
+                            "fix": f"run {model} on a benchmark of another task; "
+                                   f"config/models.yaml reference_models.{family}.rule_out "
+                                   "lists the tasks"}
+    return skips
+
+
 def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
     """Models of the benchmark whose check would be skipped for a reason known before running:
     a pretrained checkpoint whose weights file is absent. They get no jobs; the plan warns, and
@@ -328,9 +354,9 @@ def known_skips(config: dict, benchmark: str) -> dict[str, dict]:
 
     roots = resolve_roots(config)
     skips = {}
-    without_tokens = variant_skips(config, benchmark)
+    not_asked = variant_skips(config, benchmark) | task_rule_outs(config, benchmark)
     for model in selected(config, benchmark, "models"):
-        if model in without_tokens:
+        if model in not_asked:  # ruled out before its weights matter
             continue
         spec = exit_on_error(model_spec, config, model)
         missing = missing_weights(spec, roots)
@@ -409,7 +435,7 @@ def not_run_pairs(config: dict, benchmark: str, dataset: str) -> dict[str, dict]
     those whose weights are absent (known_skips) and, when the dataset's data is missing,
     every other model that would run. What aggregate lists as skipped rows."""
     skips = (known_skips(config, benchmark) | variant_skips(config, benchmark)
-             | channel_map_skips(config, benchmark, dataset))
+             | channel_map_skips(config, benchmark, dataset) | task_rule_outs(config, benchmark))
     missing = data_skip(config, dataset)
     if missing:
         return {m: missing for m in runnable_models(config, benchmark, dataset)} | skips
@@ -423,7 +449,10 @@ def channel_map_skips(config: dict, benchmark: str, dataset: str) -> dict[str, d
     from embedprobe.pipeline.channel_maps import channel_map_path, channel_plan
 
     skips = {}
+    ruled_out = task_rule_outs(config, benchmark)
     for model in selected(config, benchmark, "models"):
+        if model in ruled_out:  # its task's reason stands; the map need not name its family
+            continue
         plan = exit_on_error(channel_plan, config, dataset, config["models"][model]["family"])
         if plan.ruled_out:
             skips[model] = {"status": "skipped",
@@ -443,6 +472,11 @@ def warn_known_skips(config: dict, benchmark: str, dataset: str) -> None:
         print(f"warning: {dataset} will be skipped: {missing['reason']}; the other datasets "
               f"run{listed} its pairs as skipped\nfix: {missing['fix']}",
               file=sys.stderr)
+    for model, skip in task_rule_outs(config, benchmark).items():
+        if (benchmark, model, "task") not in _WARNED:
+            _WARNED.add((benchmark, model, "task"))
+            print(f"note: {benchmark}: {model} is {skip['reason']}; results.tsv and "
+                  "summary.md list it as skipped", file=sys.stderr)
     folds = exit_on_error(fold_count, config, benchmark, dataset)
     for model, skip in (known_skips(config, benchmark) | variant_skips(config, benchmark)).items():
         if (dataset, model) in _WARNED:
