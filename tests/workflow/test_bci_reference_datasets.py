@@ -47,3 +47,19 @@ def test_the_bci_plan_lists_the_references_datasets_and_skips_absent_ones_with_t
             f'{made}.download()"'), lines[at + 1]
     # MOABB wrote nothing into MNE's config file while the plan was built
     assert not (tmp_path / "home" / ".mne").exists()
+
+
+def test_a_misspelt_moabb_class_stops_the_plan_with_exit_2_and_the_closest_name(tmp_path):
+    """A user's entry names a class MOABB does not have: refused before any job, whether MOABB's
+    folder exists or not (here it does not: the fix would have named the class)."""
+    extra = tmp_path / "mine.yaml"
+    extra.write_text("datasets:\n  weibo2014:\n    moabb_dataset: Weibo2041\n")
+    run = snakemake(tmp_path, "-n", "bci_motor_imagery", "--configfile", str(extra),
+                    timeout=300, env_extra={"MNE_DATA": str(tmp_path / "absent"),
+                                            "HOME": str(tmp_path / "home")})
+    assert run.returncode == 2, run.stderr[-3000:]
+    lines = run.stderr.splitlines()
+    at = lines.index("error: moabb_dataset: 'Weibo2041' is not a dataset class of MOABB 1.5.0 "
+                     "(did you mean 'Weibo2014'?)")
+    assert lines[at + 1].startswith("fix: name a class of moabb.datasets as MOABB spells it")
+    assert "rule probe:" not in run.stdout

@@ -68,10 +68,8 @@ def dataset_names() -> tuple[str, ...]:
                         and value is not BaseDataset and not name.startswith("_")))
 
 
-@functools.lru_cache(maxsize=8)
-def dataset(name: str):
-    """An instance of the MOABB dataset class `name` (all its subjects); an unknown name is
-    refused with the closest one."""
+def dataset_class(name: str) -> type:
+    """The MOABB dataset class `name`; an unknown name is refused with the closest one."""
     import moabb
     import moabb.datasets as module
 
@@ -81,7 +79,13 @@ def dataset(name: str):
                          f"{moabb.__version__}{closest(name, names)}",
                          fix="name a class of moabb.datasets as MOABB spells it (python -c "
                              "'import moabb.datasets as d; print(d.__all__)')")
-    cls = getattr(module, name)
+    return getattr(module, name)
+
+
+@functools.lru_cache(maxsize=8)
+def dataset(name: str):
+    """An instance of the MOABB dataset class `name` (all its subjects)."""
+    cls = dataset_class(name)
     return cls(accept=True) if _takes_accept(cls) else cls()
 
 
@@ -161,9 +165,7 @@ def fetch_command(name: str, subjects: list[int] | None, folder: Path | None) ->
     network, into `folder` (None: MOABB's own)."""
     arguments = [] if subjects is None else [f"subject_list={subjects}"]
     arguments += [] if folder is None else [f"path='{folder}'"]
-    import moabb.datasets as module
-
     # accept=True: whoever runs it accepts the dataset's licence (MOABB asks for it)
-    made = "accept=True" if _takes_accept(getattr(module, name)) else ""
+    made = "accept=True" if _takes_accept(dataset_class(name)) else ""
     return (f"python -c \"from moabb.datasets import {name}; "
             f"{name}({made}).download({', '.join(arguments)})\"")
