@@ -80,7 +80,13 @@ def test_every_shipped_dataset_names_its_powerline(config):
         "bi2013a": 50, "bi2013a_demo": 50, "nakanishi2015": 60, "nakanishi2015_demo": 60,
         "eegmat": 50, "eegmat_demo": 50,
         # through MOABB: BNCI 2014-004 and 2015-001 (Graz) 50 Hz
-        "bnci2014_004": 50, "bnci2015_001": 50, "moabb_demo": 50,
+        "bnci2014_004": 50, "bnci2015_001": 50, "moabb_demo": 50, "moabb_erp_demo": 50,
+        "moabb_ssvep_demo": 60,
+        # the reference's other BCI sets through MOABB: its notch where dataio/bci.py sets one
+        # (Dreyer, Weibo 50 Hz; Shin 2017 A 60 Hz), else the site's (Liu: China, Brain Invaders:
+        # Grenoble, EPFL: Lausanne 50 Hz; ERP CORE: Davis, Kim 2025: South Korea 60 Hz)
+        "dreyer2023": 50, "liu2024": 50, "shin2017a": 60, "weibo2014": 50, "bi2014a": 50,
+        "epflp300": 50, "erpcore2021_n170": 60, "kim2025betarange": 60,
         # the sleep cohorts: NSRR's (US), WSC, STAGES and MASS (Canada) 60 Hz; HMC, DCSM 50 Hz
         "shhs": 60, "mesa": 60, "mros": 60, "cfs": 60, "homepap": 60, "wsc": 60, "stages": 60,
         "wsc_demo": 60, "stages_demo": 60, "shhs_demo": 60, "mesa_demo": 60, "mros_demo": 60,

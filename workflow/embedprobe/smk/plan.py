@@ -426,7 +426,8 @@ def data_skip(config: dict, dataset: str) -> dict | None:
         _DATA_SKIPS[key] = None if status.state != "missing" else {
             "status": "skipped", "reason": f"data not found in {status.root} "
                                            f"({status.counted} recordings)",
-            "fix": fix_for(config, dataset, status, typed_command()) + ", then run again"}
+            "fix": exit_on_error(fix_for, config, dataset, status, typed_command())
+                   + ", then run again"}
     return _DATA_SKIPS[key]
 
 

@@ -5,6 +5,9 @@
         BNCI2014_002  002-2014/S01T.mat, S01E.mat   15 EEG (unnamed), 512 Hz, 2 classes
         BNCI2014_004  004-2014/B01T.mat, B01E.mat   C3, Cz, C4 + 3 EOG, 250 Hz, 2 classes
         BNCI2015_001  001-2015/S01A.mat, S01B.mat   13 EEG, 512 Hz, 2 classes
+    <root>/MNE-bnci-data/~bci/database/008-2014/A01.mat ...   BNCI2014_008 (ERP)
+    <root>/MNE-nakanishi-data/mnakanishi/12JFPM_SSVEP/raw/master/data/s1.mat ...
+                                                             Nakanishi2015 (SSVEP)
     <root>/MANIFEST.tsv  file, bytes: written last, so it marks completion
 
 (the BNCI Horizon files' URLs under MNE's download cache, as moabb.datasets.download maps
@@ -14,6 +17,10 @@ age: the layout MOABB's BNCI loader parses (and datasets/bnci2014_001/reader.py)
 them itself: its class's `interval` places the trial after each marker, and the signal's
 imagery follows that window. Settings (`generator:`): moabb_dataset (one of LAYOUTS),
 subjects, runs_per_file (each file's runs; default the real count), trials_per_run, seed.
+
+An ERP and an SSVEP set (BNCI2014_008, Nakanishi2015): their hand-read look-alikes already
+write the files MOABB fetches (datasets/bnci2014_008, nakanishi2015: their settings, beside
+moabb_dataset), into the folder where MOABB's class finds them.
 """
 
 from __future__ import annotations
@@ -24,7 +31,14 @@ from pathlib import Path
 import numpy as np
 
 from embedprobe.core.errors import UsageError
-from embedprobe.datasets.synth.files import start_rewrite, with_defaults, write_manifest
+from embedprobe.datasets.bnci2014_008 import lookalike as bnci2014_008
+from embedprobe.datasets.nakanishi2015 import lookalike as nakanishi2015
+from embedprobe.datasets.synth.files import (
+    MANIFEST,
+    start_rewrite,
+    with_defaults,
+    write_manifest,
+)
 from embedprobe.datasets.synth.mat import write_mat
 from embedprobe.datasets.synth.motor_imagery import (
     Cue,
@@ -72,6 +86,12 @@ LAYOUTS = {
     "BNCI2015_001": Layout("001-2015", "S{subject:02d}{part}.mat", ("A", "B"), (1, 1),
                            _SENSORIMOTOR_13, 0, ("right hand", "feet"), 512, (0.0, 5.0), 12),
 }
+# MOABB's folder for the sets another look-alike writes, and that writer
+OTHER_PARADIGMS = {
+    "BNCI2014_008": (CACHE / "008-2014", bnci2014_008.write_lookalike),
+    "Nakanishi2015": (Path("MNE-nakanishi-data") / "mnakanishi" / "12JFPM_SSVEP" / "raw"
+                      / "master" / "data", nakanishi2015.write_lookalike),
+}
 DEFAULTS = {"moabb_dataset": "BNCI2014_004", "subjects": 2, "runs_per_file": None,
             "trials_per_run": 20, "seed": 0}
 
@@ -80,8 +100,9 @@ def _settings(settings: dict) -> tuple[dict, Layout]:
     values = with_defaults(settings, DEFAULTS, "the MOABB look-alike")
     layout = LAYOUTS.get(values["moabb_dataset"])
     if layout is None:
+        known = ", ".join([*LAYOUTS, *OTHER_PARADIGMS])
         raise UsageError(f"moabb_dataset={values['moabb_dataset']!r}: the MOABB look-alike "
-                         f"writes {', '.join(LAYOUTS)}", fix=f"choose one of {', '.join(LAYOUTS)}")
+                         f"writes {known}", fix=f"choose one of {known}")
     if not 1 <= int(values["subjects"]) <= layout.subjects:
         raise UsageError(f"subjects={values['subjects']}: {values['moabb_dataset']} has "
                          f"{layout.subjects}", fix=f"choose 1..{layout.subjects} subjects")
@@ -130,6 +151,11 @@ def write_file(layout: Layout, path: Path, subject: int, part: int, values: dict
 def write_lookalike(root: Path, settings: dict) -> list[Path]:
     """Write the look-alike under root; returns the files written, MANIFEST.tsv last."""
     root = Path(root)
+    if settings.get("moabb_dataset") in OTHER_PARADIGMS:
+        folder, write = OTHER_PARADIGMS[settings["moabb_dataset"]]
+        (root / MANIFEST).unlink(missing_ok=True)
+        files = write(root / folder, {k: v for k, v in settings.items() if k != "moabb_dataset"})
+        return [*files, write_manifest(root, files)]
     values, layout = _settings(settings)
     folder = root / CACHE / layout.folder
     names = [(subject, part, folder / layout.file.format(subject=subject, part=suffix))

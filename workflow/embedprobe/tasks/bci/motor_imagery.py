@@ -13,8 +13,11 @@ from __future__ import annotations
 from embedprobe.core.units import CONFOUND_CONTROL_SECONDS
 from embedprobe.tasks.bci.trials import TrialTask
 
-# Label index = position; the readers name classes as MOABB does.
-CLASSES = ("left_hand", "right_hand", "feet", "tongue", "hands")
+# Label index = position; the readers name classes as MOABB does. Weibo 2014 adds its last
+# three: the compound imageries and its cued rest trials, which its entry renames from MOABB's
+# "rest" (moabb_events) so that PhysioNet's rest between cues, also "rest", stays out.
+CLASSES = ("left_hand", "right_hand", "feet", "tongue", "hands", "left_hand_right_foot",
+           "right_hand_left_foot", "cued_rest")
 
 TASK = TrialTask("motor_imagery", CLASSES, cut="trial",
                  offset_seconds=CONFOUND_CONTROL_SECONDS["motor_imagery"],

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from embedprobe.tasks.bci.trials import TrialTask
 
-# Nakanishi 2015's twelve targets, 9.25-14.75 Hz in 0.5 Hz steps, in ascending frequency.
-CLASSES = tuple(f"{9.25 + 0.5 * k:.2f}" for k in range(12))
+# Nakanishi 2015's twelve targets, 9.25-14.75 Hz in 0.5 Hz steps, in ascending frequency; then
+# Kim 2025's forty, 14-21.8 Hz in 0.2 Hz steps, named as MOABB's Kim2025BetaRange names them
+# ("14", "14.2" ... "21.8"). A dataset's chance level counts the classes it has.
+CLASSES = (tuple(f"{9.25 + 0.5 * k:.2f}" for k in range(12))
+           + tuple(f"{(140 + 2 * k) / 10:g}" for k in range(40)))
 
 TASK = TrialTask("bci_ssvep", CLASSES, cut="trial", offset_seconds=0.0, what="SSVEP trial")
