@@ -24,10 +24,12 @@ PRETRAINED = ["biot_pretrained", "biot_six_datasets", "labram_pretrained", "cbra
               "steegformer_large_pretrained", "steegformer_largev2_pretrained",
               "codebrain_pretrained", "eegdino_small_pretrained", "eegdino_medium_pretrained"]
 # the time-series foundation models (`group: ts_fm`)
-TIME_SERIES = ["chronos_t5_tiny", "chronos_t5_small", "chronos_t5_base", "chronos_t5_large"]
+CHRONOS = ["chronos_t5_tiny", "chronos_t5_small", "chronos_t5_base", "chronos_t5_large"]
+MOMENT = ["moment_small", "moment_base", "moment_large"]
+TIME_SERIES = CHRONOS + MOMENT
 RANDOM = ["biot_random", "labram_random", "cbramod_random", "eegpt_random", "bendr_random",
           "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
-          "codebrain_random", "eegdino_random", "chronos_random"]
+          "codebrain_random", "eegdino_random", "chronos_random", "moment_random"]
 TOKENS = ["labram_random_tokens", "cbramod_random_tokens", "eegpt_random_tokens"]
 
 
@@ -52,7 +54,7 @@ def test_the_shipped_models_aliases(config):
                         "steegformer_large_pretrained", "steegformer_largev2_pretrained"],
         "codebrain": ["codebrain_pretrained"],
         "eegdino": ["eegdino_small_pretrained", "eegdino_medium_pretrained"],
-        "chronos": TIME_SERIES}
+        "chronos": CHRONOS, "moment": MOMENT}
 
 
 def test_a_benchmark_list_expands_in_order_and_once(config):
@@ -61,8 +63,8 @@ def test_a_benchmark_list_expands_in_order_and_once(config):
     assert config["benchmarks"]["demo"]["models"] == [
         "labram_random", "biot_random", "cbramod_random", "eegpt_random", "bendr_random",
         "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
-        "codebrain_random", "eegdino_random", "chronos_random", "biot_pretrained",
-        "biot_six_datasets"]
+        "codebrain_random", "eegdino_random", "chronos_random", "moment_random",
+        "biot_pretrained", "biot_six_datasets"]
     check_names(config)  # ids stay ids: expanding again changes nothing
     assert config["benchmarks"]["demo"]["models"][:2] == ["labram_random", "biot_random"]
 

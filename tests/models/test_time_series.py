@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from embedprobe.core.config import load_config
-from embedprobe.core.errors import ModelError
+from embedprobe.core.errors import ModelError, WeightsError
 from embedprobe.models import hub, time_series
 from embedprobe.models.registry import build_model, missing_weights, model_spec
 from embedprobe.pipeline.check import OK, SKIPPED, check_pair
@@ -46,6 +46,16 @@ def tiny(tmp_path_factory):
     config["weights_root"] = str(root / "w")
     roots = {k: config[k] for k in ("data_root", "cache_root", "results_root", "weights_root")}
     return config, roots
+
+
+@pytest.fixture
+def hub_env(tiny, tmp_path, monkeypatch):
+    """The tiny night's config with a fresh weights root, and a hub made of local folders."""
+    config, roots = tiny
+    roots = roots | {"weights_root": str(tmp_path / "weights")}
+    fake = FakeHub(tmp_path / "published")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+    return config | {"weights_root": roots["weights_root"]}, roots, fake
 
 
 def context(config, roots):
@@ -139,16 +149,12 @@ def publish_chronos(folder, seed: int = 4):
 
 
 @needs_chronos
-def test_a_published_checkpoint_is_fetched_then_loaded_offline(tiny, tmp_path, monkeypatch):
+def test_a_published_checkpoint_is_fetched_then_loaded_offline(hub_env):
     from chronos import ChronosPipeline
 
     from embedprobe.models.encoder import Encoder
 
-    config, roots = tiny
-    roots = roots | {"weights_root": str(tmp_path / "weights")}
-    config = config | {"weights_root": roots["weights_root"]}
-    fake = FakeHub(tmp_path / "published")
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+    config, roots, fake = hub_env
     source = fake.hub_dir / "amazon/chronos-t5-tiny"
     publish_chronos(source)
     assert sorted(p.name for p in source.iterdir()) == ["config.json",
@@ -175,3 +181,128 @@ def test_a_published_checkpoint_is_fetched_then_loaded_offline(tiny, tmp_path, m
     result = check_pair(context(config, roots), "chronos_t5_tiny", 4)
     assert result.status == OK, result.note
     assert result.feature_dim == SMALL["d_model"]
+
+
+# ------------------------------------------------------------------------------------ MOMENT
+
+MOMENT_SMALL = {"d_model": 32, "d_ff": 64, "d_kv": 8, "num_heads": 2, "num_layers": 1}
+needs_transformers = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                                        reason="the optional extra: scripts/install.sh .venv "
+                                               "--time-series")
+
+
+def test_the_shipped_moment_entries_name_the_references_checkpoints():
+    models = load_config()["models"]
+    moment = {m: e for m, e in models.items() if e["architecture"] == "MOMENT"}
+    assert {m: e["weights"] for m, e in moment.items()} == {
+        "moment_random": "random",
+        **{f"moment_{size}": f"hf:AutonLab/MOMENT-1-{size}"
+           for size in ("small", "base", "large")}}
+    assert {(e["group"], e["sfreq"], e["window_seconds"], e["scaling"])
+            for e in moment.values()} == {("ts_fm", 100, 30, "none")}
+
+
+def test_moment_without_transformers_is_a_package_missing_skip(tiny, monkeypatch):
+    config, roots = tiny
+    monkeypatch.setitem(time_series.PACKAGES, "MOMENT", ("no_such_module", "transformers"))
+    result = check_pair(context(config, roots), "moment_random", 2)
+    assert (result.status, result.category) == (SKIPPED, "package")
+    assert result.reason.startswith("skipped: package missing: transformers")
+    assert result.fix == time_series.INSTALL_LINE
+
+
+def publish_moment(folder, seed: int = 6) -> dict:
+    """A repo as AutonLab/MOMENT-1-* is published: config.json (the model's settings with its
+    T5 encoder's `t5_config`) and model.safetensors holding, by name, the patch embedding, the
+    sinusoidal table, the T5 encoder stack (transformers' own names under `encoder.`) and the
+    pretraining head. Random tensors in those names and shapes. Returns the tensors."""
+    from safetensors.torch import save_file
+    from transformers import T5Config, T5EncoderModel
+
+    t5 = time_series.MOMENT_1_SMALL["t5_config"] | MOMENT_SMALL
+    torch.manual_seed(seed)
+    encoder = T5EncoderModel(T5Config.from_dict(t5)).get_encoder()
+    d = t5["d_model"]
+    state = {f"encoder.{k}": v.contiguous() for k, v in encoder.state_dict().items()}
+    state |= {"patch_embedding.value_embedding.weight": torch.randn(d, 8),
+              "patch_embedding.mask_embedding": torch.randn(d),
+              "patch_embedding.position_embedding.pe": torch.randn(1, 5000, d),
+              "head.linear.weight": torch.randn(8, d), "head.linear.bias": torch.randn(8)}
+    folder.mkdir(parents=True)
+    save_file(state, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(
+        {"task_name": "reconstruction", "model_name": "MOMENT", "transformer_type":
+         "encoder_only", "d_model": None, "seq_len": 512, "patch_len": 8,
+         "patch_stride_len": 8, "transformer_backbone": "google/flan-t5-small",
+         "t5_config": t5, "revin_affine": False, "add_positional_embedding": True,
+         "value_embedding_bias": False, "orth_gain": 1.41, "mask_ratio": 0.3}))
+    return state
+
+
+def moment_by_hand(state: dict, t5: dict, windows: np.ndarray) -> np.ndarray:
+    """The reference's MOMENT embedding written out: per channel, RevIN (population SD +
+    1e-5), 8-sample patches, value embedding + position table, the T5 encoder over every
+    patch, the mean over patches; then the mean over channels."""
+    from transformers import T5Config, T5EncoderModel
+
+    encoder = T5EncoderModel(T5Config.from_dict(t5)).get_encoder().eval()
+    encoder.load_state_dict({k[len("encoder."):]: v for k, v in state.items()
+                             if k.startswith("encoder.")})
+    x = torch.from_numpy(windows)
+    n, c, t = x.shape
+    series = x.reshape(n * c, t)
+    mean = series.mean(-1, keepdim=True)
+    sd = series.var(-1, unbiased=False, keepdim=True).sqrt() + 1e-5
+    patches = ((series - mean) / sd).reshape(n * c, t // 8, 8)
+    tokens = patches @ state["patch_embedding.value_embedding.weight"].T + \
+        state["patch_embedding.position_embedding.pe"][:, :t // 8]
+    with torch.inference_mode():
+        hidden = encoder(inputs_embeds=tokens).last_hidden_state
+    return hidden.mean(1).reshape(n, c, -1).mean(1).numpy()
+
+
+@needs_transformers
+def test_a_published_moment_checkpoint_is_fetched_then_loaded_offline(hub_env):
+    from embedprobe.models.encoder import Encoder
+
+    config, roots, fake = hub_env
+    state = publish_moment(fake.hub_dir / "AutonLab/MOMENT-1-small")
+    assert fetch_cli(config, "moment_small") == 0
+    assert fake.calls == [("AutonLab/MOMENT-1-small", "main", False)]
+    spec = model_spec(config, "moment_small")
+    encoder = Encoder(spec, ("A", "B"), roots)
+    assert encoder.weights_sha256 == hub.locate("AutonLab/MOMENT-1-small", "main",
+                                                roots).checkpoint.sha256
+    windows = np.random.default_rng(3).standard_normal((2, 2, 3000)).astype(np.float32) * 30
+    t5 = time_series.MOMENT_1_SMALL["t5_config"] | MOMENT_SMALL
+    np.testing.assert_allclose(encoder(windows), moment_by_hand(state, t5, windows),
+                               rtol=1e-4, atol=1e-5)
+    result = check_pair(context(config, roots), "moment_small", 4)
+    assert result.status == OK, result.note
+    assert result.feature_dim == MOMENT_SMALL["d_model"]
+
+
+@needs_transformers
+def test_a_moment_file_with_other_names_is_refused_with_the_fix(hub_env):
+    from safetensors.torch import load_file, save_file
+
+    config, roots, fake = hub_env
+    folder = fake.hub_dir / "AutonLab/MOMENT-1-small"
+    publish_moment(folder)
+    state = load_file(str(folder / "model.safetensors"))
+    state["patch_embedding.value_embedding.bias"] = torch.zeros(MOMENT_SMALL["d_model"])
+    save_file(state, str(folder / "model.safetensors"))
+    assert fetch_cli(config, "moment_small") == 0
+    with pytest.raises(WeightsError, match="do not fit MOMENT") as raised:
+        build_model(model_spec(config, "moment_small"), 2, roots)
+    assert "value_embedding.bias" in str(raised.value)
+
+
+@needs_transformers
+def test_the_moment_random_init_runs_one_batch_through_check(tiny):
+    config, roots = tiny
+    config = json.loads(json.dumps(config))
+    config["models"]["moment_random"]["params"] = MOMENT_SMALL  # quicker; the same code path
+    result = check_pair(context(config, roots), "moment_random", 4)
+    assert result.status == OK, result.note
+    assert (result.feature_dim, result.n_chans, result.n_times_epoch) == (32, 2, 3000)

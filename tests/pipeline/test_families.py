@@ -22,10 +22,11 @@ from helpers.check_config import DATASET, make_config
 # The families added from braindecode's list (BIOT, LaBraM, CBraMod and EEGPT go through check
 # and embed in the workflow tests already).
 RANDOM_IDS = ["bendr_random", "signal_jepa_random", "luna_random", "reve_random",
-              "steegformer_random", "codebrain_random", "eegdino_random", "chronos_random"]
-# Chronos needs its optional extra (models/time_series.py; tests/models/test_time_series.py
-# checks the skip without it)
-NEEDS_EXTRA = {"chronos_random": "chronos"}
+              "steegformer_random", "codebrain_random", "eegdino_random", "chronos_random",
+              "moment_random"]
+# The time-series models need their optional extra (models/time_series.py;
+# tests/models/test_time_series.py checks the skip without it)
+NEEDS_EXTRA = {"chronos_random": "chronos", "moment_random": "transformers"}
 
 
 def test_the_list_is_every_added_family():

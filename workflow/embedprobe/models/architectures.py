@@ -350,6 +350,12 @@ def _build_chronos(folder, seed: int, params: dict):
     return build_chronos(folder, seed, params)
 
 
+def _build_moment(folder, seed: int, params: dict):
+    from embedprobe.models.moment_encoder import build_moment  # torch: not at parse time
+
+    return build_moment(folder, seed, params)
+
+
 def _univariate(model, x, ch_names, readout=MEAN):
     """The time-series models: their module embeds each channel as a series and averages."""
     return model(x)
@@ -490,5 +496,16 @@ ARCHITECTURES = {
         width=256,
         no_tokens="Chronos has one token per sample (the last 512), not a patch grid",
         builder=_build_chronos,
+    ),
+    "MOMENT": Architecture(
+        "MOMENTPipeline",  # momentfm's; built from transformers by `builder`
+        lambda n_chans, sfreq, n_times: {},
+        _univariate,
+        pooling="each channel a series (RevIN-normalised, 8-sample patches): the mean over its "
+                "patches of the T5 encoder's output, then the mean over the channels (the "
+                "reference's, through momentfm's embedding task)",
+        width=512,
+        no_tokens="not offered for the time-series models",
+        builder=_build_moment,
     ),
 }
