@@ -39,8 +39,10 @@ each predicted the way the workflow predicts it:
                   2 cores; one fit at a time either way)
   families        the embed job of every other family's random init (EEGPT and the seven added
                   from braindecode: BENDR, Signal-JEPA, LUNA, REVE, ST-EEGFormer, CodeBrain,
-                  EEG-DINO) at 2 night lengths of the Sleep-EDF demo: no constant of theirs is
-                  calibrated, the estimate rests on what their check measures
+                  EEG-DINO; and the time-series models Chronos and MOMENT where their
+                  optional extra is installed) at 2 night lengths of the Sleep-EDF demo: no
+                  constant of theirs is calibrated, the estimate rests on what their check
+                  measures
   family-tokens   the same embed jobs with `pooling: tokens` (a (windows, tokens, width) store)
                   for every family with a patch grid (all but BIOT and BENDR; LaBraM and
                   CBraMod too), each as the entry `<model>_tokens`: the store's rows grow by
@@ -93,7 +95,8 @@ BRAINDECODE_FAMILY_MODELS = ("eegpt_random", "bendr_random", "signal_jepa_random
                              "codebrain_random", "eegdino_random")
 # The time-series families' random inits where their optional extra is installed
 # (models/time_series.py): without it their check is a "package missing" skip, not a row.
-TIME_SERIES_MODELS = tuple(m for m, arch in (("chronos_random", "Chronos"),)
+TIME_SERIES_MODELS = tuple(m for m, arch in (("chronos_random", "Chronos"),
+                                              ("moment_random", "MOMENT"))
                            if not package_missing(arch))
 FAMILY_MODELS = BRAINDECODE_FAMILY_MODELS + TIME_SERIES_MODELS
 # every family with a patch grid with `pooling: tokens` (not BIOT or BENDR:

@@ -63,8 +63,7 @@ def package_missing(architecture: str) -> str:
     module, package = PACKAGES[architecture]
     if importlib.util.find_spec(module) is not None:
         return ""
-    return f"package missing: {package} (the {architecture} family's own package, an optional " \
-           "extra)"
+    return f"package missing: {package} ({architecture} needs it: the optional time-series extra)"
 
 
 def require_package(architecture: str) -> None:
