@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Install embedprobe into a virtual environment (default .venv), on a CPU machine or a GPU node.
-# Usage: scripts/install.sh [VENV_DIR] [--test] [--cuda auto|cpu|cu126|cu128|cu130] [--dry-run]
+# Usage: scripts/install.sh [VENV_DIR] [--test] [--time-series] [--cuda auto|cpu|cu126|cu128|cu130]
+#        [--dry-run]
+#   --time-series: the optional extra of the time-series foundation models (Chronos:
+#          envs/requirements-time-series.txt), constrained by the runtime pins.
 #   --cuda auto (default): a CUDA build of the pinned torch where an NVIDIA driver answers
 #          (nvidia-smi), the newest build the driver supports; else the CPU wheel.
 #   --cuda cuXYZ: that CUDA build from the PyTorch index; --cuda cpu: the CPU wheel.
@@ -10,16 +13,17 @@ TORCH=2.13.0  # as envs/requirements.txt pins it
 CUDA_BUILDS=(cu126 cu128 cu130)  # oldest first; each needs a driver for that CUDA or newer
 TORCH_INDEX=https://download.pytorch.org/whl
 
-venv=.venv extras="" cuda=auto dry=""
+venv=.venv extras="" cuda=auto dry="" time_series=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --test) extras="[test]" ;;
+    --time-series) time_series=1 ;;
     --cuda) [ $# -ge 2 ] || { echo "error: --cuda needs a value (auto, cpu or cuXYZ)" >&2; exit 2; }
             cuda=$2; shift ;;
     --cuda=*) cuda=${1#--cuda=} ;;
     --dry-run) dry=1 ;;
     -*) echo "error: unknown option $1" >&2
-        echo "fix: scripts/install.sh [VENV_DIR] [--test] [--cuda auto|cpu|cu126|cu128|cu130]" >&2
+        echo "fix: scripts/install.sh [VENV_DIR] [--test] [--time-series] [--cuda auto|cpu|cu126|cu128|cu130]" >&2
         exit 2 ;;
     *) venv=$1 ;;
   esac
@@ -74,6 +78,11 @@ run "$venv/bin/python" -m pip install -q --no-deps -e ".${extras}"
 # The runtime pins constrain the test extras: nothing they pull in may upgrade snakemake or torch.
 if [ -n "$extras" ]; then
   run "$venv/bin/python" -m pip install -q -r envs/requirements-test.txt -c envs/requirements.txt
+fi
+# The time-series models' own packages: the same constraint (transformers must not move torch).
+if [ -n "$time_series" ]; then
+  run "$venv/bin/python" -m pip install -q -r envs/requirements-time-series.txt \
+    -c envs/requirements.txt
 fi
 # braindecode imports torchaudio.functional; PyPI's torchaudio is built for another torch, and
 # its shared objects fail to load beside this one (CPU or CUDA). Without them it imports as pure

@@ -24,9 +24,13 @@ PRETRAINED = ["biot_pretrained", "biot_six_datasets", "biot_shhs_prest", "labram
               "steegformer_small_pretrained", "steegformer_base_pretrained",
               "steegformer_large_pretrained", "steegformer_largev2_pretrained",
               "codebrain_pretrained", "eegdino_small_pretrained", "eegdino_medium_pretrained"]
+# the time-series foundation models (`group: ts_fm`)
+CHRONOS = ["chronos_t5_tiny", "chronos_t5_small", "chronos_t5_base", "chronos_t5_large"]
+MOMENT = ["moment_small", "moment_base", "moment_large"]
+TIME_SERIES = CHRONOS + MOMENT
 RANDOM = ["biot_random", "labram_random", "cbramod_random", "eegpt_random", "bendr_random",
           "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
-          "codebrain_random", "eegdino_random"]
+          "codebrain_random", "eegdino_random", "chronos_random", "moment_random"]
 TOKENS = ["labram_random_tokens", "cbramod_random_tokens", "eegpt_random_tokens"]
 
 
@@ -36,11 +40,11 @@ def config():
 
 
 def test_the_shipped_models_aliases(config):
-    every = [m for m in config["models"] if m in PRETRAINED + RANDOM]  # config order
+    every = [m for m in config["models"] if m in PRETRAINED + TIME_SERIES + RANDOM]
     assert model_aliases(config["models"]) == {
-        "all_pretrained": PRETRAINED, "all_random": RANDOM, "all_tokens": TOKENS,
-        # every shipped family is an EEG foundation model: the other groups stand for none
-        "all_fm": PRETRAINED, "all_ts": [], "all_supervised": [], "all": every,
+        "all_pretrained": PRETRAINED + TIME_SERIES, "all_random": RANDOM, "all_tokens": TOKENS,
+        # no supervised model is shipped: that group stands for none
+        "all_fm": PRETRAINED, "all_ts": TIME_SERIES, "all_supervised": [], "all": every,
         "biot": ["biot_pretrained", "biot_six_datasets", "biot_shhs_prest"],
         "labram": ["labram_pretrained"],
         "cbramod": ["cbramod_pretrained"], "eegpt": ["eegpt_pretrained"],
@@ -51,7 +55,8 @@ def test_the_shipped_models_aliases(config):
         "steegformer": ["steegformer_small_pretrained", "steegformer_base_pretrained",
                         "steegformer_large_pretrained", "steegformer_largev2_pretrained"],
         "codebrain": ["codebrain_pretrained"],
-        "eegdino": ["eegdino_small_pretrained", "eegdino_medium_pretrained"]}
+        "eegdino": ["eegdino_small_pretrained", "eegdino_medium_pretrained"],
+        "chronos": CHRONOS, "moment": MOMENT}
 
 
 def test_a_benchmark_list_expands_in_order_and_once(config):
@@ -60,8 +65,8 @@ def test_a_benchmark_list_expands_in_order_and_once(config):
     assert config["benchmarks"]["demo"]["models"] == [
         "labram_random", "biot_random", "cbramod_random", "eegpt_random", "bendr_random",
         "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
-        "codebrain_random", "eegdino_random", "biot_pretrained", "biot_six_datasets",
-        "biot_shhs_prest"]
+        "codebrain_random", "eegdino_random", "chronos_random", "moment_random",
+        "biot_pretrained", "biot_six_datasets", "biot_shhs_prest"]
     check_names(config)  # ids stay ids: expanding again changes nothing
     assert config["benchmarks"]["demo"]["models"][:2] == ["labram_random", "biot_random"]
 
@@ -140,7 +145,8 @@ def test_a_name_after_a_minus_removes_its_ids_wherever_it_stands(config):
     assert expand_models(["-biot", "all_fm", "-luna_huge_pretrained"], models, "here") == [
         m for m in PRETRAINED if m not in ("biot_pretrained", "biot_six_datasets",
                                            "biot_shhs_prest", "luna_huge_pretrained")]
-    assert expand_models(["all", "-all_random"], models, "here") == PRETRAINED
+    assert expand_models(["all", "-all_random"], models, "here") == PRETRAINED + TIME_SERIES
+    assert expand_models(["all_pretrained", "-all_ts"], models, "here") == PRETRAINED
     config["only_models"] = "all_random,-biot_random"
     check_selection(config)
     assert name_list(config, "only_models") == RANDOM[1:]
@@ -152,6 +158,7 @@ def test_a_name_after_a_minus_removes_its_ids_wherever_it_stands(config):
 
 
 def test_an_empty_group_alias_says_which_group_a_model_would_need(config):
-    with pytest.raises(UsageError, match="'all_ts', which stands for no model") as raised:
-        expand_models(["all_ts"], config["models"], "config only_models")
-    assert "`group: ts_fm`" in raised.value.fix
+    with pytest.raises(UsageError, match="'all_supervised', which stands for no model") as raised:
+        expand_models(["all_supervised"], config["models"], "config only_models")
+    assert "`group: supervised`" in raised.value.fix
+    assert expand_models(["all_ts"], config["models"], "here") == TIME_SERIES

@@ -36,7 +36,9 @@ RUNS_AS = {"biot_pretrained": "biot_pretrained", "labram_pretrained": "labram_pr
            "reve_random_init": "reve_random",
            "steegformer_small": "steegformer_small_pretrained",
            "steegformer_base": "steegformer_base_pretrained",
-           "steegformer_large": "steegformer_large_pretrained"}
+           "steegformer_large": "steegformer_large_pretrained",
+           **{m: m for m in ("chronos_t5_tiny", "chronos_t5_small", "chronos_t5_base",
+                             "chronos_t5_large", "moment_small", "moment_base", "moment_large")}}
 # a sleep stager built from BIOT's random init: a stand-in until the family is built
 SLEEP_STAGER = {"family": "sleepyco", "architecture": "BIOT", "weights": "random", "seed": 0,
                 "sfreq": 200, "window_seconds": 30, "scaling": "percentile95",
@@ -102,23 +104,24 @@ def test_reference_names_select_as_the_reference_writes_them(config):
 
 
 def test_a_reference_id_not_available_is_refused_with_its_reason(config):
-    config["only_models"] = "all_fm,chronos_t5_tiny"
+    config["only_models"] = "all_fm,moirai_small"
     with pytest.raises(UsageError) as raised:
         check_selection(config)
     assert raised.value.message == (
-        "config only_models names 'chronos_t5_tiny' (the reference's chronos checkpoint): not "
-        "available: family not built here yet: Chronos runs through its own package, "
-        "chronos-forecasting (hub amazon/chronos-t5-*)")
+        "config only_models names 'moirai_small' (the reference's moirai checkpoint): not "
+        "available: its package, uni2ts 1.1.1, cannot be installed beside the runtime (it moves "
+        "numpy, pandas and SciPy back to older releases) and its architecture is not in "
+        "transformers")
     assert "reference_models:" in raised.value.fix
     config["benchmarks"]["demo"]["models"] = ["biot_random", "seizure_transformer"]
     with pytest.raises(UsageError, match="only inside a container image"):
         check_names(config)
     with pytest.raises(UsageError) as raised:
-        expand_models(["all_ts"], config["models"], "here", config["reference_models"])
-    assert "the reference's moirai: family not built here yet" in raised.value.message
-    with pytest.raises(UsageError, match=r"unknown model 'chronos_t5_tny' \(did you mean "
-                                         r"'chronos_t5_tiny'\?\)"):
-        expand_models(["chronos_t5_tny"], config["models"], "here", config["reference_models"])
+        expand_models(["all_supervised"], config["models"], "here", config["reference_models"])
+    assert "the reference's sleepyco: its SHHS checkpoint" in raised.value.message
+    with pytest.raises(UsageError, match=r"unknown model 'moirai_smal' \(did you mean "
+                                         r"'moirai_small'\?\)"):
+        expand_models(["moirai_smal"], config["models"], "here", config["reference_models"])
 
 
 def test_check_says_not_available_with_exit_2():
@@ -132,10 +135,10 @@ def test_check_says_not_available_with_exit_2():
 
 
 def test_fetch_weights_takes_the_reference_names_and_refuses_one_not_available(config, capsys):
-    assert fetch_cli(config, "moment_base") == 2  # before any download
+    assert fetch_cli(config, "moirai_base") == 2  # before any download
     err = capsys.readouterr().err
-    assert ("error: fetch-weights names 'moment_base' (the reference's moment checkpoint): not "
-            "available: family not built here yet: MOMENT runs through its own package") in err
+    assert ("error: fetch-weights names 'moirai_base' (the reference's moirai checkpoint): not "
+            "available: its package, uni2ts 1.1.1, cannot be installed") in err
     assert "fix: leave it out" in err
     assert fetch_cli(config, "cbramod_random_init") == 0  # its model: a random init
     assert capsys.readouterr().out == ("cbramod_random: not a hub checkpoint (weights: random), "

@@ -13,6 +13,8 @@ from importlib.metadata import packages_distributions, requires
 
 import yaml
 
+from embedprobe.models import time_series
+
 from helpers.project import PACKAGE, PROJECT, SCRIPTS
 
 REQUIREMENTS = PROJECT / "envs" / "requirements.txt"
@@ -68,8 +70,12 @@ def test_every_imported_package_is_pinned_for_the_runtime_install():
     assert {"numpy", "torch", "h5py", "braindecode", "mne", "pandas"} <= set(modules)
     dists = packages_distributions()
     pinned = requirements()
+    extra = pins((PROJECT / time_series.EXTRA_REQUIREMENTS).read_text().splitlines())
     missing = []
     for module, files in sorted(modules.items()):
+        if module in time_series.EXTRA_MODULES:  # the optional extra: pinned in its own file
+            assert normalized(time_series.EXTRA_MODULES[module]) in extra, module
+            continue
         names = dists.get(module)
         assert names, f"{module} (imported by {sorted(files)[0]}) is installed by no package"
         if not any(normalized(name) in pinned for name in names):

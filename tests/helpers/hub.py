@@ -67,3 +67,28 @@ def fetch_cli(config, *models):
 def commit_of(repo: str, revision: str = "main") -> str:
     """The commit FakeHub resolves a revision to."""
     return hashlib.sha1(f"{repo}{revision}".encode()).hexdigest()
+
+
+def tiny_night(root: Path, dataset: str, models: list[str]) -> tuple[dict, Path]:
+    """One subject, one short night in `dataset`'s Sleep-EDF demo format under `root`,
+    indexed by the real `index` step; the shipped config with a demo benchmark of `models`.
+    Returns (config, index)."""
+    import subprocess
+    import sys
+
+    from embedprobe.core.config import load_config
+    from embedprobe.datasets.sleep_edf.lookalike import generate
+
+    generate(root / "data" / "tiny-edf", n_subjects=1, nights=1, hours=0.25, seed=3)
+    config = load_config()
+    config["datasets"] = {dataset: {**config["datasets"][dataset], "path": "tiny-edf",
+                                    "expected_recordings": 1}}
+    config["benchmarks"] = {"demo": {**config["benchmarks"]["demo"], "datasets": [dataset],
+                                     "models": models}}
+    config.update(data_root=str(root / "data"), cache_root=str(root / "cache"),
+                  results_root=str(root / "results"))
+    index = root / "index.tsv"
+    subprocess.run([sys.executable, "-m", "embedprobe.cli", "--job-config", json.dumps(
+        config | {"weights_root": str(root / "w")}), "index", "--dataset", dataset, "--out",
+        str(index)], check=True, capture_output=True)
+    return config, index

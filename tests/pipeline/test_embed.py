@@ -676,3 +676,17 @@ def test_the_freed_heap_is_released_after_batches_as_long_as_the_setting(
                          root / "cache" / f"release{min_batch_s}.h5", settings, report)
     assert len(launched) >= 10
     assert report["heap_releases"] == (len(launched) if every_batch else 0)
+
+
+def test_install_adds_the_time_series_extra_under_the_runtime_pins(tmp_path):
+    out, err, code = install_plan(tmp_path, "--time-series", "--cuda", "cpu")
+    assert code == 0, err
+    lines = out.splitlines()
+    extra = [line for line in lines if "requirements-time-series.txt" in line]
+    assert extra == [f"{tmp_path}/venv/bin/python -m pip install -q -r "
+                     "envs/requirements-time-series.txt -c envs/requirements.txt"]
+    # after the runtime pins, which it may not move
+    assert lines.index(extra[0]) > next(i for i, line in enumerate(lines)
+                                        if line.endswith("-r envs/requirements.txt"))
+    out, err, code = install_plan(tmp_path, "--cuda", "cpu")
+    assert "requirements-time-series" not in out

@@ -22,7 +22,11 @@ from helpers.check_config import DATASET, make_config
 # The families added from braindecode's list (BIOT, LaBraM, CBraMod and EEGPT go through check
 # and embed in the workflow tests already).
 RANDOM_IDS = ["bendr_random", "signal_jepa_random", "luna_random", "reve_random",
-              "steegformer_random", "codebrain_random", "eegdino_random"]
+              "steegformer_random", "codebrain_random", "eegdino_random", "chronos_random",
+              "moment_random"]
+# The time-series models need their optional extra (models/time_series.py;
+# tests/models/test_time_series.py checks the skip without it)
+NEEDS_EXTRA = {"chronos_random": "chronos", "moment_random": "transformers"}
 
 
 def test_the_list_is_every_added_family():
@@ -43,6 +47,8 @@ def indexed(demo_root, tmp_path_factory):
 
 @pytest.mark.parametrize("model_id", RANDOM_IDS)
 def test_each_family_checks_and_embeds_one_batch(indexed, model_id):
+    if model_id in NEEDS_EXTRA:
+        pytest.importorskip(NEEDS_EXTRA[model_id], reason="scripts/install.sh --time-series")
     config, roots, index, tmp = indexed
     spec = model_spec(config, model_id, DATASET)
     width = ARCHITECTURES[spec.architecture].width * (2 if spec.readout == "cls_mean" else 1)

@@ -39,8 +39,10 @@ each predicted the way the workflow predicts it:
                   2 cores; one fit at a time either way)
   families        the embed job of every other family's random init (EEGPT and the seven added
                   from braindecode: BENDR, Signal-JEPA, LUNA, REVE, ST-EEGFormer, CodeBrain,
-                  EEG-DINO) at 2 night lengths of the Sleep-EDF demo: no constant of theirs is
-                  calibrated, the estimate rests on what their check measures
+                  EEG-DINO; and the time-series models Chronos and MOMENT where their
+                  optional extra is installed) at 2 night lengths of the Sleep-EDF demo: no
+                  constant of theirs is calibrated, the estimate rests on what their check
+                  measures
   family-tokens   the same embed jobs with `pooling: tokens` (a (windows, tokens, width) store)
                   for every family with a patch grid (all but BIOT and BENDR; LaBraM and
                   CBraMod too), each as the entry `<model>_tokens`: the store's rows grow by
@@ -80,6 +82,7 @@ from embedprobe.measure.peaks import MeasuredRun, run_measured
 from embedprobe.memory.baselines import probe_baseline_inputs
 from embedprobe.memory.calibration import CALIBRATION_PATH, load_calibration
 from embedprobe.memory.estimate import fit_knobs
+from embedprobe.models.time_series import package_missing
 
 MEDIAN_TARGET = 0.05
 UNDER_TARGET = -0.10
@@ -87,12 +90,21 @@ WIDTH_OF = {200: "LaBraM/CBraMod", 256: "BIOT", 2048: "EEGPT", 6000: "LaBraM 30 
             8192: "EEGPT 4 tokens", 24576: "EEGPT 12 tokens"}
 TOKENS_OF = {6000: 30, 24576: 12}  # the token stores' rows: tokens x width
 
-FAMILY_MODELS = ("eegpt_random", "bendr_random", "signal_jepa_random", "luna_random",
-                 "reve_random", "steegformer_random", "codebrain_random", "eegdino_random")
+BRAINDECODE_FAMILY_MODELS = ("eegpt_random", "bendr_random", "signal_jepa_random",
+                             "luna_random", "reve_random", "steegformer_random",
+                             "codebrain_random", "eegdino_random")
+# The time-series families' random inits where their optional extra is installed
+# (models/time_series.py): without it their check is a "package missing" skip, not a row.
+TIME_SERIES_MODELS = tuple(m for m, arch in (("chronos_random", "Chronos"),
+                                              ("moment_random", "MOMENT"))
+                           if not package_missing(arch))
+FAMILY_MODELS = BRAINDECODE_FAMILY_MODELS + TIME_SERIES_MODELS
 # every family with a patch grid with `pooling: tokens` (not BIOT or BENDR:
-# models/architectures.py); LaBraM's and CBraMod's pooled rows are the main grid's
+# models/architectures.py; not the time-series models); LaBraM's and CBraMod's pooled rows are
+# the main grid's
 FAMILY_TOKEN_MODELS = tuple(f"{m}_tokens" for m in ("labram_random", "cbramod_random",
-                                                     *FAMILY_MODELS) if m != "bendr_random")
+                                                     *BRAINDECODE_FAMILY_MODELS)
+                            if m != "bendr_random")
 # the embed rows' data sets (--datasets chooses; each grid's `embed_datasets` by default)
 EMBED_DATASETS = ("sleep_edf", "chbmit", "dcsm")
 GRIDS = {

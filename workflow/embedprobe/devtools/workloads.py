@@ -62,8 +62,11 @@ CHILD_TIMEOUT_S = 900
 
 
 def job_env() -> dict:
-    """The children's environment: the package on the path, no hub look-ups."""
-    return {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT), "HF_HUB_OFFLINE": "1"}
+    """The children's environment: the package first on the path (then what the caller's path
+    held: an optional extra installed into a folder of its own), no hub look-ups."""
+    path = os.pathsep.join(p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH"))
+                           if p)
+    return {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}
 
 
 def cli_argv(config: dict, *args) -> list[str]:

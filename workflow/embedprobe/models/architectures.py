@@ -333,12 +333,32 @@ class Architecture:
     # None: the family has no per-patch tokens to keep (`no_tokens` says why)
     tokens: Callable[[torch.nn.Module, torch.Tensor, tuple[str, ...]], torch.Tensor] | None = None
     no_tokens: str = ""
+    # Families outside braindecode (models/time_series.py): (checkpoint folder or None for
+    # random init, seed, the entry's params) -> the module; None: braindecode's `class_name`
+    builder: Callable[[object, int, dict], torch.nn.Module] | None = None
 
 
 def _pooled_features(model, x: torch.Tensor, ch_names: tuple[str, ...],
                      readout: str = MEAN) -> torch.Tensor:
     """Models whose forward(x, return_features=True) needs no channel names."""
     return _pool(_features(model(x, return_features=True)))
+
+
+def _build_chronos(folder, seed: int, params: dict):
+    from embedprobe.models.chronos_encoder import build_chronos  # torch: not at parse time
+
+    return build_chronos(folder, seed, params)
+
+
+def _build_moment(folder, seed: int, params: dict):
+    from embedprobe.models.moment_encoder import build_moment  # torch: not at parse time
+
+    return build_moment(folder, seed, params)
+
+
+def _univariate(model, x, ch_names, readout=MEAN):
+    """The time-series models: their module embeds each channel as a series and averages."""
+    return model(x)
 
 
 ARCHITECTURES = {
@@ -466,5 +486,26 @@ ARCHITECTURES = {
         readouts=(MEAN, CLS),
         channel_kwargs=_steegformer_channels,
         tokens=_steegformer_tokens,
+    ),
+    "Chronos": Architecture(
+        "ChronosPipeline",  # chronos-forecasting's; built by `builder`, not by braindecode
+        lambda n_chans, sfreq, n_times: {},
+        _univariate,
+        pooling="each channel a series: the mean over its T5 encoder tokens (the last 512 "
+                "samples and EOS), then the mean over the channels (the reference's)",
+        width=256,
+        no_tokens="Chronos has one token per sample (the last 512), not a patch grid",
+        builder=_build_chronos,
+    ),
+    "MOMENT": Architecture(
+        "MOMENTPipeline",  # momentfm's; built from transformers by `builder`
+        lambda n_chans, sfreq, n_times: {},
+        _univariate,
+        pooling="each channel a series (RevIN-normalised, 8-sample patches): the mean over its "
+                "patches of the T5 encoder's output, then the mean over the channels (the "
+                "reference's, through momentfm's embedding task)",
+        width=512,
+        no_tokens="not offered for the time-series models",
+        builder=_build_moment,
     ),
 }

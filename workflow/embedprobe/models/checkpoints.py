@@ -87,6 +87,10 @@ def _setting(value):
 
 def checkpoint_mismatch(spec, ckpt: dict, n_chans: int, ch_names=()) -> str:
     """Why this checkpoint cannot serve the pair ('' when it can)."""
+    from embedprobe.models.architectures import ARCHITECTURES
+
+    if ARCHITECTURES[spec.architecture].builder is not None:
+        return ""  # a time-series model: any channel count, any rate (one series each)
     reasons = []
     ours = built_kwargs(spec, n_chans)
     for key in MUST_MATCH.get(spec.architecture, ("sfreq",)):

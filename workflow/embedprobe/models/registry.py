@@ -12,7 +12,7 @@ from embedprobe.core.hashing import sha256_file
 from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.core.variants import BCI_GROUP, CONFOUND, for_task, listed_models
 from embedprobe.datasets.registry import entry_window, labelling_task_name
-from embedprobe.models import checkpoints, hub
+from embedprobe.models import checkpoints, hub, time_series
 from embedprobe.models.architectures import ARCHITECTURES, MEAN, POOLINGS, READOUTS, TOKENS
 
 # The Snakefile asks model_spec and the weights' state at parse time: the snakemake process
@@ -72,6 +72,7 @@ def model_spec(config: dict, model_id: str, dataset: str | None = None) -> Model
 def entry_model_spec(model_id: str, entry: dict, dataset_entry: dict | None) -> ModelSpec:
     """model_spec of the model's config entry (a copy: it is changed here) for a dataset's
     config entry (None: the entry's own)."""
+    entry.pop("group", None)  # the alias group that lists it (core/model_aliases.py)
     by_task = entry.pop("readout_by_task", None) or {}
     scaling_by_task = entry.pop("scaling_by_task", None) or {}
     window_by_task = entry.pop("window_seconds_by_task", None) or {}
@@ -199,7 +200,11 @@ def checkpoint_against_pair(spec: ModelSpec, roots: dict,
 
 
 def missing_weights(spec: ModelSpec, roots: dict) -> tuple[str, str] | None:
-    """(reason, fix) when the pair is skipped for its weights before running, else None."""
+    """(reason, fix) when the pair is skipped for its weights (or for its family's optional
+    package: models/time_series.py) before running, else None."""
+    missing = time_series.package_missing(spec.architecture)
+    if missing:
+        return missing, time_series.INSTALL_LINE
     if hub.hub_repo(spec.weights) is not None:  # located once, not again for the reason
         reason = not_fetched(spec, roots)
         return (reason, hub.fetch_command(spec.model_id)) if reason else None
@@ -255,6 +260,8 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict,
     import torch
 
     arch = ARCHITECTURES[spec.architecture]
+    if arch.builder is not None:
+        return _build_outside_braindecode(spec, roots)
     torch.manual_seed(spec.seed)
     if hub.hub_repo(spec.weights) is not None:
         return _build_from_hub(spec, n_chans, roots, ch_names)
@@ -285,6 +292,25 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict,
             fix="check the checkpoint belongs to this architecture and its params in models.yaml",
         ) from exc
     return model.eval(), sha256_file(path)
+
+
+def _build_outside_braindecode(spec: ModelSpec, roots: dict) -> tuple[torch.nn.Module, str]:
+    """A family built by its own package (models/time_series.py): the random init, or its
+    fetched hub checkpoint read offline (checked against the manifest first)."""
+    time_series.require_package(spec.architecture)
+    build = ARCHITECTURES[spec.architecture].builder
+    if spec.weights == RANDOM:
+        return build(None, spec.seed, spec.params).eval(), f"random:{spec.seed}"
+    if hub.hub_repo(spec.weights) is None:
+        raise UsageError(f"model '{spec.model_id}': {spec.architecture} loads a hub checkpoint "
+                         f"(weights: hf:org/name) or random init, not a file ({spec.weights})",
+                         fix="name its hub repo in config/models.yaml")
+    state = hub_state(spec, roots)
+    if state.checkpoint is None:
+        raise WeightsError(f"'{spec.model_id}': {state.reason}",
+                           fix=hub.fetch_command(spec.model_id) + "   # on a node with internet")
+    digest = hub.verified_weights(state.checkpoint, spec.model_id)
+    return build(state.checkpoint.folder, spec.seed, spec.params).eval(), digest
 
 
 def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict,

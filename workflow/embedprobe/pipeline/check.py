@@ -181,9 +181,15 @@ def _check_data(result: CheckResult, context: DatasetContext,
 
 
 def _check_weights(result: CheckResult, spec: ModelSpec, roots: dict) -> None:
-    if result.weights not in ("missing", "not fetched"):
+    """Weights absent or not fetched, or the family's optional package not installed
+    (models/time_series.py: "package missing" and its install line): skipped, with the fix."""
+    missing = missing_weights(spec, roots)
+    if missing is None:
         return
-    reason, fix = missing_weights(spec, roots)
+    reason, fix = missing
+    if reason.startswith("package missing"):
+        result.stop(SKIPPED, "package", f"skipped: {reason}", fix)
+        return
     if result.weights == "missing":
         result.extra["weights_path"] = reason.removeprefix("weights not found at ")
     result.stop(SKIPPED, "weights", f"skipped: {reason}", fix)
