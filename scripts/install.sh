@@ -2,6 +2,8 @@
 # Install embedprobe into a virtual environment (default .venv), on a CPU machine or a GPU node.
 # Usage: scripts/install.sh [VENV_DIR] [--test] [--time-series] [--cuda auto|cpu|cu126|cu128|cu130]
 #        [--dry-run]
+#   --test: the test extras, and the time-series extra too, so its models' tests run
+#          instead of skipping.
 #   --time-series: the optional extra of the time-series foundation models (Chronos:
 #          envs/requirements-time-series.txt), constrained by the runtime pins.
 #   --cuda auto (default): a CUDA build of the pinned torch where an NVIDIA driver answers
@@ -16,7 +18,7 @@ TORCH_INDEX=https://download.pytorch.org/whl
 venv=.venv extras="" cuda=auto dry="" time_series=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --test) extras="[test]" ;;
+    --test) extras="[test]" time_series=1 ;;
     --time-series) time_series=1 ;;
     --cuda) [ $# -ge 2 ] || { echo "error: --cuda needs a value (auto, cpu or cuXYZ)" >&2; exit 2; }
             cuda=$2; shift ;;
