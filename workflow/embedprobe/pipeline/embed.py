@@ -38,6 +38,7 @@ from embedprobe.pipeline.protocol import Preprocessing
 from embedprobe.pipeline.reader_processes import start_reader_server
 from embedprobe.pipeline.store_format import partial_path
 from embedprobe.pipeline.store_identity import CacheIdentity
+from embedprobe.pipeline.store_shards import shard_attrs, shard_rows
 from embedprobe.pipeline.store_writer import EmbeddingWriter
 from embedprobe.pipeline.window_source import PROCESSES, THREADS, WindowSource
 from embedprobe.pipeline.window_table import window_table_sha256
@@ -65,6 +66,8 @@ class EmbedSettings:
     # A fresh run's readers start before the model is built (EMBEDPROBE_EARLY_READERS=off:
     # after it, for bench_embed.py's start-up table)
     early_readers: bool = True
+    # (shard, shards): this job embeds one shard of the store (pipeline/store_shards.py)
+    shard: tuple[int, int] | None = None
 
     @classmethod
     def from_environment(cls, **values) -> EmbedSettings:
@@ -243,6 +246,14 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
         table = table.iloc[rows].reset_index(drop=True)
         windows = windows.iloc[rows].reset_index(drop=True)
         source.table = table
+    extra = {}
+    if settings.shard is not None:  # after the cap: the shards split what the store holds
+        shard, shards = settings.shard
+        lo, hi = shard_rows(table["recording"].to_numpy(), shards, shard)
+        extra = shard_attrs(shard, shards, windows)
+        table = table.iloc[lo:hi].reset_index(drop=True)
+        windows = windows.iloc[lo:hi].reset_index(drop=True)
+        source.table = table
     # A fresh run starts at row 0: its readers set to work now, while the model is built;
     # the model's imports come first, so that no module is imported on two threads at once
     # (core/thread_imports.py).
@@ -265,9 +276,10 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
             weights_sha256=encoder.weights_sha256,
             code_version=__version__,
         )
+        label = f"{dataset} {model_id}" + (
+            f" shard {settings.shard[0] + 1}/{settings.shard[1]}" if settings.shard else "")
         return _write(output, identity, windows, width.shape[1:], encoder, source, settings,
-                      kind, early, f"{dataset} {model_id}", began,
-                      {} if report is None else report)
+                      kind, early, label, began, {} if report is None else report, extra)
     finally:
         if early is not None:
             early.close()
@@ -275,9 +287,10 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
 
 def _write(output: Path, identity: CacheIdentity, windows, width: tuple[int, ...],
            encoder: Encoder, source: WindowSource, settings: EmbedSettings, kind: str, early,
-           label: str, began: float, timings: dict) -> Path:
+           label: str, began: float, timings: dict, extra_attrs: dict) -> Path:
     """Batches through the encoder into the store, from its first non-durable row."""
-    with EmbeddingWriter(output, identity, len(windows), width, windows) as writer:
+    with EmbeddingWriter(output, identity, len(windows), width, windows,
+                         extra_attrs=extra_attrs) as writer:
         if writer.already_complete:
             print(f"{label}: already embedded ({output})", file=sys.stderr)
             return writer.finish()
