@@ -254,7 +254,8 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
         windows = windows.iloc[offset:hi].reset_index(drop=True)
         # The source keeps the table up to the shard's end and starts at its first row, as a
         # resume does: its recordings are cut into the same parts as in one job, so their
-        # filtered samples round the same (a table that began at the shard would not).
+        # filtered samples round the same (a table that began at the shard would not:
+        # docs/measurements/2026-12-07-sharded-embedding.md).
         source.table = table.iloc[:hi]
     # A fresh run starts at row 0: its readers set to work now, while the model is built;
     # the model's imports come first, so that no module is imported on two threads at once
