@@ -1,5 +1,5 @@
 """Sharded embedding through the real snakemake: three shards joined read as the one-job store,
-bit for bit, and a shard deleted is the only one embedded again."""
+bit for bit, and a shard deleted (with the store) is the only one embedded again."""
 
 from __future__ import annotations
 
@@ -69,11 +69,14 @@ def test_three_shards_join_into_the_one_job_store_bit_for_bit(runs):
 
 
 def test_a_deleted_shard_is_the_only_one_embedded_again(runs):
+    """What a damaged shard's fix says: remove it and the store (Snakemake remakes a missing
+    file only where something downstream is missing), then the same command."""
     _workdir, store, run, (rows, _windows, _identity), _sharded = runs
     shards = [store.with_name(f"{store.name[:-3]}.shards") / f"{k}-of-{SHARDS}.h5"
               for k in range(SHARDS)]
     kept = {path: path.stat().st_mtime_ns for path in shards}
     shards[1].unlink()
+    store.unlink()
     plan = run("-n", shards=SHARDS)
     printed = plan.stdout + plan.stderr
     assert "Job stats:" in printed, printed[-3000:]

@@ -161,12 +161,15 @@ def _checked_store(path: Path, handle: h5py.File, expected: CacheIdentity | None
             shard = shard_of_row(path, attrs, good)
             raise CacheError(f"{path}: row {good} is unreadable, not finite or fails its CRC32 "
                              "check" + (f" (it is in {shard})" if shard else ""),
-                             fix=f"delete {shard} and rerun: only that shard is embedded again"
-                             if shard else rebuild)
+                             fix=shard_fix(path, shard) if shard else rebuild)
     return store
 
 
-SHARD_FIX = "rerun snakemake: only that shard is embedded again, then the store is joined anew"
+def shard_fix(path: Path, shard: Path) -> str:
+    """Snakemake remakes a missing shard only for a missing store: both go."""
+    gone = f"rm -f {shard} {path}" if shard.exists() else f"rm -f {path}"
+    return (f"{gone}, then rerun the same snakemake command: only that shard is embedded "
+            "again, then joined")
 
 
 def check_shards(path: Path, attrs) -> None:
@@ -177,7 +180,7 @@ def check_shards(path: Path, attrs) -> None:
         shard = path.parent / name
         if not shard.exists():
             raise CacheError(f"{path} reads its rows from {shard}, which is missing",
-                             fix=SHARD_FIX)
+                             fix=shard_fix(path, shard))
         try:
             with h5py.File(shard, "r") as f:
                 usable = bool(f.attrs.get("complete", False)) and \
@@ -187,7 +190,7 @@ def check_shards(path: Path, attrs) -> None:
         if not usable:
             raise CacheError(f"{path} reads its rows from {shard}, which is damaged, incomplete "
                              "or not the shard it was joined from",
-                             fix=f"delete {shard} and {SHARD_FIX[0].lower()}{SHARD_FIX[1:]}")
+                             fix=shard_fix(path, shard))
 
 
 def shard_of_row(path: Path, attrs, row: int) -> Path | None:
