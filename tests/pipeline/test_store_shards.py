@@ -96,3 +96,22 @@ def test_shards_of_another_split_are_not_joined(sharded, tmp_path):
         join_shards([shards[0], shards[2]], tmp_path / "other.h5")
     assert "0-of-3.h5 is shard 0/3, expected 0/2" in refused.value.message
     assert not (tmp_path / "other.h5").exists()
+
+
+def test_a_token_store_joins_with_its_tokens(tmp_path):
+    tokens, width = 4, 8
+    table = window_table(300)
+
+    def write_tokens(path, lo, hi, extra=None):
+        part = table.iloc[lo:hi].reset_index(drop=True)
+        with EmbeddingWriter(path, identity_for(part), hi - lo, (tokens, width), part,
+                             extra_attrs=extra) as writer:
+            writer.append(embeddings_for(lo, hi, tokens * width).reshape(-1, tokens, width))
+            writer.finish()
+
+    shards = [tmp_path / "t.shards" / f"{k}-of-2.h5" for k in range(2)]
+    for k, path in enumerate(shards):
+        write_tokens(path, *shard_rows(table["recording"], 2, k), shard_attrs(k, 2, table))
+    with open_embeddings(join_shards(shards, tmp_path / "t.h5")) as store:
+        assert store.embeddings.shape == (300, tokens, width) and store.width == 32
+        assert np.array_equal(store.load(), embeddings_for(0, 300, tokens * width))
