@@ -29,7 +29,7 @@ def schema_defaults() -> dict:
 def test_an_empty_config_gets_every_schema_default():
     filled = fill_defaults({"benchmarks": {"b": {"task": "sleep_staging"}}})
     assert filled["embed"] == {"batch_size": 32, "reader_threads": 2, "threads": 2,
-                               "device": "cpu"}
+                               "device": "cpu", "shards": 1}
     assert filled["probe"] == {"threads": 2, "n_jobs": 1}
     assert filled["memory"]["margin"] == 0.15 and filled["memory"]["retry_factor"] == 1.5
     assert filled["download"]["hosts"]["physionet"] == "https://physionet.org/files"
@@ -45,7 +45,7 @@ def test_set_values_are_kept_and_checking_fills_overrides_too():
                                     "models": ["biot_random"], "folds": 3}
     check_names(config)
     assert config["embed"] == {"batch_size": 8, "reader_threads": 2, "threads": 2,
-                               "device": "cpu"}
+                               "device": "cpu", "shards": 1}
     assert (config["benchmarks"]["mine"]["folds"], config["benchmarks"]["mine"]["fold_seed"]) \
         == (3, 42)
 

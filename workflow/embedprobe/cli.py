@@ -144,6 +144,7 @@ def cmd_embed(args, config, roots):
             # a capped run (config limit_batches) writes to its own roots
             limit_batches=args.limit_batches or config["limit_batches"],
             inject_oom_above=args.inject_oom_above,
+            shard=(args.shard, args.shards) if args.shards else None,
         )
         if args.threads:
             import torch
@@ -151,6 +152,12 @@ def cmd_embed(args, config, roots):
             torch.set_num_threads(args.threads)
         run_embed(DatasetContext.build(config, roots, args.dataset), args.model,
                   Path(args.index), Path(args.out), settings)
+
+
+def cmd_embed_join(args, config, roots):
+    from embedprobe.pipeline.store_shards import join_shards
+
+    join_shards([Path(p) for p in args.shards], Path(args.out))
 
 
 def cmd_probe(args, config, roots):
@@ -469,6 +476,7 @@ COMMANDS = {
     "demo-data": cmd_demo_data,
     "index": cmd_index,
     "embed": cmd_embed,
+    "embed-join": cmd_embed_join,
     "probe": cmd_probe,
     "aggregate": cmd_aggregate,
     "check": cmd_check,
@@ -531,7 +539,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--limit-batches", type=int, help="smoke test: stop after N batches")
     p.add_argument("--inject-oom-above", type=int,
                    help="fault injection: batches larger than this raise torch.OutOfMemoryError")
+    p.add_argument("--shards", type=int, help="embed one of this many shards of the windows "
+                                              "(embed.shards; the store is then joined)")
+    p.add_argument("--shard", type=int, default=0, help="which shard, from 0 (with --shards)")
     add_accounting(p)
+
+    p = sub.add_parser("embed-join", help="the store the probes read, over its shard files "
+                                          "(an HDF5 virtual dataset; no row is copied)")
+    p.add_argument("shards", nargs="+", metavar="SHARD", help="the shard files, in order")
+    p.add_argument("--out", required=True)
 
     p = sub.add_parser("preflight", help="predict the peak memory of a pair's embed job, or "
                                          "with --benchmark of that benchmark's probe folds")

@@ -32,6 +32,7 @@ from embedprobe.smk.plan import (
     target_inputs,
 )
 from embedprobe.smk.resources import estimated_resources, small_job_resources
+from embedprobe.smk.shards import datasets_pattern, shard_files
 
 expose_cli(workflow.basedir)
 ROOTS = checked_roots(config)

@@ -41,6 +41,9 @@ PATTERNS = {
     "preflight_probe": "{preflight_dir}/{dataset}/{model}/{benchmark}.json",
     # embed: every window's embedding, once per pair
     "embeddings": "{cache_root}/embeddings/{dataset}/{model}.h5",
+    # embed_shard: one shard of a store embedded in several jobs (embed.shards), which
+    # embed_join joins into the store above (pipeline/store_shards.py)
+    "embedding_shard": "{cache_root}/embeddings/{dataset}/{model}.shards/{shard}-of-{shards}.h5",
     # probe: one fold's result and predictions
     "fold_result": "{results_root}/{benchmark}/{dataset}/{model}/fold{fold}.json",
     "fold_predictions": "{results_root}/{benchmark}/{dataset}/{model}/fold{fold}.npz",
@@ -82,6 +85,8 @@ JOB_NAMES = {
     "preflight": "preflight/{dataset}/{model}",
     "preflight_probe": "preflight/{dataset}/{model}/{benchmark}",
     "embed": "embed/{dataset}/{model}",
+    "embed_shard": "embed/{dataset}/{model}/{shard}-of-{shards}",
+    "embed_join": "embed_join/{dataset}/{model}",
     "probe": "probe/{benchmark}/{dataset}/{model}/fold{fold}",
     "aggregate": "aggregate/{benchmark}/{dataset}",
     "pair_figure": "pair_figure/{benchmark}/{dataset}/{model}/{figure}",

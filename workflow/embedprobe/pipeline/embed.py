@@ -39,6 +39,7 @@ from embedprobe.pipeline.protocol import Preprocessing
 from embedprobe.pipeline.reader_processes import start_reader_server
 from embedprobe.pipeline.store_format import partial_path
 from embedprobe.pipeline.store_identity import CacheIdentity
+from embedprobe.pipeline.store_shards import shard_attrs, shard_rows
 from embedprobe.pipeline.store_writer import EmbeddingWriter
 from embedprobe.pipeline.window_source import PROCESSES, THREADS, WindowSource
 from embedprobe.pipeline.window_table import window_table_sha256
@@ -66,6 +67,8 @@ class EmbedSettings:
     # A fresh run's readers start before the model is built (EMBEDPROBE_EARLY_READERS=off:
     # after it, for bench_embed.py's start-up table)
     early_readers: bool = True
+    # (shard, shards): this job embeds one shard of the store (pipeline/store_shards.py)
+    shard: tuple[int, int] | None = None
 
     @classmethod
     def from_environment(cls, **values) -> EmbedSettings:
@@ -243,12 +246,23 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
         table = table.iloc[rows].reset_index(drop=True)
         windows = windows.iloc[rows].reset_index(drop=True)
         source.table = table
+    extra, offset = {}, 0
+    if settings.shard is not None:  # after the cap: the shards split what the store holds
+        shard, shards = settings.shard
+        offset, hi = shard_rows(table["recording"].to_numpy(), shards, shard)
+        extra = shard_attrs(shard, shards, windows)
+        windows = windows.iloc[offset:hi].reset_index(drop=True)
+        # The source keeps the table up to the shard's end and starts at its first row, as a
+        # resume does: its recordings are cut into the same parts as in one job, so their
+        # filtered samples round the same (a table that began at the shard would not:
+        # docs/measurements/2026-12-07-sharded-embedding.md).
+        source.table = table.iloc[:hi]
     # A fresh run starts at row 0: its readers set to work now, while the model is built;
     # the model's imports come first, so that no module is imported on two threads at once
     # (core/thread_imports.py).
     import_before_threads(MODEL_IMPORTS)
     fresh = not output.exists() and not partial_path(output).exists()
-    early = (source.stream(0, settings.reader_threads, kind).start()
+    early = (source.stream(offset, settings.reader_threads, kind).start()
              if fresh and settings.early_readers else None)
     try:
         encoder = Encoder(spec, plan.model_names, roots, device=device)
@@ -265,9 +279,11 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
             weights_sha256=encoder.weights_sha256,
             code_version=__version__,
         )
+        label = f"{dataset} {model_id}" + (
+            f" shard {settings.shard[0] + 1}/{settings.shard[1]}" if settings.shard else "")
         return _write(output, identity, windows, width.shape[1:], encoder, source, settings,
-                      kind, early, f"{dataset} {model_id}", began,
-                      {} if report is None else report)
+                      kind, early, label, began, {} if report is None else report, extra,
+                      offset)
     finally:
         if early is not None:
             early.close()
@@ -275,9 +291,11 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
 
 def _write(output: Path, identity: CacheIdentity, windows, width: tuple[int, ...],
            encoder: Encoder, source: WindowSource, settings: EmbedSettings, kind: str, early,
-           label: str, began: float, timings: dict) -> Path:
-    """Batches through the encoder into the store, from its first non-durable row."""
-    with EmbeddingWriter(output, identity, len(windows), width, windows) as writer:
+           label: str, began: float, timings: dict, extra_attrs: dict, offset: int) -> Path:
+    """Batches through the encoder into the store, from its first non-durable row (the
+    source's row `offset` + that: a shard's rows start there)."""
+    with EmbeddingWriter(output, identity, len(windows), width, windows,
+                         extra_attrs=extra_attrs) as writer:
         if writer.already_complete:
             print(f"{label}: already embedded ({output})", file=sys.stderr)
             return writer.finish()
@@ -298,7 +316,7 @@ def _write(output: Path, identity: CacheIdentity, windows, width: tuple[int, ...
         progress.update(done_rows, "reading")
         timings["setup_s"] = time.perf_counter() - began
         stream = early if early is not None and first == 0 else source.stream(
-            first, settings.reader_threads, kind)
+            offset + first, settings.reader_threads, kind)
         store = _Storer(writer, progress, settings.kill_before_batch, appended, done_rows)
         waiting = None  # launched, not yet stored
         heap = FreedHeapRelease(settings.heap_release_min_batch_s)

@@ -11,6 +11,7 @@ flattening.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import h5py
@@ -136,6 +137,8 @@ def _checked_store(path: Path, handle: h5py.File, expected: CacheIdentity | None
         raise CacheError(f"{path} is not marked complete", fix=rebuild)
     if format_problem(attrs):
         raise CacheError(f"{path}: {format_problem(attrs)}", fix=rebuild)
+    if "shards" in attrs:
+        check_shards(path, attrs)
     try:
         store = EmbeddingStore(path, handle)
     except NOT_OUR_LAYOUT as error:
@@ -155,10 +158,48 @@ def _checked_store(path: Path, handle: h5py.File, expected: CacheIdentity | None
     if verify_rows:
         good = verified_prefix(handle, rows)
         if good < rows:
+            shard = shard_of_row(path, attrs, good)
             raise CacheError(f"{path}: row {good} is unreadable, not finite or fails its CRC32 "
-                             "check",
-                             fix=rebuild)
+                             "check" + (f" (it is in {shard})" if shard else ""),
+                             fix=shard_fix(path, shard) if shard else rebuild)
     return store
+
+
+def shard_fix(path: Path, shard: Path) -> str:
+    """Snakemake remakes a missing shard only for a missing store: both go."""
+    gone = f"rm -f {shard} {path}" if shard.exists() else f"rm -f {path}"
+    return (f"{gone}, then rerun the same snakemake command: only that shard is embedded "
+            "again, then joined")
+
+
+def check_shards(path: Path, attrs) -> None:
+    """A joined store (pipeline/store_shards.py) reads its rows from its shard files: each must
+    be there, complete and the one it was joined from (HDF5 would read a missing one as NaN)."""
+    for name, sha in zip(json.loads(attrs["shards"]), json.loads(attrs["shard_windows_sha256"]),
+                         strict=True):
+        shard = path.parent / name
+        if not shard.exists():
+            raise CacheError(f"{path} reads its rows from {shard}, which is missing",
+                             fix=shard_fix(path, shard))
+        try:
+            with h5py.File(shard, "r") as f:
+                usable = bool(f.attrs.get("complete", False)) and \
+                    str(f.attrs["windows_sha256"]) == sha
+        except NOT_OUR_LAYOUT:
+            usable = False
+        if not usable:
+            raise CacheError(f"{path} reads its rows from {shard}, which is damaged, incomplete "
+                             "or not the shard it was joined from",
+                             fix=shard_fix(path, shard))
+
+
+def shard_of_row(path: Path, attrs, row: int) -> Path | None:
+    """The shard file that holds `row` of a joined store; None for an unsharded store."""
+    if "shards" not in attrs:
+        return None
+    ends = np.cumsum(json.loads(attrs["shard_rows"]))
+    names = json.loads(attrs["shards"])
+    return path.parent / names[min(int(np.searchsorted(ends, row, side="right")), len(names) - 1)]
 
 
 def inspect(path: str | Path) -> dict:

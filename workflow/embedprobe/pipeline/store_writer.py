@@ -159,8 +159,11 @@ class EmbeddingWriter:
     """
 
     def __init__(self, final_path: str | Path, identity: CacheIdentity, n_windows: int,
-                 dim: int | tuple[int, int], window_table, chunk_rows: int = 256):
-        """`dim`: a row's width, or (tokens, width) for a token store."""
+                 dim: int | tuple[int, int], window_table, chunk_rows: int = 256,
+                 extra_attrs: dict | None = None):
+        """`dim`: a row's width, or (tokens, width) for a token store; `extra_attrs`: more
+        attributes the finished file must carry (a shard's place: pipeline/store_shards.py)."""
+        self.extra_attrs = dict(extra_attrs or {})
         self.final_path = Path(final_path)
         self.partial_path = partial_path(self.final_path)
         self.identity = identity
@@ -203,6 +206,12 @@ class EmbeddingWriter:
         except CacheError as error:
             self.batch_size_hint = inspect(self.final_path).get("batch_size_hint")
             _note(f"{self.final_path} is not reused ({error.message}); it is rebuilt")
+            return False
+        with h5py.File(self.final_path, "r") as f:
+            stale = [k for k, v in self.extra_attrs.items() if str(f.attrs.get(k)) != str(v)]
+        if stale:
+            _note(f"{self.final_path} is not reused (its {', '.join(stale)} changed); it is "
+                  "rebuilt")
             return False
         self.already_complete = True
         self.durable_rows = self.n_windows
@@ -271,7 +280,7 @@ class EmbeddingWriter:
         # Built under another name, so a kill before the first flush leaves no partial to doubt.
         new = _sibling(self.final_path, ".partial.new")
         attrs = {**self.identity.as_attrs(), "n_windows": self.n_windows, "dim": self.dim,
-                 "format_version": FORMAT_VERSION, "complete": False}
+                 "format_version": FORMAT_VERSION, "complete": False, **self.extra_attrs}
         if len(self.row) == 2:  # a pooled store's attributes stay as they were
             attrs["tokens"] = self.row[0]
         with h5py.File(new, "w", libver="latest") as f:
@@ -351,7 +360,8 @@ class EmbeddingWriter:
         self._file = None
         finishing = _sibling(self.final_path, ".finishing")
         with h5py.File(self.partial_path, "r") as src, h5py.File(finishing, "w") as dst:
-            attrs = {**dict(src.attrs), "complete": True, "durable_rows": self.n_windows,
+            attrs = {**dict(src.attrs), **self.extra_attrs, "complete": True,
+                     "durable_rows": self.n_windows,
                      "batch_size_hint": self.batch_size_hint or -1,
                      "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
             _create_layout(dst, attrs, src["windows"], self.n_windows, self.row,

@@ -23,7 +23,7 @@ from embedprobe.memory.requests import (
 )
 from embedprobe.pipeline.device import embed_device
 
-SIZED_JOBS = ("embed", "probe")
+SIZED_JOBS = ("embed", "embed_shard", "probe")
 
 # The lowest compute capability each CUDA build of the pinned torch runs on (scripts/install.sh
 # installs cu126, cu128 or cu130; PyTorch's CUDA support matrix, pytorch/pytorch#172352):
@@ -104,17 +104,21 @@ def estimated_resources(config: dict, job: str) -> dict:
         raise ValueError(f"estimated_resources: job is one of {SIZED_JOBS}, not {job!r}")
 
     def key(wildcards) -> str:
-        return "embed" if job == "embed" else probe_key(wildcards)
+        return "embed" if job.startswith("embed") else probe_key(wildcards)
 
     def mem_mb(wildcards, input, attempt):
+        # a shard asks for the pair's memory: its peak is set by a recording and a batch, not
+        # by the row count (docs/usage.md, "Sharded embedding")
         return memory_request_mb(config, input.estimate, key(wildcards), attempt)
 
     def runtime(wildcards, input, attempt):
-        return runtime_minutes(input.estimate, key(wildcards), attempt)
+        # a shard's share of the pair's runtime (shards are cut at equal window counts)
+        minutes = runtime_minutes(input.estimate, key(wildcards), attempt)
+        return -(-minutes // int(wildcards.shards)) if job == "embed_shard" else minutes
 
     def attempt_number(wildcards, attempt):
         return attempt
 
-    gpu = gpu_resources(config, "embed") if job == "embed" else {}
+    gpu = gpu_resources(config, "embed") if job.startswith("embed") else {}
     return {**gpu, "mem_mb": mem_mb, "htcondor_request_mem_mb": mem_mb, "runtime": runtime,
             "attempt_number": attempt_number}
