@@ -404,14 +404,26 @@ def abs_quantile(x: np.ndarray, q: float) -> np.ndarray:
     """
     values = np.abs(x)
     n = values.shape[-1]
-    virtual = (n - 1) * np.float64(q)  # numpy's "linear" method (Hyndman & Fan 7)
-    below = int(np.floor(virtual))
-    gamma = float(virtual - below)
+    below, gamma = quantile_rank(n, q)
     if below + 1 >= n:  # q == 1: the maximum
         return values.max(axis=-1, keepdims=True)
     values.partition(below, axis=-1)
     lower = values[..., below:below + 1]
     upper = values[..., below + 1:].min(axis=-1, keepdims=True)
+    return quantile_lerp(lower, upper, gamma)
+
+
+def quantile_rank(n: int, q: float) -> tuple[int, float]:
+    """(the lower neighbour's rank, the weight of the upper one) of numpy's "linear" quantile
+    (Hyndman & Fan 7) of n values."""
+    virtual = (n - 1) * np.float64(q)
+    below = int(np.floor(virtual))
+    return below, float(virtual - below)
+
+
+def quantile_lerp(lower: np.ndarray, upper: np.ndarray, gamma: float) -> np.ndarray:
+    """numpy's `_lerp` of two float32 order statistics with a Python-float weight (float32
+    arithmetic, as np.quantile does it)."""
     diff = upper - lower
     if gamma >= 0.5:
         return upper - diff * (1 - gamma)
