@@ -4,15 +4,18 @@ of |x| bit for bit over the samples streamed (its band kept, narrowed, or a seco
 mean and SD within 1e-12, and over a filtered recording within the stretches' float32
 rounding."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from embedprobe.pipeline import window_recipe
-from embedprobe.pipeline.filters import FilterStep, apply_filters
+from embedprobe.pipeline.filters import FilterStep, apply_filters, reach
 from embedprobe.pipeline.preprocess import recording_q95, recording_zscore
+from embedprobe.pipeline.protocol import Preprocessing
 from embedprobe.pipeline.streamed_statistics import MomentsStream, Q95Stream
+from embedprobe.pipeline.window_parts import statistic_read
 
 
 def stretches(x: np.ndarray, size: int) -> list[np.ndarray]:
@@ -121,3 +124,16 @@ def test_a_recordings_statistic_from_filtered_stretches_is_its_whole_filterings(
     stretch = int(40 * 30 * sfreq)
     assert len(reads) >= 3 and None not in reads
     assert max(stop - first for first, stop in reads) < stretch + 2 * 30 * sfreq
+
+
+def test_the_statistic_reads_a_part_sized_stretch_whatever_the_recordings_length():
+    """What preflight counts for it (window_parts.statistic_read): a recording of one stretch
+    whole, a longer one a stretch of 512 windows and the filters' reach, however long."""
+    steps = (FilterStep("highpass", (0.5,)), FilterStep("notch", (50.0,)))
+    prep = Preprocessing(steps, normalisation="recording_q95")
+    stretch = 512 * 30 * 100 + 2 * reach(steps, 100.0)
+    assert statistic_read(prep, 30.0, 100.0, 600 * 100) == 600 * 100  # 10 minutes: whole
+    for hours in (8, 24, 72):
+        assert statistic_read(prep, 30.0, 100.0, hours * 3600 * 100) == stretch
+    assert statistic_read(replace(prep, whole_recordings=True), 30.0, 100.0, 10**8) == 0
+    assert statistic_read(replace(prep, normalisation=None), 30.0, 100.0, 10**8) == 0

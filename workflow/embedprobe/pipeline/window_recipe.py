@@ -227,23 +227,17 @@ def whole_statistic(prep: Preprocessing, data: np.ndarray) -> np.ndarray:
     return stream.result()
 
 
-def statistic_stretch(recipe: WindowRecipe, sfreq: float) -> int:
-    """Recorded samples of each stretch the statistic is computed from: those a part of
-    PART_WINDOWS adjacent windows spans, so that the statistic holds no more than a part's
-    stretch does (the filters' reach on each side comes on top for both)."""
-    return max(1, int(round(window_parts.PART_WINDOWS * recipe.epoch_seconds * sfreq)))
-
-
 def streamed_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
-    """The statistic of the whole filtered recording, from stretches of statistic_stretch
-    samples on a fixed grid from its start, each read and filtered with the filters' reach
-    on each side (or up to the recording's ends) and cut back to its own samples: each
+    """The statistic of the whole filtered recording, from stretches of
+    window_parts.statistic_stretch samples on a fixed grid from its start, each read and
+    filtered with the filters' reach on each side (or up to the recording's ends) and cut
+    back to its own samples: each
     sample as the whole recording's filtering gives it, to float32 rounding
     (pipeline/filters.py), whichever parts and readers the recording is made in. A recording
     of one stretch is filtered whole, as before: the same bytes."""
     prep = recipe.preprocessing
     header = FORMATS[recipe.reader_format].reader.read_header(rec)
-    stretch = statistic_stretch(recipe, header.sfreq)
+    stretch = window_parts.statistic_stretch(recipe.epoch_seconds, header.sfreq)
     stream = None
     while stream is None or stream.needs_second_pass():
         for data in _filtered_stretches(recipe, rec, index_sfreq, header, stretch):
