@@ -573,6 +573,22 @@ def test_a_reader_process_imports_nothing_its_server_did_not_preload(demo, tmp_p
     assert imported == [], " ".join(imported)
 
 
+def test_a_reused_slot_gets_zeros_where_no_channel_feeds_a_model_input(demo):
+    """BIOT's 16 inputs from Sleep-EDF's 2 channels: a fresh part's other 14 slots are the
+    kernel's zeros, untouched; a reused shared slot holding another part's values has those
+    runs zeroed, and both give the same bytes."""
+    from embedprobe.pipeline.window_parts import parts
+
+    source = source_for(demo, "biot_random")
+    rec, rows = next(parts(demo[2]))
+    fresh = source.load(rec, rows)
+    stale = np.full_like(fresh, np.nan)
+    got = source.load(rec, rows, out=stale)
+    assert got is stale and got.tobytes() == fresh.tobytes()
+    empty = np.setdiff1d(np.arange(16), input_positions(source.plan))
+    assert len(empty) == 14 and not fresh[:, empty].any() and fresh.any()
+
+
 def test_reader_threads_wanting_one_recording_s_statistic_compute_it_once(monkeypatch):
     """Two reader threads taking parts of one recording: the second waits for the first's
     statistic instead of reading and filtering the whole recording again at the same time."""
