@@ -3,6 +3,7 @@
 
 Usage: python scripts/bench_recording_length.py [--model biot_random]
            [--hours 0.1667 4 12] [--repeats 1] [--code OTHER/workflow] [--workdir DIR]
+           [--null-model]
 The table and its columns: embedprobe/devtools/bench_recording_length.py.
 """
 

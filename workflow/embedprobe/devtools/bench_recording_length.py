@@ -2,10 +2,14 @@
 and rate: what the reader holds must not grow with the recording (docs/memory.md).
 
 For each of `--hours` a generated Sleep-EDF night of that length (one subject, one night: 2
-EEG channels at 100 Hz), its check and preflight, then `embedprobe embed` from scratch in its
-own process, measured by the kernel (ru_maxrss, peaks.run_measured), `--repeats` times (the
-largest counts: the peak a request must cover). BIOT (the default) normalises by its
-recording's 95th percentile, the statistic streamed in part-sized stretches
+EEG channels at 100 Hz), its check and preflight, then the embed job from scratch in its own
+process, measured by the kernel (ru_maxrss, peaks.run_measured), `--repeats` times (the
+largest counts: the peak a request must cover). With `--null-model` (what a loaded 2-core
+machine can run: BIOT's forward of a 14-h night took over 15 minutes at load 16) that job is
+`run_embed` with bench_embed's null encoder: the readers, batching and the store as embed
+runs them, without the model's weights and activations (a fixed amount whatever the
+length). BIOT (the default) normalises by its recording's 95th percentile, the statistic
+streamed in part-sized stretches
 (pipeline/streamed_statistics.py). `--code DIR` runs the embed jobs with another checkout's
 package (its `workflow` folder) to compare, the estimate still this one's.
 scripts/bench_recording_length.py runs it.
@@ -14,6 +18,7 @@ scripts/bench_recording_length.py runs it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -32,11 +37,37 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--code", type=Path, help="another checkout's `workflow` folder: its embed")
     p.add_argument("--workdir", type=Path, help="keep the generated nights here")
+    p.add_argument("--null-model", action="store_true",
+                   help="embed with a null encoder: the reading side's peak alone")
     return p
 
 
-def measure_length(folder: Path, hours: float, model: str, repeats: int, code: Path | None
-                   ) -> dict:
+# The embed job with bench_embed's null encoder, in a child: (config, roots, dataset, model,
+# index, out) as JSON.
+NULL_EMBED_CHILD = """
+import json, sys
+from pathlib import Path
+import embedprobe.pipeline.embed as embed_step
+from embedprobe.devtools.bench_embed import NullEncoder
+from embedprobe.pipeline.context import DatasetContext
+config, roots, dataset, model, index, out = json.loads(sys.argv[1])
+embed_step.Encoder = NullEncoder
+settings = embed_step.EmbedSettings.from_environment(
+    batch_size=config["embed"]["batch_size"], reader_threads=config["embed"]["reader_threads"])
+embed_step.run_embed(DatasetContext.build(config, roots, dataset), model, Path(index),
+                     Path(out), settings)
+"""
+
+
+def null_embed_argv(demo, model: str, out: Path) -> list[str]:
+    out.unlink(missing_ok=True)
+    return [sys.executable, "-c", NULL_EMBED_CHILD,
+            json.dumps([demo.config, demo.roots, demo.dataset, model, str(demo.index),
+                        str(out)])]
+
+
+def measure_length(folder: Path, hours: float, model: str, repeats: int, code: Path | None,
+                   null_model: bool) -> dict:
     """(samples, windows, peak MB, estimate MB, statistic MB) of one recording's embed job."""
     demo = workloads.demo_set(folder, hours, subjects=1, nights=1)
     check, _ = workloads.run_check(demo, model)
@@ -49,7 +80,9 @@ def measure_length(folder: Path, hours: float, model: str, repeats: int, code: P
         env["PYTHONPATH"] = str(code.resolve())
     peaks = []
     for _ in range(repeats):
-        argv = workloads.embed_argv(demo, model, estimate_path, demo.folder / "out.h5")
+        out = demo.folder / "out.h5"
+        argv = (null_embed_argv(demo, model, out) if null_model
+                else workloads.embed_argv(demo, model, estimate_path, out))
         run = run_measured(argv, timeout=workloads.CHILD_TIMEOUT_S, stdout=-1, stderr=-1,
                            text=True, env=env)
         if not run.ok:
@@ -86,10 +119,11 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="recording_length_") as tmp:
         workdir = args.workdir or Path(tmp)
         rows = [measure_length(workdir / f"{hours:g}h", hours, args.model, args.repeats,
-                               args.code) for hours in args.hours]
+                               args.code, args.null_model) for hours in args.hours]
     print(format_rows(rows))
     load = os.getloadavg()[0]
-    print(f"{args.model}, 1 recording of 2 channels at 100 Hz each, embed from scratch, largest "
+    model = f"{args.model} (null encoder)" if args.null_model else args.model
+    print(f"{model}, 1 recording of 2 channels at 100 Hz each, embed from scratch, largest "
           f"of {args.repeats}; embed code: {args.code or 'this checkout'}; load average "
           f"{load:.2f}", file=sys.stdout)
     flat = max(r["peak_mb"] for r in rows) <= 1.1 * rows[0]["peak_mb"]
