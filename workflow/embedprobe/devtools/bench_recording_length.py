@@ -35,6 +35,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hours", type=float, nargs="+", default=[1 / 6, 4.0, 12.0],
                    help="sleep per night of each recording (the file adds its wake)")
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--nights", type=int, default=1,
+                   help="recordings of that length (2: the second's statistic is computed "
+                        "while the first's parts are in flight)")
     p.add_argument("--code", type=Path, help="another checkout's `workflow` folder: its embed")
     p.add_argument("--workdir", type=Path, help="keep the generated nights here")
     p.add_argument("--null-model", action="store_true",
@@ -67,9 +70,9 @@ def null_embed_argv(demo, model: str, out: Path) -> list[str]:
 
 
 def measure_length(folder: Path, hours: float, model: str, repeats: int, code: Path | None,
-                   null_model: bool) -> dict:
+                   null_model: bool, nights: int) -> dict:
     """(samples, windows, peak MB, estimate MB, statistic MB) of one recording's embed job."""
-    demo = workloads.demo_set(folder, hours, subjects=1, nights=1)
+    demo = workloads.demo_set(folder, hours, subjects=1, nights=nights)
     check, _ = workloads.run_check(demo, model)
     estimate_path = demo.folder / "preflight.json"
     record = workloads.preflight(demo, {**demo.config, "benchmarks": {}}, model, check,
@@ -118,12 +121,14 @@ def run(args: argparse.Namespace) -> int:
     """The table; 0 when the peak stays within 10% of the shortest recording's, else 1."""
     with tempfile.TemporaryDirectory(prefix="recording_length_") as tmp:
         workdir = args.workdir or Path(tmp)
-        rows = [measure_length(workdir / f"{hours:g}h", hours, args.model, args.repeats,
-                               args.code, args.null_model) for hours in args.hours]
+        rows = [measure_length(workdir / f"{hours:g}h{args.nights}n", hours, args.model,
+                               args.repeats, args.code, args.null_model, args.nights)
+                for hours in args.hours]
     print(format_rows(rows))
     load = os.getloadavg()[0]
     model = f"{args.model} (null encoder)" if args.null_model else args.model
-    print(f"{model}, 1 recording of 2 channels at 100 Hz each, embed from scratch, largest "
+    print(f"{model}, {args.nights} recording(s) of 2 channels at 100 Hz each, embed from "
+          f"scratch, largest "
           f"of {args.repeats}; embed code: {args.code or 'this checkout'}; load average "
           f"{load:.2f}", file=sys.stdout)
     flat = max(r["peak_mb"] for r in rows) <= 1.1 * rows[0]["peak_mb"]
