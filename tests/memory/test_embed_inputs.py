@@ -27,8 +27,8 @@ from helpers.check_config import DATASET, make_config
 
 WINDOWS = 10  # one recording's first ten 30-s windows: one part
 HELD = ("parts in flight and being batched: their windows, and the signal each reader "
-        "reads and filters (float64 copies; a recording's statistic reads it whole first), "
-        "the larger")
+        "reads and filters (float64 copies; a recording's statistic streams it in part-sized "
+        "stretches first), the larger")
 
 
 def fake_check(model: str, n_chans: int) -> SimpleNamespace:

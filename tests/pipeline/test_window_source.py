@@ -297,22 +297,40 @@ def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(dem
     reads = []
     original = sleep_edf.read_signals
 
+    statistic_reads, computing = [], []
+    streamed = window_recipe.streamed_statistic
+
     def read_signals(rec, channels, span=None):
         signals = original(rec, channels, span=span)
-        reads.append((rec.recording, span, signals.data.shape[-1]))
+        (statistic_reads if computing else reads).append(
+            (rec.recording, span, signals.data.shape[-1]))
         return signals
 
+    def streamed_statistic(recipe, rec, index_sfreq):
+        computing.append(rec)  # the reads until it returns are the statistic's
+        try:
+            return streamed(recipe, rec, index_sfreq)
+        finally:
+            computing.clear()
+            statistic_reads.append(rec.recording)
+
     monkeypatch.setattr(sleep_edf, "read_signals", read_signals)
+    monkeypatch.setattr(window_recipe, "streamed_statistic", streamed_statistic)
     # this process's readers forget the statistics earlier tests had them compute
     monkeypatch.setattr(window_recipe, "_STATISTICS", {})
     got = np.concatenate([w.copy() for w in source.stream(0, 0)])
     assert_windows_close(got, expected)
     sizes = index.groupby("recording", sort=False).size()
     parts = list(window_parts.parts(index))
-    # BIOT's recording statistic reads each recording whole, once (one reader here)
-    whole = [rec for rec, span, _ in reads if span is None]
-    assert sorted(whole) == (sorted(sizes.index) if model == "biot_random" else [])
-    reads = [read for read in reads if read[1] is not None]
+    reach = filter_reach(source.recipe.preprocessing.filters, 100.0)
+    # BIOT's recording statistic reads each recording once (one reader here), in stretches
+    # of a part's 7 adjacent windows with the filters' reach, never whole
+    done = [read for read in statistic_reads if isinstance(read, str)]
+    assert sorted(done) == (sorted(sizes.index) if model == "biot_random" else [])
+    stretches = [read for read in statistic_reads if isinstance(read, tuple)]
+    assert all(span is not None and n <= 7 * 3000 + 2 * reach for _, span, n in stretches)
+    assert len(stretches) >= 2 * len(done)
+    assert all(span is not None for _, span, _ in reads)
     assert len(reads) == len(parts) >= sum(-(-n // 7) for n in sizes)
     # cut at recording ends and every 7th row: batches of 7 never span two parts of a recording
     ends = np.cumsum([len(rows) for _, rows in parts])
@@ -326,7 +344,6 @@ def test_recordings_in_parts_read_only_their_stretch_and_give_the_same_bytes(dem
         # the part's windows, the resampling's reach (25-100 samples a side) and the
         # high-pass's (21.5 s at 100 Hz), nothing more
         covered = rows["start"].max() + window_in - rows["start"].min()
-        reach = filter_reach(source.recipe.preprocessing.filters, 100.0)
         assert span[0] <= rows["start"].min() and covered <= n <= covered + 2 * reach + 200
         assert n < file_samples[rec] / 3
     for kind, workers in [(THREADS, 2), (PROCESSES, 2)]:
@@ -556,6 +573,22 @@ def test_a_reader_process_imports_nothing_its_server_did_not_preload(demo, tmp_p
     assert imported == [], " ".join(imported)
 
 
+def test_a_reused_slot_gets_zeros_where_no_channel_feeds_a_model_input(demo):
+    """BIOT's 16 inputs from Sleep-EDF's 2 channels: a fresh part's other 14 slots are the
+    kernel's zeros, untouched; a reused shared slot holding another part's values has those
+    runs zeroed, and both give the same bytes."""
+    from embedprobe.pipeline.window_parts import parts
+
+    source = source_for(demo, "biot_random")
+    rec, rows = next(parts(demo[2]))
+    fresh = source.load(rec, rows)
+    stale = np.full_like(fresh, np.nan)
+    got = source.load(rec, rows, out=stale)
+    assert got is stale and got.tobytes() == fresh.tobytes()
+    empty = np.setdiff1d(np.arange(16), input_positions(source.plan))
+    assert len(empty) == 14 and not fresh[:, empty].any() and fresh.any()
+
+
 def test_reader_threads_wanting_one_recording_s_statistic_compute_it_once(monkeypatch):
     """Two reader threads taking parts of one recording: the second waits for the first's
     statistic instead of reading and filtering the whole recording again at the same time."""
@@ -575,6 +608,9 @@ def test_reader_threads_wanting_one_recording_s_statistic_compute_it_once(monkey
     monkeypatch.setattr(window_recipe, "_STATISTICS", {})
     recipe = _Recipe()  # the cache keys on (recipe, path)
     monkeypatch.setattr(window_recipe, "apply_filters", lambda data, sfreq, steps: data)
+    header = SimpleNamespace(sfreq=100.0, n_samples=2000)  # one stretch: read at once
+    monkeypatch.setattr(window_recipe, "FORMATS", {"stub": SimpleNamespace(
+        reader=SimpleNamespace(read_header=lambda rec: header))})
     rec = SimpleNamespace(signal_path=Path("/data/night 1.edf"))
     results = []
 
@@ -602,6 +638,7 @@ class _Recipe:
     """A recipe stand-in: what recording_statistic reads of it, hashable as WindowRecipe is."""
 
     preprocessing = SimpleNamespace(filters=(), normalisation="recording_q95")
+    reader_format, epoch_seconds = "stub", 30.0
 
     def __hash__(self):
         return 1

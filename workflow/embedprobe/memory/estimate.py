@@ -154,7 +154,7 @@ class JobType:
 _EMBED_REQUIRED = ("batch_size", "n_channels", "n_samples", "feature_dim", "weights_bytes",
                    "recording_bytes", "night_windows")
 _EMBED_DEFAULTS = MappingProxyType(
-    # statistic_bytes 0: no per-recording statistic (every model but BIOT's reference one)
+    # statistic_bytes 0: no per-recording statistic (all but BIOT's, REVE's, ST-EEGFormer's)
     {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1,
      "statistic_bytes": 0,
      # the store's finish() copies rows in blocks of pipeline/store_writer.FINISH_BLOCK_BYTES (a

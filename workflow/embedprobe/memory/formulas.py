@@ -8,11 +8,13 @@ Inputs (bytes unless said otherwise):
     feature_dim, weights_bytes (n_params * 4), recording_bytes (what a reader reads and
     filters for the largest part, window_parts.largest_part: the recorded channels read,
     not the model inputs, * the samples of its stretch with the filters' reach * 8: float64),
-    statistic_bytes (the same for the whole longest recording where the model's
-    normalisation needs a per-recording statistic, window_recipe.recording_statistic, else
-    0), resample_ratio (model rate / recorded rate), n_workers (readers: threads beside a CPU
-    encoder, processes beside a GPU one), n_windows, night_windows (windows of the largest
-    part; n_channels, the model inputs, sizes them), optional part_windows and
+    statistic_bytes (the same for the stretch a reader reads and filters at once while it
+    computes a per-recording statistic the model's normalisation needs,
+    window_parts.statistic_read: a part's length with the filters' reach, or the whole
+    recording where it is shorter; else 0), resample_ratio (model rate / recorded rate),
+    n_workers (readers: threads beside a CPU encoder, processes beside a GPU one),
+    n_windows, night_windows (windows of the largest part; n_channels, the model inputs,
+    sizes them), optional part_windows and
     part_signal_bytes (each part's windows and what its reader reads and filters, in stream
     order; without them every part counts as the largest), batch_activation_bytes measured at
     activation_batch_size
@@ -79,9 +81,10 @@ def _nights_in_flight(i: Inputs) -> int:
 
 def _signal_held(i: Inputs) -> float:
     """The signal a reader reads and filters at once, as float64 bytes of the channels read:
-    the whole recording while it computes the recording's statistic, else its part's stretch.
-    It computes the statistic before it reads the stretch and keeps only the statistic, so it
-    holds one or the other, never both: the larger counts."""
+    a stretch of the statistic's while it computes the recording's statistic (part-sized,
+    streamed: window_recipe.streamed_statistic), else its part's stretch. It computes the
+    statistic before it reads the part's stretch and keeps only the statistic, so it holds
+    one or the other, never both: the larger counts. Neither grows with the recording."""
     return max(float(i["recording_bytes"]), float(i["statistic_bytes"]))
 
 
@@ -302,8 +305,8 @@ def _sklearn_workspace(i: Inputs, c: Constants) -> float:
 # ------------------------------------------------------- terms several job types share
 
 PARTS_HELD = ("parts in flight and being batched: their windows, and the signal each reader "
-              "reads and filters (float64 copies; a recording's statistic reads it whole "
-              "first), the larger")
+              "reads and filters (float64 copies; a recording's statistic streams it in "
+              "part-sized stretches first), the larger")
 # Host terms shared by embed on the CPU and on the GPU (only activations move to the device).
 _EMBED_HOST_TERMS: list[Term] = [
     ("interpreter and libraries, with the model built", embed_baseline),

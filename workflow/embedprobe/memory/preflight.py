@@ -43,7 +43,7 @@ from embedprobe.pipeline.check import OK, read_result
 from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.device import embed_device
 from embedprobe.pipeline.index import read_index
-from embedprobe.pipeline.window_parts import largest_part, part_spans
+from embedprobe.pipeline.window_parts import largest_part, part_spans, statistic_read
 from embedprobe.tasks.base import fold_entry
 from embedprobe.tasks.registry import task_for
 
@@ -61,9 +61,10 @@ def embed_inputs(context: DatasetContext, check, table) -> dict:
     """The embed job's estimate inputs: the check's measurements, the window index's counts
     and what a reader reads and filters (window_recipe.make_windows): the largest part's
     stretch with the filters' reach (window_parts.largest_part), or the longest recording
-    from the headers where whole ones are read, and the longest recording again where the
-    model's normalisation needs the recording's statistic first (BIOT under the reference
-    protocol); the same for each part, in stream order. All are sized by the recorded
+    from the headers where whole ones are read, and the statistic's stretch
+    (window_parts.statistic_read: part-sized, not the recording) where the model's
+    normalisation needs the recording's statistic first (BIOT, REVE and ST-EEGFormer under
+    the reference protocol); the same for each part, in stream order. All are sized by the recorded
     channels read (channels_read), not the model inputs (check.n_chans: BIOT's 16 slots),
     which size the windows and batches."""
     config = context.config
@@ -77,8 +78,10 @@ def embed_inputs(context: DatasetContext, check, table) -> dict:
     longest = max(lengths.values())
     samples = part.samples if part.samples is not None else longest
     read = channels_read(context, spec, prep)
-    statistic = longest if prep.normalisation else 0
-    windows, part_samples = stream_parts(table, prep, spec.sfreq, check.n_times_epoch, lengths)
+    epoch_seconds = context.window(spec.bci_filtering)[1]
+    statistic = statistic_read(prep, epoch_seconds, recorded_sfreq, longest)
+    windows, part_samples = stream_parts(table, prep, spec.sfreq, check.n_times_epoch, lengths,
+                                         statistic)
     batch_size = config["embed"]["batch_size"]  # the request; fit_knobs may lower it
     return {
         "batch_size": batch_size,
@@ -100,20 +103,21 @@ def embed_inputs(context: DatasetContext, check, table) -> dict:
 
 
 def stream_parts(table, prep, to_sfreq: float, window_samples: int,
-                 lengths: dict[str, int]) -> tuple[list[int], list[int]]:
+                 lengths: dict[str, int], statistic: int) -> tuple[list[int], list[int]]:
     """Each part's windows and the recorded samples its reader reads and filters, in stream
     order (window_parts.part_spans): its stretch, up to the recording's end, or the whole
-    recording where whole ones are read (or the index has no rates); the whole recording where
-    the model's normalisation needs its statistic first (window_recipe.recording_statistic),
-    that being the longer."""
+    recording where whole ones are read (or the index has no rates); a stretch of the
+    statistic's (`statistic` samples, window_parts.statistic_read) where the model's
+    normalisation needs it first (window_recipe.recording_statistic), if that is longer: the
+    reader holds one or the other."""
     longest = max(lengths.values())
     windows, samples = [], []
     for recording, n_windows, span in part_spans(table, prep.whole_recordings, to_sfreq,
                                                  window_samples, prep.filters):
         whole = lengths.get(recording, longest)
-        statistic = prep.normalisation is not None
         # a stretch past the recording's end reads what there is
-        samples.append(whole if span is None or statistic else min(span[1], whole) - span[0])
+        read = whole if span is None else min(span[1], whole) - span[0]
+        samples.append(max(read, min(statistic, whole)))
         windows.append(n_windows)
     return windows, samples
 

@@ -295,8 +295,6 @@ def windows_resampled_each(signals: np.ndarray, from_sfreq: float, to_sfreq: flo
     reference's model wrappers take a batch of windows (NeuroAtlas backbones/_preproc.py
     resample_poly_with_fallback; each window's edges see resample_poly's zero padding).
     `signals` begins at recorded sample `first_sample`."""
-    from scipy.signal import resample_poly
-
     length_in = int(round(length * from_sfreq / to_sfreq))
     local = np.asarray(starts, np.int64) - first_sample
     out = np.empty((len(local), signals.shape[0], length), np.float32)
@@ -307,13 +305,27 @@ def windows_resampled_each(signals: np.ndarray, from_sfreq: float, to_sfreq: flo
         if centre:
             centre_windows(block)
         if from_sfreq != to_sfreq:
-            block = resample_poly(block, ratio.numerator, ratio.denominator, axis=-1)
+            block = _resample_each(block, ratio)
         if block.shape[-1] != length:
             raise UsageError(f"a {length_in}-sample window at {from_sfreq:g} Hz resamples to "
                              f"{block.shape[-1]} samples at {to_sfreq:g} Hz, not {length}",
                              fix="choose an epoch length that is whole at both rates")
         out[first:first + len(block)] = block
     return out
+
+
+def _resample_each(block: np.ndarray, ratio: Fraction) -> np.ndarray:
+    """resample_poly(block, up, down, axis=-1) of (windows, channels, samples) float32, bit for
+    bit: each row on its own, so an integer upsampling takes _upsample over the rows (~1.7x
+    faster on 64 windows of 2 channels)."""
+    if ratio.denominator == 1 and block.dtype == np.float32:
+        rows = np.ascontiguousarray(block).reshape(-1, block.shape[-1])
+        upsampled = _upsample(rows, ratio.numerator)
+        if upsampled is not None:
+            return upsampled.reshape(*block.shape[:-1], -1)
+    from scipy.signal import resample_poly
+
+    return resample_poly(block, ratio.numerator, ratio.denominator, axis=-1)
 
 
 def resample_whole_mne(signals: np.ndarray, from_sfreq: float, to_sfreq: float) -> np.ndarray:
@@ -404,14 +416,26 @@ def abs_quantile(x: np.ndarray, q: float) -> np.ndarray:
     """
     values = np.abs(x)
     n = values.shape[-1]
-    virtual = (n - 1) * np.float64(q)  # numpy's "linear" method (Hyndman & Fan 7)
-    below = int(np.floor(virtual))
-    gamma = float(virtual - below)
+    below, gamma = quantile_rank(n, q)
     if below + 1 >= n:  # q == 1: the maximum
         return values.max(axis=-1, keepdims=True)
     values.partition(below, axis=-1)
     lower = values[..., below:below + 1]
     upper = values[..., below + 1:].min(axis=-1, keepdims=True)
+    return quantile_lerp(lower, upper, gamma)
+
+
+def quantile_rank(n: int, q: float) -> tuple[int, float]:
+    """(the lower neighbour's rank, the weight of the upper one) of numpy's "linear" quantile
+    (Hyndman & Fan 7) of n values."""
+    virtual = (n - 1) * np.float64(q)
+    below = int(np.floor(virtual))
+    return below, float(virtual - below)
+
+
+def quantile_lerp(lower: np.ndarray, upper: np.ndarray, gamma: float) -> np.ndarray:
+    """numpy's `_lerp` of two float32 order statistics with a Python-float weight (float32
+    arithmetic, as np.quantile does it)."""
     diff = upper - lower
     if gamma >= 0.5:
         return upper - diff * (1 - gamma)

@@ -59,6 +59,27 @@ def parts_from(table: pd.DataFrame, first_row: int, whole: bool = False
         position = end
 
 
+def statistic_stretch(epoch_seconds: float, sfreq: float) -> int:
+    """Recorded samples of each stretch a recording's statistic is computed from
+    (window_recipe.streamed_statistic): those a part of PART_WINDOWS adjacent windows spans,
+    so that computing it holds no more than making a part does."""
+    return max(1, int(round(PART_WINDOWS * epoch_seconds * sfreq)))
+
+
+def statistic_read(prep, epoch_seconds: float, sfreq: float, n_samples: int) -> int:
+    """Recorded samples a reader reads and filters at once for the statistic of a recording of
+    `n_samples` (`prep`: its pipeline/protocol.Preprocessing): a stretch and the filters'
+    reach on each side, the whole recording where it is one stretch; 0 where the model needs
+    no statistic, or where whole recordings are read for their parts (the part's own read
+    gives it)."""
+    if not prep.normalisation or prep.whole_recordings:
+        return 0
+    stretch = statistic_stretch(epoch_seconds, sfreq)
+    if n_samples <= stretch:
+        return n_samples
+    return min(n_samples, stretch + 2 * filter_reach(prep.filters, sfreq))
+
+
 def in_flight(workers: int) -> int:
     """Parts submitted to `workers` readers and not yet taken by the model: one each, and one
     more that a reader starts as soon as it is done with its own (0 without readers)."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from embedprobe.core.errors import DataError
 from embedprobe.datasets.registry import FORMATS
+from embedprobe.pipeline import window_parts
 from embedprobe.pipeline.channel_maps import (
     ChannelPlan,
     derive_inputs,
@@ -32,8 +33,6 @@ from embedprobe.pipeline.preprocess import (
     model_starts,
     model_windows,
     recorded_span,
-    recording_q95,
-    recording_zscore,
     resample_whole_mne,
     scale,
     windows_resampled_each,
@@ -48,6 +47,7 @@ from embedprobe.pipeline.protocol import (
     RECORDING_ZSCORE_CLIP15,
     Preprocessing,
 )
+from embedprobe.pipeline.streamed_statistics import MomentsStream, Q95Stream
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,10 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
         rate = index_sfreq or FORMATS[recipe.reader_format].reader.read_header(rec).sfreq
         starts = starts + int(round(recipe.start_seconds * rate))
     prep = recipe.preprocessing
-    # first, so that a reader holds the whole recording or its part's stretch, not both
+    # first, so that a reader holds a stretch of the statistic's or its part's, not both;
+    # a whole recording read for its part gives its statistic itself
     statistic = (recording_statistic(recipe, rec, index_sfreq)
-                 if prep.normalisation else None)
+                 if prep.normalisation and not prep.whole_recordings else None)
     span = None
     if not prep.whole_recordings and index_sfreq is not None and len(starts):
         span = recorded_span(starts, index_sfreq, recipe.sfreq, recipe.window_samples,
@@ -103,18 +104,31 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
     signals, span = _read(recipe, rec, span, index_sfreq)
     data = apply_filters(signals, span.sfreq, prep.filters)
     del signals  # the filtered copy replaces it
+    if prep.normalisation and prep.whole_recordings:
+        statistic = whole_statistic(prep, data)
     shape = (len(starts), recipe.n_inputs, recipe.window_samples)
-    if out is None:
-        out = np.empty(shape, np.float32)
     positions = input_positions(recipe.plan)
     direct = np.array_equal(positions, np.arange(recipe.n_inputs))
+    if out is None:  # zeroed pages from the kernel: the slots without a source cost nothing
+        out = np.empty(shape, np.float32) if direct else np.zeros(shape, np.float32)
+    elif not direct:  # a reused slot: those slots zeroed, not the whole part (BIOT: 14 of 16)
+        for first, stop in _runs_without_source(positions, recipe.n_inputs):
+            out[:, first:stop] = 0
     windows = resampled_windows(prep, data, span, recipe, starts, out if direct else None)
     if statistic is not None:
         NORMALISERS[prep.normalisation][1](windows, statistic)
-    if not direct:  # slots without a source stay zero
-        out[:] = 0
-        out[:, positions] = windows
+    if not direct:
+        for row, position in enumerate(positions.tolist()):
+            out[:, position] = windows[:, row]
     return out
+
+
+def _runs_without_source(positions: np.ndarray, n_inputs: int) -> list[tuple[int, int]]:
+    """[first, stop) runs of model inputs no recorded channel feeds."""
+    empty = np.ones(n_inputs, bool)
+    empty[positions] = False
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], empty.astype(np.int8), [0]])))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
 def resampled_windows(prep: Preprocessing, data: np.ndarray, span: ReadSpan,
@@ -182,17 +196,18 @@ _STATISTICS_LOCK = threading.Lock()
 _COMPUTING: dict = {}  # key -> the lock its computing thread holds
 
 
-# Per-recording normalisation (protocol.RECORDING_NORMALISATIONS): (the statistic of a whole
-# filtered recording, how windows are normalised by it in place).
-NORMALISERS = {RECORDING_Q95: (recording_q95, divide_by_recording),
-               RECORDING_ZSCORE: (recording_zscore, zscore_by_recording),
-               RECORDING_ZSCORE_CLIP15: (recording_zscore, zscore_by_recording_clipped)}
+# Per-recording normalisation (protocol.RECORDING_NORMALISATIONS): (the stream that computes
+# the statistic of a whole filtered recording one stretch at a time, how windows are
+# normalised by it in place).
+NORMALISERS = {RECORDING_Q95: (Q95Stream, divide_by_recording),
+               RECORDING_ZSCORE: (MomentsStream, zscore_by_recording),
+               RECORDING_ZSCORE_CLIP15: (MomentsStream, zscore_by_recording_clipped)}
 
 
 def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
     """The recording's per-input statistic over the whole filtered recording (the reference's
     recording_q95 for BIOT, its mean and SD for REVE), computed once per recording and
-    reader."""
+    reader, from one stretch at a time (streamed_statistic)."""
     key = (recipe, str(rec.signal_path))
     with _STATISTICS_LOCK:
         if key in _STATISTICS:
@@ -203,9 +218,7 @@ def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) ->
             if key in _STATISTICS:
                 return _STATISTICS[key]
         try:
-            signals, span = _read(recipe, rec, None, index_sfreq)
-            compute = NORMALISERS[recipe.preprocessing.normalisation][0]
-            value = compute(apply_filters(signals, span.sfreq, recipe.preprocessing.filters))
+            value = streamed_statistic(recipe, rec, index_sfreq)
             with _STATISTICS_LOCK:
                 _STATISTICS[key] = value
                 while len(_STATISTICS) > _STATISTICS_KEPT:
@@ -214,3 +227,50 @@ def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) ->
             with _STATISTICS_LOCK:
                 _COMPUTING.pop(key, None)
     return value
+
+
+def whole_statistic(prep: Preprocessing, data: np.ndarray) -> np.ndarray:
+    """The statistic of a whole filtered recording in memory (one stretch of the stream)."""
+    stream = NORMALISERS[prep.normalisation][0](len(data), data.shape[-1])
+    stream.add(data)
+    if stream.needs_second_pass():
+        stream.add(data)
+    return stream.result()
+
+
+def streamed_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
+    """The statistic of the whole filtered recording, from stretches of
+    window_parts.statistic_stretch samples on a fixed grid from its start, each read and
+    filtered with the filters' reach on each side (or up to the recording's ends) and cut
+    back to its own samples: each
+    sample as the whole recording's filtering gives it, to float32 rounding
+    (pipeline/filters.py), whichever parts and readers the recording is made in. A recording
+    of one stretch is filtered whole, as before: the same bytes."""
+    prep = recipe.preprocessing
+    header = FORMATS[recipe.reader_format].reader.read_header(rec)
+    stretch = window_parts.statistic_stretch(recipe.epoch_seconds, header.sfreq)
+    stream = None
+    while stream is None or stream.needs_second_pass():
+        for data in _filtered_stretches(recipe, rec, index_sfreq, header, stretch):
+            if stream is None:
+                stream = NORMALISERS[prep.normalisation][0](len(data), stretch)
+            stream.add(data)
+    return stream.result()
+
+
+def _filtered_stretches(recipe: WindowRecipe, rec, index_sfreq: float | None, header,
+                        stretch: int):
+    """(inputs, samples) filtered stretches of the recording, in order, together its whole."""
+    prep = recipe.preprocessing
+    if header.n_samples <= stretch:  # one stretch: the whole recording, as the reference
+        signals, span = _read(recipe, rec, None, index_sfreq)
+        yield apply_filters(signals, span.sfreq, prep.filters)
+        return
+    reach = filter_reach(prep.filters, header.sfreq)
+    for first in range(0, header.n_samples, stretch):
+        stop = min(header.n_samples, first + stretch)
+        signals, span = _read(recipe, rec, (max(0, first - reach), stop + reach), index_sfreq)
+        data = apply_filters(signals, span.sfreq, prep.filters)
+        del signals
+        yield data[:, first - span.first:stop - span.first]
+        del data
