@@ -212,14 +212,14 @@ _TYPES = [
     JobType(
         "probe_logistic",
         step="probe",
-        # fit_data_copies stays structural (1): the fast probe keeps one standardised copy;
-        # with 3:1:1 folds it would be collinear with embeddings_copies anyway
+        # no standardised copy: the fold job's parts are read once and the training part is
+        # standardised in place (formulas._FOLD_ROWS); embeddings_copies ~1
         fitted=("overhead_bytes", "embeddings_copies", "window_row_bytes", "workspace_factor",
                 "block_rows", "wide_block_rows", "square_copies"),
         terms=PROBE_LOGISTIC_TERMS, required=_LOGISTIC_REQUIRED, defaults=_LOGISTIC_DEFAULTS,
         constants=MappingProxyType({
-            "baseline_bytes": 250 * MIB, "overhead_bytes": 0.0, "embeddings_copies": 2.0,
-            "window_row_bytes": 200.0, "fit_data_copies": 1.0, "workspace_factor": 3.0,
+            "baseline_bytes": 250 * MIB, "overhead_bytes": 0.0, "embeddings_copies": 1.0,
+            "window_row_bytes": 200.0, "workspace_factor": 3.0,
             # wide_block_rows: the diagonal form's (probing/probe_forms), no covariance blocks
             "block_rows": 12288.0, "wide_block_rows": 12288.0, "square_copies": 3.0}),
         knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),

@@ -25,10 +25,12 @@ Inputs (bytes unless said otherwise):
     embed's: interpreter, libraries, the built model and its first call; preflight measures
     the probes' import baselines); without it the calibration table's baseline counts.
   probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (fits at once, in threads),
-    n_fits (values of C), dtype_bytes (of the cached embeddings). It models the probe job:
-    pipeline/fold_job loads the whole store and cuts the fold's splits, fit_logistic_probe
-    (method "fast") standardises one float32 copy of the training rows, builds a p x p
-    preconditioner and runs preconditioned L-BFGS fits that share that copy.
+    n_fits (values of C), dtype_bytes (of the cached embeddings; the parts are read as float32
+    whatever it is). It models the probe job: pipeline/fold_job reads the fold's parts from the
+    store a block at a time into one float32 array each (store.read_parts: one copy of the
+    fold's rows, the whole store never loaded), fit_logistic_probe (method "fast") standardises
+    the training part in place (no second copy), builds a p x p preconditioner and runs
+    preconditioned L-BFGS fits that share those rows (docs/memory.md, the probe's copies).
   probe_seizure: n_train, n_val, n_test, dim, n_jobs, n_fits, dtype_bytes: the seizure probe
     job (scikit-learn's binary lbfgs per C, seizure_probe.fit_seizure_probe).
   probe_ridge: n, p, n_jobs, n_fits, dtype_bytes (fit_age_fold computes in float64),
@@ -246,8 +248,13 @@ def _cuda_context(i: Inputs, c: Constants) -> float:
 
 
 def _logistic_rows(i: Inputs) -> int:
-    """Every row of the store: the job loads them all before cutting the fold."""
+    """The fold's rows: its parts, read from the store in blocks (store.read_parts)."""
     return i["n_train"] + i["n_val"] + i["n_test"]
+
+
+# pipeline/store_format.READ_BLOCK_BYTES (not imported: h5py at parse time; a test holds them
+# equal): the one store block read_parts holds beside the parts
+STORE_READ_BLOCK_BYTES = 64 << 20
 
 
 def _logistic_workspace(i: Inputs, c: Constants) -> float:
@@ -364,10 +371,19 @@ _SCHEDULER: Term = ("scheduler processes", _job_wrapper)
 # Standardising, fitting the scaler and scoring go through blocks of rows (both logistic probes).
 _ROW_BLOCKS: Term = ("row blocks (standardise, score)",
                      lambda i, c: c["block_rows"] * i["dim"] * FLOAT32)
-_PROBE_ROWS: list[Term] = [
-    ("embeddings as loaded and the fold's splits",
-     lambda i, c: _logistic_rows(i) * i["dim"] * i["dtype_bytes"] * c["embeddings_copies"]),
+# The fold's rows: one float32 copy of each part, read from the store a block at a time
+# (pipeline/store.read_parts; embeddings_copies fits what the calibration measures beside it,
+# ~1), the block being read, and the window table.
+_FOLD_ROWS: list[Term] = [
+    ("the fold's parts as read (float32, one copy of each row)",
+     lambda i, c: _logistic_rows(i) * i["dim"] * FLOAT32 * c["embeddings_copies"]),
+    ("the store block being read",
+     lambda i, c: min(STORE_READ_BLOCK_BYTES, _logistic_rows(i) * i["dim"] * FLOAT32)),
     ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
+]
+# scikit-learn's probes (seizure, events) fit on a standardised copy of the training rows; the
+# staging probe standardises its training part in place (probing/logistic, overwrite).
+_PROBE_ROWS: list[Term] = _FOLD_ROWS + [
     ("standardised training rows (float32, shared by the fits)",
      lambda i, c: i["n_train"] * i["dim"] * FLOAT32 * c["fit_data_copies"]),
 ]
@@ -394,7 +410,7 @@ EMBED_GPU_DEVICE_TERMS: tuple[Term, ...] = (
     ("allocator slack", _gpu_slack),
 )
 PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
-    *_PROBE_START, *_PROBE_ROWS,
+    *_PROBE_START, *_FOLD_ROWS,
     ("solver workspace per parallel fit",
      lambda i, c: parallel_fits(i) * _logistic_workspace(i, c)),
     # the fitted blocks in the share the splits fill (probing/probe_forms.block_share): a BCI fold

@@ -5,8 +5,9 @@ pipeline/store_format.py is what both sides read of a file.
 
 A row is one window: its vector (`dim` values), or with `pooling: tokens` its time tokens
 (`tokens` x `dim`, attribute `tokens`); the guarantees are the same, each row checksummed whole.
-Readers that fit a probe take `load()`: a token row flattened in order, the reference's token
-flattening.
+Readers that fit a probe take `read_parts()` (a fold's parts read in blocks straight into one
+float32 array each: the only copy of their rows) or `load()` (every row); a token row is
+flattened in order, the reference's token flattening.
 """
 
 from __future__ import annotations
@@ -52,6 +53,34 @@ class EmbeddingStore:
         """All rows as one float32 (windows, width) array in memory: a token store's rows
         flattened, each window's tokens one after another."""
         return self.embeddings[:].reshape(self.embeddings.shape[0], self.width)
+
+    def read_parts(self, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Each part's rows (a boolean mask over the store's rows) as one float32 (rows, width)
+        array, filled in one pass over the store a block (READ_BLOCK_BYTES) at a time: beside
+        the parts, only one block is ever held, so a fold costs one copy of its rows, not the
+        whole store loaded and then cut (docs/measurements/2026-12-07-probe-scale.md)."""
+        width, n = self.width, self.embeddings.shape[0]
+        rows = {name: np.flatnonzero(mask) for name, mask in parts.items()}
+        out = {name: np.empty((len(r), width), dtype=np.float32) for name, r in rows.items()}
+        filled = dict.fromkeys(rows, 0)
+        step = block_rows(width)
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            spans = {name: np.searchsorted(r, [start, stop]) for name, r in rows.items()}
+            wanted = [(name, lo, hi) for name, (lo, hi) in spans.items() if hi > lo]
+            if not wanted:
+                continue
+            first = min(rows[name][lo] for name, lo, _ in wanted)
+            last = max(rows[name][hi - 1] for name, _, hi in wanted) + 1
+            block = self.embeddings[first:last].reshape(-1, width)
+            if block.dtype != np.float32:
+                block = block.astype(np.float32)
+            for name, lo, hi in wanted:
+                at = filled[name]
+                np.take(block, rows[name][lo:hi] - first, axis=0,
+                        out=out[name][at:at + hi - lo])
+                filled[name] = at + hi - lo
+        return out
 
     def mean_by(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(sorted keys of `column`, float64 mean embedding per key), read in blocks."""

@@ -62,16 +62,17 @@ def job_folds(task: Task, job: FoldJob):
 
 
 def window_split(task: Task, job: FoldJob) -> Split:
-    """Every window of the job's store (float32) with its label, cut by the task's folds; the
-    split keeps the window table (its rows) and the fold rule."""
+    """The fold's windows of the job's store (float32) with their labels, cut by the task's
+    folds; the split keeps the window table (its rows) and the fold rule. Each part is read
+    from the store in blocks straight into its own array: one copy of the fold's rows, never
+    the whole store's X beside its parts."""
     from embedprobe.probing.folds import fold_split
 
     windows = job.store.windows
     plan = job_folds(task, job)
     masks = fold_split(plan, windows, job.fold)
-    X = np.asarray(job.store.load(), dtype=np.float32)
     y = windows["label"].to_numpy().astype(np.int64)
-    return Split.cut(X, y, masks, windows, plan.rule)
+    return Split.read(job.store.read_parts(masks), y, masks, windows, plan.rule)
 
 
 def fold_entry(config: dict, roots: dict, dataset: str) -> dict:
