@@ -70,6 +70,12 @@ def _cheaper_fits(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
     return [(f"n_jobs={jobs}", {"n_jobs": jobs}) for jobs in range(parallel_fits(i) - 1, 0, -1)]
 
 
+def _cheaper_logistic(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
+    """Fewer fits at once, then one fit with the fold's rows left in the store (streamed: the
+    same fits to rounding, one pass over the store per evaluation of the objective)."""
+    return _cheaper_fits(i, c) + [("streamed=1", {"n_jobs": 1, "streamed": 1})]
+
+
 def _cheaper_ridge(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
     """The smaller form first (when the forced one is the larger), then fewer fits at once."""
     steps = []
@@ -100,6 +106,10 @@ def _cheaper_chunks(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
 
 def _fits_knob(i: Inputs, c: Constants) -> dict:
     return {"n_jobs": parallel_fits(i)}
+
+
+def _logistic_knobs(i: Inputs, c: Constants) -> dict:
+    return {"n_jobs": parallel_fits(i), "streamed": int(bool(i["streamed"]))}
 
 
 def _ridge_knobs(i: Inputs, c: Constants) -> dict:
@@ -169,7 +179,8 @@ _EMBED_HOST_CONSTANTS = {"weights_copies": 2.0, "recording_copies": 3.0, "window
                          "finish_row_bytes": 300.0}
 
 _LOGISTIC_REQUIRED = ("n_train", "n_val", "n_test", "dim", "n_classes")
-_LOGISTIC_DEFAULTS = MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32})
+_LOGISTIC_DEFAULTS = MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32,
+                                       "streamed": 0})
 
 # Constants every job type has (the scheduler's processes beside a cluster job).
 COMMON_CONSTANTS = MappingProxyType({"cluster_wrapper_bytes": 300 * MIB})  # 2 x ~130 MB
@@ -222,7 +233,8 @@ _TYPES = [
             "window_row_bytes": 200.0, "workspace_factor": 3.0,
             # wide_block_rows: the diagonal form's (probing/probe_forms), no covariance blocks
             "block_rows": 12288.0, "wide_block_rows": 12288.0, "square_copies": 3.0}),
-        knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
+        knobs=("n_jobs", "streamed"), cheaper=_cheaper_logistic,
+        resolved_knobs=_logistic_knobs),
     # The motor-imagery probe: the staging probe's fit over trials, in a job that also imports
     # scikit-learn's train_test_split for its validation subject (baselines.STEP_IMPORTS
     # "bci"); its constants are the staging probe's, unless the table fits its own.

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from embedprobe.probing.probe_forms import block_share, eigen_preconditioner
+from embedprobe.probing.probe_forms import block_share, eigen_preconditioner, stream_block_rows
 
 FLOAT32 = 4
 FLOAT64 = 8
@@ -257,9 +257,20 @@ def _logistic_rows(i: Inputs) -> int:
 STORE_READ_BLOCK_BYTES = 64 << 20
 
 
+def _streamed(i: Inputs) -> int:
+    """1 where the fold's rows stay in the store (the probe_logistic knob `streamed`)."""
+    return int(bool(i.get("streamed")))
+
+
+def _fit_rows(i: Inputs) -> int:
+    """The rows one evaluation of the objective holds scores for: every training row, or
+    one block of a streamed fit (probing/probe_forms.stream_block_rows)."""
+    return min(i["n_train"], stream_block_rows(i["dim"])) if _streamed(i) else i["n_train"]
+
+
 def _logistic_workspace(i: Inputs, c: Constants) -> float:
     """One lbfgs fit: class scores and gradients per row, and the lbfgs history."""
-    rows = i["n_train"] * i["n_classes"] * FLOAT64 * c["workspace_factor"]
+    rows = _fit_rows(i) * i["n_classes"] * FLOAT64 * c["workspace_factor"]
     history = 2 * LBFGS_HISTORY * (i["dim"] + 1) * i["n_classes"] * FLOAT64
     return rows + history
 
@@ -375,8 +386,9 @@ _ROW_BLOCKS: Term = ("row blocks (standardise, score)",
 # (pipeline/store.read_parts; embeddings_copies fits what the calibration measures beside it,
 # ~1), the block being read, and the window table.
 _FOLD_ROWS: list[Term] = [
-    ("the fold's parts as read (float32, one copy of each row)",
-     lambda i, c: _logistic_rows(i) * i["dim"] * FLOAT32 * c["embeddings_copies"]),
+    ("the fold's parts as read (float32, one copy of each row; none streamed)",
+     lambda i, c: (1 - _streamed(i)) * _logistic_rows(i) * i["dim"] * FLOAT32
+     * c["embeddings_copies"]),
     ("the store block being read",
      lambda i, c: min(STORE_READ_BLOCK_BYTES, _logistic_rows(i) * i["dim"] * FLOAT32)),
     ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
@@ -409,8 +421,15 @@ EMBED_GPU_DEVICE_TERMS: tuple[Term, ...] = (
      lambda i, c: _gpu_measured(i)[2] * max(0, i["batch_size"] - _gpu_measured(i)[0])),
     ("allocator slack", _gpu_slack),
 )
+# PRECONDITIONER_ROWS of probing/logistic (not imported: scipy at parse time)
+PRECONDITIONER_ROWS = 20_000
 PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
     *_PROBE_START, *_FOLD_ROWS,
+    # streamed (the knob): a block read from the store, its standardised copy, and the
+    # preconditioner's training rows gathered once
+    ("streamed: a block and its standardised copy, the preconditioner's rows",
+     lambda i, c: _streamed(i) * (2 * min(i["n_train"], stream_block_rows(i["dim"]))
+                                  + min(i["n_train"], PRECONDITIONER_ROWS)) * i["dim"] * FLOAT32),
     ("solver workspace per parallel fit",
      lambda i, c: parallel_fits(i) * _logistic_workspace(i, c)),
     # the fitted blocks in the share the splits fill (probing/probe_forms.block_share): a BCI fold

@@ -56,31 +56,15 @@ class EmbeddingStore:
 
     def read_parts(self, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Each part's rows (a boolean mask over the store's rows) as one float32 (rows, width)
-        array, filled in one pass over the store a block (READ_BLOCK_BYTES) at a time: beside
-        the parts, only one block is ever held, so a fold costs one copy of its rows, not the
-        whole store loaded and then cut (docs/measurements/2026-12-07-probe-scale.md)."""
-        width, n = self.width, self.embeddings.shape[0]
-        rows = {name: np.flatnonzero(mask) for name, mask in parts.items()}
-        out = {name: np.empty((len(r), width), dtype=np.float32) for name, r in rows.items()}
-        filled = dict.fromkeys(rows, 0)
-        step = block_rows(width)
-        for start in range(0, n, step):
-            stop = min(n, start + step)
-            spans = {name: np.searchsorted(r, [start, stop]) for name, r in rows.items()}
-            wanted = [(name, lo, hi) for name, (lo, hi) in spans.items() if hi > lo]
-            if not wanted:
-                continue
-            first = min(rows[name][lo] for name, lo, _ in wanted)
-            last = max(rows[name][hi - 1] for name, _, hi in wanted) + 1
-            block = self.embeddings[first:last].reshape(-1, width)
-            if block.dtype != np.float32:
-                block = block.astype(np.float32)
-            for name, lo, hi in wanted:
-                at = filled[name]
-                np.take(block, rows[name][lo:hi] - first, axis=0,
-                        out=out[name][at:at + hi - lo])
-                filled[name] = at + hi - lo
-        return out
+        array, read a block (READ_BLOCK_BYTES) of the store at a time straight into it:
+        beside the parts only one block is held, so a fold costs one copy of its rows, not
+        the whole store loaded and then cut (docs/measurements/2026-12-07-probe-scale.md)."""
+        return {name: self.rows(mask)[:] for name, mask in parts.items()}
+
+    def rows(self, mask: np.ndarray) -> StoreRows:
+        """The rows a boolean mask selects, left in the file: read a slice at a time
+        (probing/logistic's streamed fit, where a fold's rows do not fit in memory)."""
+        return StoreRows(self.embeddings, np.flatnonzero(mask), self.width)
 
     def mean_by(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(sorted keys of `column`, float64 mean embedding per key), read in blocks."""
@@ -123,6 +107,36 @@ class EmbeddingStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class StoreRows:
+    """Some rows of a store as a read-only 2-D float32 array that stays in the file: `shape`,
+    `len`, and `[a:b]` or `[sorted positions]` (a float32 array of those rows, read as the
+    span of the store they cover). Rows were checked finite when the store was opened."""
+
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, embeddings: h5py.Dataset, positions: np.ndarray, width: int):
+        self._embeddings, self._positions, self._width = embeddings, positions, width
+        self.shape = (len(positions), width)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        wanted = self._positions[index]
+        out = np.empty((len(wanted), self._width), dtype=np.float32)
+        step = block_rows(self._width)
+        at = 0
+        while at < len(wanted):  # one block of the store at a time: the rows it holds
+            first = int(wanted[at])
+            stop = int(np.searchsorted(wanted, first + step))
+            block = self._embeddings[first:int(wanted[stop - 1]) + 1].reshape(-1, self._width)
+            np.take(block.astype(np.float32, copy=False), wanted[at:stop] - first, axis=0,
+                    out=out[at:stop])
+            at = stop
+        return out
 
 
 def open_embeddings(path: str | Path, expected: CacheIdentity | None = None,
