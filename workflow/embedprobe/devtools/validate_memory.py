@@ -304,16 +304,21 @@ def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
             subjects = workloads.write_store(store, X[:rows], y[:rows], tokens=tokens)
             inputs = (workloads.probe_inputs(config, workloads.PROBE_BENCHMARK, subjects, dim)
                       | probe_baseline_inputs("probe_logistic"))
-            estimate = fit_knobs("probe_logistic", inputs, calibration, limit, margin)
-            estimate_path = workloads.write_estimate(workdir / f"estimate_{rows}x{dim}.json",
-                                                     key, estimate)
-            run = workloads.measure(workloads.probe_argv(config, store, estimate_path,
-                                                         workdir / "probe_out"),
-                                    f"probe {rows} x {dim}")
-            job = ("logistic probe, tokens" if tokens else "logistic probe, scale"
-                   if sizes_key == "scale_rows" else "logistic probe")
-            yield _row(job, f"width {dim} ({WIDTH_OF.get(dim, '-')})", f"{rows:,} windows",
-                       estimate.as_dict(), run)
+            # at scale, the fold held and the fold streamed (the knob preflight takes where
+            # the held rows do not fit)
+            for streamed in (0, 1) if sizes_key == "scale_rows" else (0,):
+                estimate = fit_knobs("probe_logistic", inputs | {"streamed": streamed},
+                                     calibration, limit, margin)
+                estimate_path = workloads.write_estimate(
+                    workdir / f"estimate_{rows}x{dim}_{streamed}.json", key, estimate)
+                run = workloads.measure(workloads.probe_argv(config, store, estimate_path,
+                                                             workdir / "probe_out"),
+                                        f"probe {rows} x {dim}")
+                job = ("logistic probe, tokens" if tokens else
+                       f"logistic probe, {'streamed' if streamed else 'held'}"
+                       if sizes_key == "scale_rows" else "logistic probe")
+                yield _row(job, f"width {dim} ({WIDTH_OF.get(dim, '-')})", f"{rows:,} windows",
+                           estimate.as_dict(), run)
         del X, y
 
 
