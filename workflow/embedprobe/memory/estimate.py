@@ -223,9 +223,11 @@ _TYPES = [
     JobType(
         "probe_logistic",
         step="probe",
-        # no standardised copy: the fold job's parts are read once and the training part is
-        # standardised in place (formulas._FOLD_ROWS); embeddings_copies ~1
-        fitted=("overhead_bytes", "embeddings_copies", "window_row_bytes", "workspace_factor",
+        # embeddings_copies structural (1): the fold job reads its parts once and the probe
+        # standardises the training part in place (formulas._FOLD_ROWS); fitted, it traded
+        # with workspace_factor (n_train is 3/5 of the rows in every run) and over-predicted
+        # a 1-million-row fold by 14% (docs/measurements/2026-12-07-probe-scale.md)
+        fitted=("overhead_bytes", "window_row_bytes", "workspace_factor",
                 "block_rows", "wide_block_rows", "square_copies"),
         terms=PROBE_LOGISTIC_TERMS, required=_LOGISTIC_REQUIRED, defaults=_LOGISTIC_DEFAULTS,
         constants=MappingProxyType({

@@ -421,15 +421,19 @@ EMBED_GPU_DEVICE_TERMS: tuple[Term, ...] = (
      lambda i, c: _gpu_measured(i)[2] * max(0, i["batch_size"] - _gpu_measured(i)[0])),
     ("allocator slack", _gpu_slack),
 )
-# PRECONDITIONER_ROWS of probing/logistic (not imported: scipy at parse time)
+# PRECONDITIONER_ROWS of probing/logistic (not imported: scipy at parse time; a test holds
+# them equal)
 PRECONDITIONER_ROWS = 20_000
 PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
     *_PROBE_START, *_FOLD_ROWS,
-    # streamed (the knob): a block read from the store, its standardised copy, and the
-    # preconditioner's training rows gathered once
-    ("streamed: a block and its standardised copy, the preconditioner's rows",
-     lambda i, c: _streamed(i) * (2 * min(i["n_train"], stream_block_rows(i["dim"]))
-                                  + min(i["n_train"], PRECONDITIONER_ROWS)) * i["dim"] * FLOAT32),
+    # streamed (the knob): two blocks of rows at once: the store's span h5py read and the
+    # block gathered from it, then that block and its standardised copy (pipeline/store.
+    # StoreRows, standardize.StandardizedRows); the preconditioner's rows, gathered once
+    # before the fits, are fewer
+    ("streamed: two blocks of rows (read and gathered, or gathered and standardised)",
+     lambda i, c: _streamed(i) * 2 * max(min(i["n_train"], stream_block_rows(i["dim"])),
+                                         min(i["n_train"], PRECONDITIONER_ROWS))
+     * i["dim"] * FLOAT32),
     ("solver workspace per parallel fit",
      lambda i, c: parallel_fits(i) * _logistic_workspace(i, c)),
     # the fitted blocks in the share the splits fill (probing/probe_forms.block_share): a BCI fold
