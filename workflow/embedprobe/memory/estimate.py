@@ -43,6 +43,7 @@ from embedprobe.memory.formulas import (
     parallel_fits,
     ridge_form,
     ridge_form_bytes,
+    stream_block_rows,
 )
 
 # --- what each job type may change before asking for more memory, cheapest first
@@ -72,8 +73,13 @@ def _cheaper_fits(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
 
 def _cheaper_logistic(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
     """Fewer fits at once, then one fit with the fold's rows left in the store (streamed: the
-    same fits to rounding, one pass over the store per evaluation of the objective)."""
-    return _cheaper_fits(i, c) + [("streamed=1", {"n_jobs": 1, "streamed": 1})]
+    same fits to rounding, one pass over the store per evaluation of the objective), where
+    that holds less than the rows: its two blocks of rows are fewer than the fold's (a few
+    thousand wide token rows are not)."""
+    streamed_rows = 2 * min(i["n_train"], stream_block_rows(i["dim"]))
+    held_rows = i["n_train"] + i["n_val"] + i["n_test"]
+    cheaper = [("streamed=1", {"n_jobs": 1, "streamed": 1})] if held_rows > streamed_rows else []
+    return _cheaper_fits(i, c) + cheaper
 
 
 def _cheaper_ridge(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
