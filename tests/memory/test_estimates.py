@@ -41,10 +41,18 @@ def random_inputs(job: str, rng: random.Random) -> dict:
         }
         return inputs
     if job in ("probe_logistic", "probe_seizure"):
-        return {"n_train": rng.randint(100, 500_000), "n_val": rng.randint(10, 50_000),
-                "n_test": rng.randint(10, 50_000), "dim": rng.randint(2, 4096),
+        # a width on one side of the eigen form's limit (probing/probe_forms) and its double
+        # on the same side: the diagonal form past it drops the p x p matrices, so a width
+        # doubled across it lowers that term, as it lowers the probe's real memory
+        dim = rng.choice([rng.randint(2, 2047), rng.randint(4097, 30_000)])
+        # some folds smaller than the store block the fold job reads (64 MiB), some larger
+        rows = rng.choice([500_000, 2_000])
+        return {"n_train": rng.randint(100, rows), "n_val": rng.randint(10, rows // 10),
+                "n_test": rng.randint(10, rows // 10), "dim": dim,
                 "n_classes": rng.randint(2, 10), "n_jobs": rng.randint(1, 8),
-                "n_fits": rng.randint(1, 8), "dtype_bytes": rng.choice([4, 8])}
+                "n_fits": rng.randint(1, 8), "dtype_bytes": rng.choice([4, 8]),
+                # a knob, not a size: not grown (numeric_changes leaves booleans alone)
+                "streamed": rng.choice([False, True])}
     if job == "probe_recording":  # one row per unit: the stream's inputs and the fit's
         stream = random_inputs("aggregate_subject_mean", rng)
         units = rng.randint(4, 5_000)
@@ -132,19 +140,30 @@ def test_logistic_known_answer():
     result = estimate("probe_logistic", inputs, calibration, limit_bytes=4 * GiB)
     terms = result.terms
     assert terms["interpreter and libraries"] == 100 * MIB
-    assert terms["embeddings as loaded and the fold's splits"] == 120_000 * 256 * 4 * 2
+    # the fold's parts as the job reads them (x embeddings_copies, 2 here); the training part
+    # is standardised in place: no standardised copy, whatever n_jobs
+    assert terms["the fold's parts as read (float32, one copy of each row; none streamed)"] \
+        == 120_000 * 256 * 4 * 2
+    assert terms["the store block being read"] == 64 * MIB
     assert terms["window table"] == 120_000 * 150
-    # the fits run in threads: one standardised copy, whatever n_jobs
-    assert terms["standardised training rows (float32, shared by the fits)"] \
-        == 100_000 * 256 * 4
+    assert not any("standardised training rows" in name for name in terms)
     assert terms["solver workspace per parallel fit"] == 3 * (100_000 * 5 * 8 + 20 * 257 * 5 * 8)
     assert terms["row blocks (standardise, score)"] == 10_000 * 256 * 4
     assert terms["preconditioner (p x p float64)"] == (2 + 3) * 256 * 256 * 8
+    assert terms["streamed: two blocks of rows (read and gathered, or gathered and "
+                 "standardised)"] == 0
     assert terms["scheduler processes"] == 0
-    assert result.total == sum(terms.values()) == 496_495_840
-    assert result.request_mb == 545  # ceil(496,495,840 * 1.15 / 2**20)
+    assert result.total == sum(terms.values()) == 461_204_704
+    assert result.request_mb == 506  # ceil(461,204,704 * 1.15 / 2**20)
     assert result.limit_mb == 4096 and result.verdict == "ok"
-    assert result.knobs == {"n_jobs": 3}
+    assert result.knobs == {"n_jobs": 3, "streamed": 0}
+    # streamed: no copy of the rows; two blocks of at most 64 MiB (65,536 rows of 256)
+    streamed = estimate("probe_logistic", inputs | {"streamed": 1}, calibration, None).terms
+    assert streamed["the fold's parts as read (float32, one copy of each row; none "
+                    "streamed)"] == 0
+    assert streamed["streamed: two blocks of rows (read and gathered, or gathered and "
+                    "standardised)"] == 2 * 65_536 * 256 * 4
+    assert streamed["solver workspace per parallel fit"] == 3 * (65_536 * 5 * 8 + 20 * 257 * 5 * 8)
 
 
 def test_seizure_known_answer():
@@ -158,7 +177,8 @@ def test_seizure_known_answer():
     terms = estimate("probe_seizure", inputs, calibration, None).terms
     assert terms["interpreter and libraries"] == 100 * MIB
     assert terms["job start-up beyond its imports"] == MIB
-    assert terms["embeddings as loaded and the fold's splits"] == 50_000 * 256 * 4 * 2
+    assert terms["the fold's parts as read (float32, one copy of each row; none streamed)"] \
+        == 50_000 * 256 * 4 * 2
     assert terms["window table"] == 50_000 * 150
     assert terms["standardised training rows (float32, shared by the fits)"] == 30_000 * 256 * 4
     assert terms["solver workspace per parallel fit (scikit-learn lbfgs)"] \
@@ -244,16 +264,19 @@ def test_fit_knobs_halves_the_batch_before_dropping_reader_threads():
 def test_too_big_names_the_knobs_tried_and_the_partition_that_fits():
     inputs = {"n_train": 4_000_000, "n_val": 500_000, "n_test": 500_000, "dim": 2048,
               "n_classes": 5, "n_jobs": 4, "n_fits": 6}
-    partitions = {"standard": 64_000, "bigmem": 512_000, "huge": 2_000_000}
-    result = fit_knobs("probe_logistic", inputs, CALIBRATION, 32 * GiB, partitions=partitions)
+    # the rows held need ~45 GB; streamed, the window table of 5 million rows ~2 GB
+    partitions = {"standard": 1_500, "bigmem": 4_000, "huge": 2_000_000}
+    result = fit_knobs("probe_logistic", inputs, CALIBRATION, GiB, partitions=partitions)
     assert result.verdict == "too_big"
-    assert result.knobs["n_jobs"] == 1 and result.tried[-1] == "n_jobs=1"
-    assert "n_jobs=1" in result.fix and "partition 'bigmem'" in result.fix
+    # one fit at a time, then the rows left in the store: still over 1 GiB
+    assert result.knobs == {"n_jobs": 1, "streamed": 1}
+    assert result.tried[-2:] == ["n_jobs=1", "streamed=1"]
+    assert "n_jobs=1, streamed=1" in result.fix and "partition 'bigmem'" in result.fix
     assert f"{result.request_mb:,} MB" in result.fix
     with pytest.raises(OutOfMemory) as caught:
         result.raise_if_too_big()
-    assert caught.value.fix == result.fix and "embeddings as loaded" in caught.value.message
-    alone = fit_knobs("probe_logistic", inputs, CALIBRATION, 32 * GiB)
+    assert caught.value.fix == result.fix and "window table" in caught.value.message
+    alone = fit_knobs("probe_logistic", inputs, CALIBRATION, GiB)
     assert "at least" in alone.fix and "partition '" not in alone.fix
 
 

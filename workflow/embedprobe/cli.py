@@ -167,9 +167,10 @@ def cmd_probe(args, config, roots):
     with recorded(args, roots, "probe", job_key, args.dataset, args.model):
         from embedprobe.pipeline.fold_job import run_probe_fold
 
+        knobs = estimate_for(args, job_key).get("knobs", {})
         run_probe_fold(config, roots, args.benchmark, args.dataset, args.model,
                        Path(args.embeddings), args.fold, Path(args.out), Path(args.predictions),
-                       n_jobs=estimate_for(args, job_key).get("knobs", {}).get("n_jobs"))
+                       n_jobs=knobs.get("n_jobs"), streamed=bool(knobs.get("streamed")))
 
 
 def cmd_aggregate(args, config, roots):

@@ -47,6 +47,12 @@ each predicted the way the workflow predicts it:
                   for every family with a patch grid (all but BIOT and BENDR; LaBraM and
                   CBraMod too), each as the entry `<model>_tokens`: the store's rows grow by
                   the token count
+  scale           the sleep-staging probe job (fold 0) at cohort scale: a width of 256 (BIOT)
+                  x row counts up to the largest this machine holds (2 million rows: an 8 GB
+                  fold of SHHS's 8 million is out of reach here), C grid 0.1 and 1 (the
+                  memory does not depend on the grid with one fit at a time); the rows are
+                  25x the calibration's largest, so this is the fold formula's extrapolation
+                  (docs/measurements/2026-12-07-probe-scale.md)
   contended       the embed jobs again at one size, once beside a CPU load generator (busy
                   processes, 2x the cores) and once with a slow model
                   (EMBEDPROBE_FAULT_SLOW_BATCH_S: readers would run ahead if the stream let them)
@@ -142,6 +148,7 @@ GRIDS = {
         # the ERP probe (many 1 s epochs, 2 classes): pooled, and EEGPT's 4 tokens x 2048 of an
         # epoch flattened (token_flattening: the diagonal form above 4,096 features)
         "erp_rows": {200: (20_000, 60_000), 8192: (3_000, 8_000)},
+        "scale_rows": {256: (250_000, 1_000_000, 2_000_000)},
     },
     "quick": {
         "embed_models": ("biot_random",),
@@ -165,6 +172,7 @@ GRIDS = {
         "family_hours": (1 / 6,),
         "token_rows": {6000: (2_000, 5_000), 24576: (600, 1_500)},
         "erp_rows": {200: (10_000, 30_000), 8192: (2_000, 5_000)},
+        "scale_rows": {256: (250_000, 500_000)},
     },
 }
 
@@ -308,15 +316,21 @@ def probe_rows(grid: dict, workdir: Path, calibration: dict, limit: int,
             subjects = workloads.write_store(store, X[:rows], y[:rows], tokens=tokens)
             inputs = (workloads.probe_inputs(config, workloads.PROBE_BENCHMARK, subjects, dim)
                       | probe_baseline_inputs("probe_logistic"))
-            estimate = fit_knobs("probe_logistic", inputs, calibration, limit, margin)
-            estimate_path = workloads.write_estimate(workdir / f"estimate_{rows}x{dim}.json",
-                                                     key, estimate)
-            run = workloads.measure(workloads.probe_argv(config, store, estimate_path,
-                                                         workdir / "probe_out"),
-                                    f"probe {rows} x {dim}")
-            job = "logistic probe, tokens" if tokens else "logistic probe"
-            yield _row(job, f"width {dim} ({WIDTH_OF.get(dim, '-')})", f"{rows:,} windows",
-                       estimate.as_dict(), run)
+            # at scale, the fold held and the fold streamed (the knob preflight takes where
+            # the held rows do not fit)
+            for streamed in (0, 1) if sizes_key == "scale_rows" else (0,):
+                estimate = fit_knobs("probe_logistic", inputs | {"streamed": streamed},
+                                     calibration, limit, margin)
+                estimate_path = workloads.write_estimate(
+                    workdir / f"estimate_{rows}x{dim}_{streamed}.json", key, estimate)
+                run = workloads.measure(workloads.probe_argv(config, store, estimate_path,
+                                                             workdir / "probe_out"),
+                                        f"probe {rows} x {dim}")
+                job = ("logistic probe, tokens" if tokens else
+                       f"logistic probe, {'streamed' if streamed else 'held'}"
+                       if sizes_key == "scale_rows" else "logistic probe")
+                yield _row(job, f"width {dim} ({WIDTH_OF.get(dim, '-')})", f"{rows:,} windows",
+                           estimate.as_dict(), run)
         del X, y
 
 
@@ -479,7 +493,7 @@ def family_rows(grid: dict, models_key: str, workdir: Path) -> Iterator[Row]:
 
 
 ROW_KINDS = ("embed", "families", "family-tokens", "logistic", "tokens", "brain-age",
-             "recording", "hypnogram", "seizure", "events", "erp", "contended")
+             "recording", "hypnogram", "seizure", "events", "erp", "scale", "contended")
 
 
 def chosen_grid(args) -> dict:
@@ -536,6 +550,8 @@ def cpu_grid(args) -> int:
             "logistic": lambda: probe_rows(grid, workdir / "probe", calibration, limit, margin),
             "tokens": lambda: probe_rows(grid, workdir / "tokens", calibration, limit, margin,
                                          sizes_key="token_rows", c_grid=(0.001, 0.01)),
+            "scale": lambda: probe_rows(grid, workdir / "scale", calibration, limit, margin,
+                                        sizes_key="scale_rows", c_grid=(0.1, 1.0)),
             "brain-age": lambda: brain_age_rows(grid, workdir / "age", calibration, limit,
                                                 margin),
             "recording": lambda: recording_rows(grid, workdir / "recording", calibration,

@@ -43,6 +43,7 @@ from embedprobe.memory.formulas import (
     parallel_fits,
     ridge_form,
     ridge_form_bytes,
+    stream_block_rows,
 )
 
 # --- what each job type may change before asking for more memory, cheapest first
@@ -68,6 +69,17 @@ def _cheaper_device(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
 def _cheaper_fits(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
     """Fewer fits at once."""
     return [(f"n_jobs={jobs}", {"n_jobs": jobs}) for jobs in range(parallel_fits(i) - 1, 0, -1)]
+
+
+def _cheaper_logistic(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
+    """Fewer fits at once, then one fit with the fold's rows left in the store (streamed: the
+    same fits to rounding, one pass over the store per evaluation of the objective), where
+    that holds less than the rows: its two blocks of rows are fewer than the fold's (a few
+    thousand wide token rows are not)."""
+    streamed_rows = 2 * min(i["n_train"], stream_block_rows(i["dim"]))
+    held_rows = i["n_train"] + i["n_val"] + i["n_test"]
+    cheaper = [("streamed=1", {"n_jobs": 1, "streamed": 1})] if held_rows > streamed_rows else []
+    return _cheaper_fits(i, c) + cheaper
 
 
 def _cheaper_ridge(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
@@ -100,6 +112,10 @@ def _cheaper_chunks(i: Inputs, c: Constants) -> list[tuple[str, dict]]:
 
 def _fits_knob(i: Inputs, c: Constants) -> dict:
     return {"n_jobs": parallel_fits(i)}
+
+
+def _logistic_knobs(i: Inputs, c: Constants) -> dict:
+    return {"n_jobs": parallel_fits(i), "streamed": int(bool(i["streamed"]))}
 
 
 def _ridge_knobs(i: Inputs, c: Constants) -> dict:
@@ -169,7 +185,8 @@ _EMBED_HOST_CONSTANTS = {"weights_copies": 2.0, "recording_copies": 3.0, "window
                          "finish_row_bytes": 300.0}
 
 _LOGISTIC_REQUIRED = ("n_train", "n_val", "n_test", "dim", "n_classes")
-_LOGISTIC_DEFAULTS = MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32})
+_LOGISTIC_DEFAULTS = MappingProxyType({"n_jobs": 1, "n_fits": 6, "dtype_bytes": FLOAT32,
+                                       "streamed": 0})
 
 # Constants every job type has (the scheduler's processes beside a cluster job).
 COMMON_CONSTANTS = MappingProxyType({"cluster_wrapper_bytes": 300 * MIB})  # 2 x ~130 MB
@@ -212,17 +229,20 @@ _TYPES = [
     JobType(
         "probe_logistic",
         step="probe",
-        # fit_data_copies stays structural (1): the fast probe keeps one standardised copy;
-        # with 3:1:1 folds it would be collinear with embeddings_copies anyway
-        fitted=("overhead_bytes", "embeddings_copies", "window_row_bytes", "workspace_factor",
+        # embeddings_copies structural (1): the fold job reads its parts once and the probe
+        # standardises the training part in place (formulas._FOLD_ROWS); fitted, it traded
+        # with workspace_factor (n_train is 3/5 of the rows in every run) and over-predicted
+        # a 1-million-row fold by 14% (docs/measurements/2026-12-07-probe-scale.md)
+        fitted=("overhead_bytes", "window_row_bytes", "workspace_factor",
                 "block_rows", "wide_block_rows", "square_copies"),
         terms=PROBE_LOGISTIC_TERMS, required=_LOGISTIC_REQUIRED, defaults=_LOGISTIC_DEFAULTS,
         constants=MappingProxyType({
-            "baseline_bytes": 250 * MIB, "overhead_bytes": 0.0, "embeddings_copies": 2.0,
-            "window_row_bytes": 200.0, "fit_data_copies": 1.0, "workspace_factor": 3.0,
+            "baseline_bytes": 250 * MIB, "overhead_bytes": 0.0, "embeddings_copies": 1.0,
+            "window_row_bytes": 200.0, "workspace_factor": 3.0,
             # wide_block_rows: the diagonal form's (probing/probe_forms), no covariance blocks
             "block_rows": 12288.0, "wide_block_rows": 12288.0, "square_copies": 3.0}),
-        knobs=("n_jobs",), cheaper=_cheaper_fits, resolved_knobs=_fits_knob),
+        knobs=("n_jobs", "streamed"), cheaper=_cheaper_logistic,
+        resolved_knobs=_logistic_knobs),
     # The motor-imagery probe: the staging probe's fit over trials, in a job that also imports
     # scikit-learn's train_test_split for its validation subject (baselines.STEP_IMPORTS
     # "bci"); its constants are the staging probe's, unless the table fits its own.

@@ -27,10 +27,12 @@ Inputs (bytes unless said otherwise):
     embed's: interpreter, libraries, the built model and its first call; preflight measures
     the probes' import baselines); without it the calibration table's baseline counts.
   probe_logistic: n_train, n_val, n_test, dim, n_classes, n_jobs (fits at once, in threads),
-    n_fits (values of C), dtype_bytes (of the cached embeddings). It models the probe job:
-    pipeline/fold_job loads the whole store and cuts the fold's splits, fit_logistic_probe
-    (method "fast") standardises one float32 copy of the training rows, builds a p x p
-    preconditioner and runs preconditioned L-BFGS fits that share that copy.
+    n_fits (values of C), dtype_bytes (of the cached embeddings; the parts are read as float32
+    whatever it is). It models the probe job: pipeline/fold_job reads the fold's parts from the
+    store a block at a time into one float32 array each (store.read_parts: one copy of the
+    fold's rows, the whole store never loaded), fit_logistic_probe (method "fast") standardises
+    the training part in place (no second copy), builds a p x p preconditioner and runs
+    preconditioned L-BFGS fits that share those rows (docs/memory.md, the probe's copies).
   probe_seizure: n_train, n_val, n_test, dim, n_jobs, n_fits, dtype_bytes: the seizure probe
     job (scikit-learn's binary lbfgs per C, seizure_probe.fit_seizure_probe).
   probe_ridge: n, p, n_jobs, n_fits, dtype_bytes (fit_age_fold computes in float64),
@@ -44,7 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from embedprobe.probing.probe_forms import block_share, eigen_preconditioner
+from embedprobe.probing.probe_forms import block_share, eigen_preconditioner, stream_block_rows
 
 FLOAT32 = 4
 FLOAT64 = 8
@@ -249,13 +251,29 @@ def _cuda_context(i: Inputs, c: Constants) -> float:
 
 
 def _logistic_rows(i: Inputs) -> int:
-    """Every row of the store: the job loads them all before cutting the fold."""
+    """The fold's rows: its parts, read from the store in blocks (store.read_parts)."""
     return i["n_train"] + i["n_val"] + i["n_test"]
+
+
+# pipeline/store_format.READ_BLOCK_BYTES (not imported: h5py at parse time; a test holds them
+# equal): the one store block read_parts holds beside the parts
+STORE_READ_BLOCK_BYTES = 64 << 20
+
+
+def _streamed(i: Inputs) -> int:
+    """1 where the fold's rows stay in the store (the probe_logistic knob `streamed`)."""
+    return int(bool(i.get("streamed")))
+
+
+def _fit_rows(i: Inputs) -> int:
+    """The rows one evaluation of the objective holds scores for: every training row, or
+    one block of a streamed fit (probing/probe_forms.stream_block_rows)."""
+    return min(i["n_train"], stream_block_rows(i["dim"])) if _streamed(i) else i["n_train"]
 
 
 def _logistic_workspace(i: Inputs, c: Constants) -> float:
     """One lbfgs fit: class scores and gradients per row, and the lbfgs history."""
-    rows = i["n_train"] * i["n_classes"] * FLOAT64 * c["workspace_factor"]
+    rows = _fit_rows(i) * i["n_classes"] * FLOAT64 * c["workspace_factor"]
     history = 2 * LBFGS_HISTORY * (i["dim"] + 1) * i["n_classes"] * FLOAT64
     return rows + history
 
@@ -367,10 +385,20 @@ _SCHEDULER: Term = ("scheduler processes", _job_wrapper)
 # Standardising, fitting the scaler and scoring go through blocks of rows (both logistic probes).
 _ROW_BLOCKS: Term = ("row blocks (standardise, score)",
                      lambda i, c: c["block_rows"] * i["dim"] * FLOAT32)
-_PROBE_ROWS: list[Term] = [
-    ("embeddings as loaded and the fold's splits",
-     lambda i, c: _logistic_rows(i) * i["dim"] * i["dtype_bytes"] * c["embeddings_copies"]),
+# The fold's rows: one float32 copy of each part, read from the store a block at a time
+# (pipeline/store.read_parts; embeddings_copies fits what the calibration measures beside it,
+# ~1), the block being read, and the window table.
+_FOLD_ROWS: list[Term] = [
+    ("the fold's parts as read (float32, one copy of each row; none streamed)",
+     lambda i, c: (1 - _streamed(i)) * _logistic_rows(i) * i["dim"] * FLOAT32
+     * c["embeddings_copies"]),
+    ("the store block being read",
+     lambda i, c: min(STORE_READ_BLOCK_BYTES, _logistic_rows(i) * i["dim"] * FLOAT32)),
     ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
+]
+# scikit-learn's probes (seizure, events) fit on a standardised copy of the training rows; the
+# staging probe standardises its training part in place (probing/logistic, overwrite).
+_PROBE_ROWS: list[Term] = _FOLD_ROWS + [
     ("standardised training rows (float32, shared by the fits)",
      lambda i, c: i["n_train"] * i["dim"] * FLOAT32 * c["fit_data_copies"]),
 ]
@@ -396,8 +424,19 @@ EMBED_GPU_DEVICE_TERMS: tuple[Term, ...] = (
      lambda i, c: _gpu_measured(i)[2] * max(0, i["batch_size"] - _gpu_measured(i)[0])),
     ("allocator slack", _gpu_slack),
 )
+# PRECONDITIONER_ROWS of probing/logistic (not imported: scipy at parse time; a test holds
+# them equal)
+PRECONDITIONER_ROWS = 20_000
 PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
-    *_PROBE_START, *_PROBE_ROWS,
+    *_PROBE_START, *_FOLD_ROWS,
+    # streamed (the knob): two blocks of rows at once: the store's span h5py read and the
+    # block gathered from it, then that block and its standardised copy (pipeline/store.
+    # StoreRows, standardize.StandardizedRows); the preconditioner's rows, gathered once
+    # before the fits, are fewer
+    ("streamed: two blocks of rows (read and gathered, or gathered and standardised)",
+     lambda i, c: _streamed(i) * 2 * max(min(i["n_train"], stream_block_rows(i["dim"])),
+                                         min(i["n_train"], PRECONDITIONER_ROWS))
+     * i["dim"] * FLOAT32),
     ("solver workspace per parallel fit",
      lambda i, c: parallel_fits(i) * _logistic_workspace(i, c)),
     # the fitted blocks in the share the splits fill (probing/probe_forms.block_share): a BCI fold

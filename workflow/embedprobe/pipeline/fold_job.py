@@ -54,9 +54,10 @@ class FitProgress:
 
 def run_probe_fold(config: dict, roots: dict, benchmark: str, dataset: str, model: str,
                    embeddings: Path, fold: int, out_json: Path, out_npz: Path,
-                   n_jobs: int | None = None) -> dict:
+                   n_jobs: int | None = None, streamed: bool = False) -> dict:
     """Fit and score one fold; `n_jobs`: grid values fitted at once (the preflight's knob for
-    this job), else the config's probe.n_jobs."""
+    this job), else the config's probe.n_jobs; `streamed` (the preflight's knob for a fold too
+    large to hold): the fold's rows stay in the store, read a block at a time."""
     bench = lookup(config, "benchmarks", benchmark)
     task = task_for(bench["task"])
     n_folds = bench["folds"]
@@ -66,7 +67,7 @@ def run_probe_fold(config: dict, roots: dict, benchmark: str, dataset: str, mode
         with open_embeddings(embeddings) as store:
             groups = task.fold_groups(store.windows["subject"], bench)
             job = FoldJob(config, roots, benchmark, bench, dataset, store, groups, fold,
-                          progress, model, n_jobs)
+                          progress, model, n_jobs, streamed)
             # the fold's parts (probing/split.py), cut once: the task's probe fits on them
             fitted, saved = task.fit_fold(job, task.split(job))
     finally:

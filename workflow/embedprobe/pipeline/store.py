@@ -5,8 +5,9 @@ pipeline/store_format.py is what both sides read of a file.
 
 A row is one window: its vector (`dim` values), or with `pooling: tokens` its time tokens
 (`tokens` x `dim`, attribute `tokens`); the guarantees are the same, each row checksummed whole.
-Readers that fit a probe take `load()`: a token row flattened in order, the reference's token
-flattening.
+Readers that fit a probe take `read_parts()` (a fold's parts read in blocks straight into one
+float32 array each: the only copy of their rows) or `load()` (every row); a token row is
+flattened in order, the reference's token flattening.
 """
 
 from __future__ import annotations
@@ -54,6 +55,18 @@ class EmbeddingStore:
         flattened, each window's tokens one after another."""
         return self.embeddings[:].reshape(self.embeddings.shape[0], self.width)
 
+    def read_parts(self, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Each part's rows (a boolean mask over the store's rows) as one float32 (rows, width)
+        array, read a block (READ_BLOCK_BYTES) of the store at a time straight into it:
+        beside the parts only one block is held, so a fold costs one copy of its rows, not
+        the whole store loaded and then cut (docs/measurements/2026-12-07-probe-scale.md)."""
+        return {name: self.rows(mask)[:] for name, mask in parts.items()}
+
+    def rows(self, mask: np.ndarray) -> StoreRows:
+        """The rows a boolean mask selects, left in the file: read a slice at a time
+        (probing/logistic's streamed fit, where a fold's rows do not fit in memory)."""
+        return StoreRows(self.embeddings, np.flatnonzero(mask), self.width)
+
     def mean_by(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(sorted keys of `column`, float64 mean embedding per key), read in blocks."""
         keys, means, _ = self.stats_by(column)
@@ -95,6 +108,36 @@ class EmbeddingStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class StoreRows:
+    """Some rows of a store as a read-only 2-D float32 array that stays in the file: `shape`,
+    `len`, and `[a:b]` or `[sorted positions]` (a float32 array of those rows, read as the
+    span of the store they cover). Rows were checked finite when the store was opened."""
+
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, embeddings: h5py.Dataset, positions: np.ndarray, width: int):
+        self._embeddings, self._positions, self._width = embeddings, positions, width
+        self.shape = (len(positions), width)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        wanted = self._positions[index]
+        out = np.empty((len(wanted), self._width), dtype=np.float32)
+        step = block_rows(self._width)
+        at = 0
+        while at < len(wanted):  # one block of the store at a time: the rows it holds
+            first = int(wanted[at])
+            stop = int(np.searchsorted(wanted, first + step))
+            block = self._embeddings[first:int(wanted[stop - 1]) + 1].reshape(-1, self._width)
+            np.take(block.astype(np.float32, copy=False), wanted[at:stop] - first, axis=0,
+                    out=out[at:stop])
+            at = stop
+        return out
 
 
 def open_embeddings(path: str | Path, expected: CacheIdentity | None = None,

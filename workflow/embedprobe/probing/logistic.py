@@ -29,6 +29,9 @@ Memory (beyond the caller's split: its parts' X, at the peak of `fit_logistic_pr
   blocks while fitting the scaler), and a few p x p float64 matrices (none above
   probing/probe_forms.EIGEN_MAX_FEATURES: the diagonal preconditioner). Validation and test are
   never copied whole. search_rows=N adds one N x p float32 subsample. No float64 n x p array.
+  Streamed (the parts' X are rows left in the store, pipeline/store.StoreRows: a fold too large
+  to hold): no n x p array at all; the fits read and standardise blocks of rows per evaluation
+  (probing/softmax.py), the preconditioner's 20,000 rows gathered once.
   reference: float32 standardised copies of all three splits, plus StandardScaler.fit's transient
   float64 n_train x p temporary (scikit-learn computes the variance of float32 input in float64).
 """
@@ -114,7 +117,8 @@ def sorted_C_grid(C_grid) -> tuple[float, ...]:
 
 
 def check_split(name: str, X, y, n_features: int | None) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X)
+    """X (an array, or rows left in a file: `streamed`) and y, checked."""
+    X = X if streamed(X) else np.asarray(X)
     y = np.asarray(y)
     if X.ndim != 2 or X.shape[0] == 0:
         raise DataError(
@@ -142,6 +146,11 @@ def check_split(name: str, X, y, n_features: int | None) -> tuple[np.ndarray, np
             fix="the embedding cache of this dataset and model is damaged: embed it again",
         )
     return X, y
+
+
+def streamed(X) -> bool:
+    """Whether X is rows left in a file (a 2-D, sliceable stand-in for an array)."""
+    return not isinstance(X, np.ndarray) and hasattr(X, "shape")
 
 
 def checked_parts(split: Split) -> tuple[np.ndarray, ...]:
@@ -222,6 +231,9 @@ def fit_logistic_probe(
         raise UsageError(f"unknown probe method {method!r}", fix="use method 'fast' or 'reference'")
     grid = sorted_C_grid(C_grid)
     X_train, y_train, X_val, y_val, X_test, y_test = checked_parts(split)
+    if method == "reference" and streamed(X_train):
+        raise UsageError("the reference method fits rows in memory, these are streamed",
+                         fix="use method 'fast' for a fold whose rows stay in the store")
     classes, y_index = np.unique(y_train, return_inverse=True)
     if len(classes) < 2:
         raise DataError(
@@ -258,10 +270,12 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
     n_rows, n_classes = len(fold.y), len(fold.classes)
     scaler = Standardizer.fit(fold.X_train)
     X = fold.X_train
-    in_place = (
-        plan.overwrite and X.dtype == np.float32 and X.flags.c_contiguous and X.flags.writeable
-    )
-    Z = scaler.transform(X, out=X if in_place else None)
+    if streamed(X):  # standardised block by block as the fits read them
+        Z = scaler.rows(X)
+    else:
+        in_place = (plan.overwrite and X.dtype == np.float32 and X.flags.c_contiguous
+                    and X.flags.writeable)
+        Z = scaler.transform(X, out=X if in_place else None)
     subsample = plan.search_rows is not None and n_rows > plan.search_rows
     if subsample:
         rows = _stratified_subsample(fold.y, plan.search_rows, plan.seed)
@@ -272,7 +286,9 @@ def _fast(fold: _Fold, plan: _Plan) -> dict:
         # The preconditioner only needs the covariance roughly: 20,000 rows are plenty.
         few = n_rows > PRECONDITIONER_ROWS
         rows = _stratified_subsample(fold.y, PRECONDITIONER_ROWS, plan.seed) if few else None
-        eigen = covariance_eigen(Z, rows)
+        # streamed: its rows gathered once (the same covariance as gathering them in blocks)
+        eigen = (covariance_eigen(Z[rows if few else slice(None)]) if streamed(X)
+                 else covariance_eigen(Z, rows))
     plan.fits.total = len(plan.grid) + (
         len(_refit_candidates(plan.grid, plan.grid[0])) if subsample else 0)
 

@@ -15,6 +15,16 @@ FIT_CHUNK_ROWS = 2048  # rows per block while fitting the scaler (float64) or th
 
 
 FULL_BLOCK_ROWS = CHUNK_ROWS + 2 * FIT_CHUNK_ROWS
+# A streamed fit (training rows left in the store) reads and standardises this many bytes of
+# rows at a time, a whole number of FIT_CHUNK_ROWS blocks: its scaler sums the same blocks in
+# the same order as the in-memory fit's, so both scalers are equal bit for bit.
+STREAM_BLOCK_BYTES = 64 << 20
+
+
+def stream_block_rows(n_features: int) -> int:
+    """Rows of one block of a streamed fit (at least FIT_CHUNK_ROWS)."""
+    blocks = STREAM_BLOCK_BYTES // (4 * n_features) // FIT_CHUNK_ROWS
+    return max(1, blocks) * FIT_CHUNK_ROWS
 
 
 def block_share(n_train: int, n_val: int, n_test: int) -> float:

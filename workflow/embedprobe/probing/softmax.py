@@ -26,6 +26,13 @@ scikit-learn's).
 
 Scoring (`decision`, then `softmax`) standardises validation and test rows a chunk at a time: no
 standardised copy of either.
+
+Streamed (Z not an array but rows standardised as they are read, standardize.StandardizedRows:
+the training rows left in the store): every evaluation of the objective runs over blocks of
+probe_forms.stream_block_rows, summing the loss and the gradient in float64. The same objective
+and criterion; only the float32 sums' order differs from the in-memory fit's (one product over
+all rows), so the fits agree to rounding, not bit for bit (tests/pipeline/
+test_fold_rows.py; docs/measurements/2026-12-07-probe-scale.md).
 """
 
 from __future__ import annotations
@@ -35,7 +42,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from embedprobe.probing.probe_forms import CHUNK_ROWS, FIT_CHUNK_ROWS, eigen_preconditioner
+from embedprobe.probing.probe_forms import (
+    CHUNK_ROWS,
+    FIT_CHUNK_ROWS,
+    eigen_preconditioner,
+    stream_block_rows,
+)
 
 SOFTMAX_CURVATURE = 0.2
 
@@ -73,7 +85,9 @@ class SoftmaxObjective:
             self.S = self.s[:, None] * eigvec.T  # (p, p): W = M V S
         self.s_b = 1.0 / np.sqrt(SOFTMAX_CURVATURE)
         self.M = _contrast_basis(n_classes)
-        self.rows = np.arange(self.n)
+        # in memory: one block of every row; streamed: blocks read and standardised in turn
+        self.block = self.n if isinstance(Z, np.ndarray) else stream_block_rows(Z.shape[1])
+        self.rows = np.arange(min(self.n, self.block))
         self.last = None  # (x, grad_max) of the latest evaluation, for the stopping rule
 
     def to_original(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,22 +111,34 @@ class SoftmaxObjective:
         c = self.M.T @ intercept / self.s_b
         return np.concatenate([V.ravel(), c])
 
-    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        coef, intercept = self.to_original(x)
-        raw = self.Z @ coef.astype(np.float32).T
-        raw += intercept.astype(np.float32)
-        picked = raw[self.rows, self.y].astype(np.float64)
+    def _block_terms(self, Z: np.ndarray, y: np.ndarray, W: np.ndarray, b: np.ndarray):
+        """(summed cross-entropy, its gradient w.r.t. W and b, each / n) over one block."""
+        rows = self.rows[:len(y)]
+        raw = Z @ W
+        raw += b
+        picked = raw[rows, y].astype(np.float64)
         top = raw.max(axis=1, keepdims=True)
         raw -= top
         np.exp(raw, out=raw)
         norm = raw.sum(axis=1, keepdims=True)
-        loss = float(np.sum(np.log(norm[:, 0], dtype=np.float64) + top[:, 0] - picked)) / self.n
-        loss += 0.5 * self.l2 * float(np.sum(coef * coef))
+        loss = float(np.sum(np.log(norm[:, 0], dtype=np.float64) + top[:, 0] - picked))
         raw /= norm  # softmax probabilities
-        raw[self.rows, self.y] -= 1.0
+        raw[rows, y] -= 1.0
         raw /= np.float32(self.n)
-        grad_coef = (raw.T @ self.Z).astype(np.float64) + self.l2 * coef
-        grad_intercept = raw.sum(axis=0, dtype=np.float64)
+        return loss, (raw.T @ Z).astype(np.float64), raw.sum(axis=0, dtype=np.float64)
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        coef, intercept = self.to_original(x)
+        W, b = coef.astype(np.float32).T, intercept.astype(np.float32)
+        loss, grad_coef, grad_intercept = 0.0, 0.0, 0.0
+        for start in range(0, self.n, self.block):
+            block_loss, block_coef, block_intercept = self._block_terms(
+                self.Z[start:start + self.block], self.y[start:start + self.block], W, b)
+            loss += block_loss
+            grad_coef = grad_coef + block_coef
+            grad_intercept = grad_intercept + block_intercept
+        loss = loss / self.n + 0.5 * self.l2 * float(np.sum(coef * coef))
+        grad_coef = grad_coef + self.l2 * coef
         grad_max = max(np.abs(grad_coef).max(), np.abs(grad_intercept).max())
         self.last = (x.copy(), float(grad_max))
         grad_V = self._times_S_transposed(self.M.T @ grad_coef)

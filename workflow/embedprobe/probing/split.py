@@ -41,8 +41,17 @@ class Split:
     def cut(cls, X, y, masks: dict[str, np.ndarray], table: pd.DataFrame | None = None,
             rule: str = "", ids: np.ndarray | None = None) -> Split:
         """The parts of X and y the boolean row masks (probing/folds.fold_split) select."""
-        X, y = np.asarray(X), np.asarray(y)
-        return cls(*(Part(X[masks[p]], y[masks[p]], np.flatnonzero(masks[p])) for p in PARTS),
+        X = np.asarray(X)
+        return cls.read({p: X[masks[p]] for p in PARTS}, y, masks, table, rule, ids)
+
+    @classmethod
+    def read(cls, X_parts: dict[str, np.ndarray], y, masks: dict[str, np.ndarray],
+             table: pd.DataFrame | None = None, rule: str = "",
+             ids: np.ndarray | None = None) -> Split:
+        """As `cut`, each part's X already read (pipeline/store.EmbeddingStore.read_parts:
+        the fold's rows without the whole table's X in memory)."""
+        y = np.asarray(y)
+        return cls(*(Part(X_parts[p], y[masks[p]], np.flatnonzero(masks[p])) for p in PARTS),
                    table=table, rule=rule, ids=ids)
 
     @classmethod

@@ -47,6 +47,10 @@ class Standardizer:
         self._standardise(block)
         return block
 
+    def rows(self, X) -> StandardizedRows:
+        """X's rows standardised as they are read (X: an array, or rows left in a file)."""
+        return StandardizedRows(X, self)
+
     def transform(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Standardised float32 copy of X (or written into `out`, which may be X itself)."""
         if out is None:
@@ -57,3 +61,19 @@ class Standardizer:
                 block[...] = X[start : start + CHUNK_ROWS]
             self._standardise(block)
         return out
+
+
+class StandardizedRows:
+    """Rows standardised as they are read: `[a:b]` or `[positions]` gives a float32 block of
+    X's rows through the scaler (the same values `transform` writes); nothing n x p is kept.
+    The streamed fit's training rows (probing/softmax.py)."""
+
+    def __init__(self, X, scaler: Standardizer):
+        self.X, self.scaler = X, scaler
+        self.shape = X.shape
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        return self.scaler.transform_chunk(self.X[index])

@@ -46,6 +46,9 @@ class FoldJob:
     model: str = ""  # whose embeddings (a task reading another benchmark's folds needs it)
     # grid values fitted at once: the preflight's knob; None: the config's probe.n_jobs
     n_jobs: int | None = None
+    # the preflight's knob for a fold too large to hold: its rows stay in the store and the
+    # probe reads them a block at a time (window_split; probing/logistic's streamed fit)
+    streamed: bool = False
 
     def __post_init__(self):
         if self.n_jobs is None:  # the schema fills probe.n_jobs in a loaded config
@@ -62,16 +65,20 @@ def job_folds(task: Task, job: FoldJob):
 
 
 def window_split(task: Task, job: FoldJob) -> Split:
-    """Every window of the job's store (float32) with its label, cut by the task's folds; the
-    split keeps the window table (its rows) and the fold rule."""
+    """The fold's windows of the job's store (float32) with their labels, cut by the task's
+    folds; the split keeps the window table (its rows) and the fold rule. Each part is read
+    from the store in blocks straight into its own array: one copy of the fold's rows, never
+    the whole store's X beside its parts; with `job.streamed`, the parts' rows stay in the
+    store (pipeline/store.StoreRows), read a block at a time by the probe."""
     from embedprobe.probing.folds import fold_split
 
     windows = job.store.windows
     plan = job_folds(task, job)
     masks = fold_split(plan, windows, job.fold)
-    X = np.asarray(job.store.load(), dtype=np.float32)
     y = windows["label"].to_numpy().astype(np.int64)
-    return Split.cut(X, y, masks, windows, plan.rule)
+    parts = ({name: job.store.rows(mask) for name, mask in masks.items()} if job.streamed
+             else job.store.read_parts(masks))
+    return Split.read(parts, y, masks, windows, plan.rule)
 
 
 def fold_entry(config: dict, roots: dict, dataset: str) -> dict:

@@ -27,6 +27,9 @@ def fit_logistic_fold(job: FoldJob, task: Task, split: Split) -> tuple[dict, dic
     result = fit_logistic_probe(
         split, C_grid=tuple(job.bench.get("probe", {}).get("C_grid", C_GRID)),
         n_jobs=job.n_jobs, progress=job.progress, max_iter=max_iter,
+        # the split's training rows are this job's own (store.read_parts): standardised in
+        # place, no second copy (memory/formulas._FOLD_ROWS)
+        overwrite=True,
     )
     record = {
         "n_train": len(split.train), "n_val": len(split.val), "n_test": len(split.test),
