@@ -24,7 +24,7 @@ from embedprobe.models.encoder import Encoder  # noqa: E402
 from embedprobe.models.registry import model_spec, weights_path  # noqa: E402
 from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_map_path, channel_plan  # noqa: E402
 from embedprobe.pipeline.preprocess import cut_windows, resample, scale  # noqa: E402
-from embedprobe.pipeline.window_recipe import NORMALISERS  # noqa: E402
+from embedprobe.pipeline.window_recipe import NORMALISERS, whole_statistic  # noqa: E402
 
 from helpers.project import LOCAL_WEIGHTS, script_main, with_local_weights  # noqa: E402
 
@@ -32,10 +32,12 @@ DATASET = "sleep_edf_demo"
 # Feature widths as documented (REFERENCE.md), independent of the code under test.
 WIDTH = {"biot": 256, "labram": 200, "cbramod": 200, "eegpt": 2048, "bendr": 512,
          "signal_jepa": 64, "luna": 256, "reve": 512, "steegformer": 512, "codebrain": 200,
-         "eegdino": 200}
+         "eegdino": 200,
+         # the random inits' sizes: chronos-t5-tiny's d_model, MOMENT-1-small's
+         "chronos": 256, "moment": 512}
 RATE = {"biot": 200, "labram": 200, "cbramod": 200, "eegpt": 256, "bendr": 256,
         "signal_jepa": 128, "luna": 256, "reve": 200, "steegformer": 128, "codebrain": 200,
-        "eegdino": 200}
+        "eegdino": 200, "chronos": 100, "moment": 100}
 CONFIG = with_local_weights(load_config())
 # Every family's random init, and the local-file path of the first four families' checkpoints
 # (every family's hub checkpoint: tests/models/test_hub_weights.py).
@@ -62,8 +64,8 @@ def epochs_for(spec, signals, stages, wanted=("W", "3")) -> np.ndarray:
     windows = cut_windows(resampled, np.round(starts * ratio).astype(np.int64),
                           int(30 * spec.sfreq))
     if spec.scaling in NORMALISERS:  # a normalisation by a statistic of the recording
-        statistic, normalise = NORMALISERS[spec.scaling]
-        return normalise(windows.astype(np.float32), statistic(resampled))
+        normalise = NORMALISERS[spec.scaling][1]
+        return normalise(windows.astype(np.float32), whole_statistic(spec.scaling, resampled))
     return scale(windows, spec.scaling)
 
 
@@ -133,9 +135,9 @@ def test_reve_and_steegformer_are_z_scored_by_their_recording(model_id, clip):
     rng = np.random.default_rng(0)
     recording = rng.standard_normal((2, 20_000)) * np.array([[20e-6], [5e-6]]) + 3e-6
     recording[0, 500] = 1e-3  # a spike of 50 SD
-    statistic, normalise = NORMALISERS[model_spec(CONFIG, model_id).scaling]
+    scaling = model_spec(CONFIG, model_id).scaling
     windows = cut_windows(recording.astype(np.float32), np.array([0, 10_000]), 1_000)
-    out = normalise(windows.astype(np.float32), statistic(recording))
+    out = NORMALISERS[scaling][1](windows.astype(np.float32), whole_statistic(scaling, recording))
     z = (windows - recording.mean(axis=1)[:, None]) / recording.std(axis=1)[:, None]
     np.testing.assert_allclose(out, z if clip is None else np.clip(z, -clip, clip), rtol=1e-4,
                                atol=1e-4)
