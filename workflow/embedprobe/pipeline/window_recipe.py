@@ -105,7 +105,7 @@ def make_windows(recipe: WindowRecipe, rec, starts: np.ndarray, out: np.ndarray 
     data = apply_filters(signals, span.sfreq, prep.filters)
     del signals  # the filtered copy replaces it
     if prep.normalisation and prep.whole_recordings:
-        statistic = whole_statistic(prep, data)
+        statistic = whole_statistic(prep.normalisation, data)
     shape = (len(starts), recipe.n_inputs, recipe.window_samples)
     positions = input_positions(recipe.plan)
     direct = np.array_equal(positions, np.arange(recipe.n_inputs))
@@ -229,9 +229,10 @@ def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) ->
     return value
 
 
-def whole_statistic(prep: Preprocessing, data: np.ndarray) -> np.ndarray:
-    """The statistic of a whole filtered recording in memory (one stretch of the stream)."""
-    stream = NORMALISERS[prep.normalisation][0](len(data), data.shape[-1])
+def whole_statistic(normalisation: str, data: np.ndarray) -> np.ndarray:
+    """The statistic a normalisation (NORMALISERS) takes of a whole filtered recording in
+    memory (one stretch of the stream)."""
+    stream = NORMALISERS[normalisation][0](len(data), data.shape[-1])
     stream.add(data)
     if stream.needs_second_pass():
         stream.add(data)
