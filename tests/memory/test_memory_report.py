@@ -434,8 +434,9 @@ def test_refit_from_runs_recovers_the_true_calibration(tmp_path, tables, capsys)
     refitted = load_calibration(out_path)
     before = refit_errors(s, load_calibration(in_use))
     after = refit_errors(s, refitted)
-    for job in ("embed_cpu", "probe_logistic"):
-        assert np.median(before[job]) > 0.2, (job, np.median(before[job]))
+    # the probe's fold copy is structural (one, not fitted, not biased): its error is smaller
+    for job, biased_error in (("embed_cpu", 0.2), ("probe_logistic", 0.08)):
+        assert np.median(before[job]) > biased_error, (job, np.median(before[job]))
         assert np.median(after[job]) <= 0.05, (job, np.median(after[job]))
         # an envelope: no run is under-predicted by more than the peaks' rounding
         assert f"{job}: refitted from {len(before[job])} runs" in out
@@ -554,16 +555,16 @@ def test_a_refit_refuses_runs_too_alike(tmp_path, tables, capsys):
     width, so nothing tells the embeddings copies from the baseline."""
     truth, in_use = tables
     s = Scenario(tmp_path / "results", in_use, truth)
-    for fold in range(5):
+    for fold in range(4):
         s.add("demo", "biot", f"probe/demo/fold{fold}", "probe_logistic",
               logistic_inputs(1500, 256, 0.58 + 0.01 * fold, 1))
     runs = s.write()
     code, _, err = run_cli(capsys, "calibrate", "--from-runs", runs, "--out",
                            tmp_path / "x.yaml", "--calibration", in_use)
     assert code == 2
-    assert ("probe_logistic: kept the table's constants (5 runs): too few runs: 5 for 6 "
-            "constants") in err
-    for fold in range(5, 12):
+    assert ("probe_logistic: kept the table's constants (4 runs): too few runs: 4 for 5 "
+            "constants") in err, err
+    for fold in range(4, 12):
         s.add("demo", "biot", f"probe/demo/fold{fold}", "probe_logistic",
               logistic_inputs(1500, 256, 0.5 + 0.01 * fold, 1))
     runs.unlink()
@@ -572,7 +573,7 @@ def test_a_refit_refuses_runs_too_alike(tmp_path, tables, capsys):
                            tmp_path / "x.yaml", "--calibration", in_use)
     assert code == 2
     assert ("probe_logistic: kept the table's constants (12 runs): runs too alike: the term of "
-            "embeddings_copies, window_row_bytes, square_copies varies by less than 10% "
+            "window_row_bytes, square_copies varies by less than 10% "
             "between the 12 runs") in err  # the blocks follow the folds' sizes below 8,192
 
 
@@ -760,6 +761,6 @@ def test_real_probe_jobs_refitted_from_their_runs_are_within_5_percent_on_a_reru
     report = (f"median error {median_error(first):.1%} -> {median_error(rerun):.1%}\n{out}"
               f"\n{rerun[['model', 'estimate_mb', 'request_mb', 'peak_mb']]}")
     print(report)  # shown with -s: the numbers the README quotes
-    assert median_error(first) > 0.15, report
+    assert median_error(first) > 0.08, report  # the fold's one copy is structural: unbiased
     assert median_error(rerun) <= 0.05, report
     assert (rerun["request_mb"] >= rerun["peak_mb"]).all(), report
