@@ -201,6 +201,26 @@ def test_a_forward_pass_grows_the_job_only_past_the_freed_heap_it_reuses():
     assert plain.terms[ACTIVATIONS] == 2 * 100 * MIB * 1.5
 
 
+def test_a_family_with_its_own_activation_factor_replaces_the_fitted_one():
+    """Chronos's embed growth is its check's (the fitted factor put its peaks 9-11% high):
+    its factor 1.0 counts the growth once, less the reused heap; the rest keep the table's."""
+    table = {"jobs": {"embed_cpu": {"activation_factor": 1.5, "reused_heap_bytes": 40 * MIB}}}
+    inputs = reader_inputs(batch_activation_bytes=100 * MIB, activation_batch_size=32)
+    fitted = estimate("embed_cpu", inputs, table, None).terms[ACTIVATIONS]
+    own = estimate("embed_cpu", {**inputs, "family_activation_factor": 1.0}, table,
+                   None).terms[ACTIVATIONS]
+    assert (fitted, own) == (150 * MIB - 40 * MIB, 100 * MIB - 40 * MIB)
+
+
+def test_only_chronos_brings_its_own_activation_factor(demo):
+    config, roots, table, _ = demo
+    context = DatasetContext.build(config, roots, DATASET)
+    factors = {model: embed_inputs(context, fake_check(model, 2), table)
+               ["family_activation_factor"]
+               for model in ("chronos_random", "moment_random", "cbramod_random")}
+    assert factors == {"chronos_random": 1.0, "moment_random": None, "cbramod_random": None}
+
+
 def _activation_runs(truth: dict, grown: list[float]) -> list[dict]:
     runs = []
     for bytes_ in grown:

@@ -173,6 +173,8 @@ _EMBED_DEFAULTS = MappingProxyType(
     # statistic_bytes 0: no per-recording statistic (all but BIOT's, REVE's, ST-EEGFormer's)
     {"n_workers": 0, "n_windows": 0, "resample_ratio": 1.0, "min_batch_size": 1,
      "statistic_bytes": 0,
+     # None: the calibration's activation_factor (all but the families that set their own)
+     "family_activation_factor": None,
      # the store's finish() copies rows in blocks of pipeline/store_writer.FINISH_BLOCK_BYTES (a
      # test keeps the two equal; estimate and formulas import no pipeline module)
      "finish_block_bytes": 16 * MIB})

@@ -207,9 +207,12 @@ def _batch_activations(i: Inputs, c: Constants) -> float:
     the rest grows the job. A small model's whole pass fits in that (on the 66fea43 grid the
     small families' peaks lay 10-40 MB above the other terms, where the factor alone counted
     40-80 MB); a large one's grows past it. (The estimate is convex, not linear, in this
-    constant and the factor: refit fits them on its tangents.)"""
+    constant and the factor: refit fits them on its tangents.) A family whose embed growth was
+    measured against its check's has its own factor (`family_activation_factor`, from
+    models/architectures.py: Chronos 1.0); None takes the fitted one."""
     per_window = i["batch_activation_bytes"] / i["activation_batch_size"]
-    grown = per_window * i["batch_size"] * c["activation_factor"]
+    factor = i["family_activation_factor"]
+    grown = per_window * i["batch_size"] * (c["activation_factor"] if factor is None else factor)
     return max(0.0, grown - c["reused_heap_bytes"])
 
 

@@ -39,6 +39,7 @@ from embedprobe.memory.baselines import probe_baseline_inputs
 from embedprobe.memory.calibration import calibration_path, load_calibration
 from embedprobe.memory.estimate import fit_knobs
 from embedprobe.memory.records import job_key
+from embedprobe.models.architectures import ARCHITECTURES
 from embedprobe.pipeline.check import OK, read_result
 from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.device import embed_device
@@ -99,6 +100,7 @@ def embed_inputs(context: DatasetContext, check, table) -> dict:
         "part_signal_bytes": [read * n * FLOAT64 for n in part_samples],
         "batch_activation_bytes": check.batch_activation_bytes,
         "activation_batch_size": check.batch_size,
+        "family_activation_factor": ARCHITECTURES[spec.architecture].activation_factor,
     } | measured_baseline(check) | gpu_inputs(check, batch_size)
 
 

@@ -336,6 +336,10 @@ class Architecture:
     # Families outside braindecode (models/time_series.py): (checkpoint folder or None for
     # random init, seed, the entry's params) -> the module; None: braindecode's `class_name`
     builder: Callable[[object, int, dict], torch.nn.Module] | None = None
+    # The embed job's forward growth over the check's measured batch growth, where it was
+    # measured for this family (memory/formulas.py, the batch activations); None: the
+    # calibration's fitted activation_factor (fitted on the braindecode families' runs)
+    activation_factor: float | None = None
 
 
 def _pooled_features(model, x: torch.Tensor, ch_names: tuple[str, ...],
@@ -496,6 +500,9 @@ ARCHITECTURES = {
         width=256,
         no_tokens="Chronos has one token per sample (the last 512), not a patch grid",
         builder=_build_chronos,
+        # its check's growth is the embed's: the fitted 1.301 put its embed peaks 9-11% high
+        # (docs/measurements/2026-12-07-memory-grid-evening.md)
+        activation_factor=1.0,
     ),
     "MOMENT": Architecture(
         "MOMENTPipeline",  # momentfm's; built from transformers by `builder`
