@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -273,6 +274,33 @@ def test_the_summary_gives_one_job_per_rule_output(tmp_path):
         ("summary", {"benchmark": "demo"}, "ok"),
         ("leaderboard", {"target": "demo"}, "missing")]
     assert jobs[1]["output"] == f"{tmp_path}/cache/embeddings/sleep_edf_demo/biot_random.h5"
+
+
+def test_a_sharded_pairs_shards_and_join_are_jobs_each_saying_which(tmp_path):
+    roots = roots_in(tmp_path)
+    names = status.config_names(tables.settings()[0])
+    shards = f"{tmp_path}/cache/embeddings/sleep_edf_demo/biot_random.shards"
+    rows = "\n".join(["output_file\tdate\trule\tlog-file(s)\tstatus\tplan",
+                      *(f"{shards}/{k}-of-3.h5\tWed Dec  2 06:48:37 2026\tembed_shard\tx.log\t"
+                        f"{state}\tno update" for k, state in ((2, "ok"), (0, "ok"),
+                                                               (1, "missing"))),
+                      f"{tmp_path}/cache/embeddings/sleep_edf_demo/biot_random.h5\tWed Dec  2 "
+                      "06:48:37 2026\tembed_join\tx.log\tmissing\tupdate pending"]) + "\n"
+    jobs = status.job_outputs(status.parse_summary(rows), roots, names)
+    assert [(j["rule"], j["wildcards"].get("shard"), j["snakemake"]) for j in jobs] == [
+        ("embed_shard", "0", "ok"), ("embed_shard", "1", "missing"), ("embed_shard", "2", "ok"),
+        ("embed_join", None, "missing")]
+    assert jobs[0]["wildcards"] == {"dataset": "sleep_edf_demo", "model": "biot_random",
+                                    "shard": "0", "shards": "3"}
+    Path(shards).mkdir(parents=True)
+    (Path(shards) / "0-of-3.h5").write_bytes(b"a finished shard")
+    verdicts = status.verdict_rows(jobs, tmp_path, None)
+    assert [(r["rule"], r["verdict"], r["detail"]) for r in verdicts] == [
+        ("embed_shard", "done", "shard 1 of 3"), ("embed_shard", "missing", "shard 2 of 3"),
+        ("embed_shard", "missing", "shard 3 of 3"), ("embed_join", "missing", "")]
+    table = status.format_status(verdicts).splitlines()
+    assert table[2].split()[:4] == ["embed_shard", "-", "sleep_edf_demo", "biot_random"]
+    assert table[2].endswith("missing  shard 2 of 3")
 
 
 def test_the_dry_run_gives_one_row_per_job(tmp_path):

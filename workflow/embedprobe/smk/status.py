@@ -45,6 +45,9 @@ STATUS_RULES = {
     "check": "check",
     "preflight": "preflight",
     "embed": "embeddings",
+    # a sharded pair's jobs (embed.shards): each shard, then the join that is its store
+    "embed_shard": "embedding_shard",
+    "embed_join": "embeddings",
     "preflight_probe": "preflight_probe",
     "probe": "fold_result",
     "aggregate": "results",
@@ -222,7 +225,7 @@ def snakemake_records(workdir: Path) -> tuple[dict[str, str | None], bool]:
 def output_regex(name: str, roots: dict, names: dict[str, list[str]]) -> re.Pattern:
     """The regex of an output pattern, each wildcard a named group admitting exactly the names
     the config gives it (as the rules' wildcard constraints do: index's `<d>.tsv` is not read
-    as dataset `<d>.quality`), a fold digits, any other field one path component."""
+    as dataset `<d>.quality`), a fold and a shard digits, any other field one path component."""
     regex = ""
     for piece in re.split(r"(\{\w+\})", pattern(name, roots)):
         field = re.fullmatch(r"\{(\w+)\}", piece)
@@ -230,7 +233,7 @@ def output_regex(name: str, roots: dict, names: dict[str, list[str]]) -> re.Patt
             regex += re.escape(piece)
             continue
         key = field.group(1)
-        allowed = (r"\d+" if key == "fold" else
+        allowed = (r"\d+" if key in ("fold", "shard", "shards") else
                    "|".join(re.escape(n) for n in sorted(names[key], key=len, reverse=True))
                    if names.get(key) else "[^/]+")
         regex += f"(?P<{key}>{allowed})"
@@ -252,7 +255,7 @@ def job_outputs(summary: list[dict], roots: dict, names: dict[str, list[str]]) -
     order = list(STATUS_RULES)
     return sorted(jobs, key=lambda j: (
         order.index(j["rule"]), *(j["wildcards"].get(c, "") for c in WILDCARD_COLUMNS[:-1]),
-        int(j["wildcards"].get("fold", 0))))
+        int(j["wildcards"].get("shard", 0)), int(j["wildcards"].get("fold", 0))))
 
 
 def config_names(config: dict) -> dict[str, list[str]]:
@@ -287,7 +290,7 @@ def verdict_rows(jobs: list[dict], workdir: Path, scheduler: list[SchedulerJob] 
         verdict, detail, fix = _verdict(job, path, attempt, marked, locked and not gone)
         rows.append({"rule": job["rule"],
                      **{c: job["wildcards"].get(c) for c in WILDCARD_COLUMNS},
-                     "verdict": verdict, "detail": detail, "fix": fix,
+                     "verdict": verdict, "detail": _shard_named(job, detail), "fix": fix,
                      "job_id": attempt.job_id if attempt else (incomplete.get(output) or None),
                      "output": output})
     return rows
@@ -329,9 +332,17 @@ def _scheduler_detail(job: SchedulerJob) -> str:
     return text + (f" ({job.reason})" if job.reason and job.reason != "None" else "")
 
 
+def _shard_named(job: dict, detail: str) -> str:
+    """An embed_shard job's detail, led by which shard it is (`shard 2 of 3`)."""
+    if "shard" not in job["wildcards"]:
+        return detail
+    which = f"shard {int(job['wildcards']['shard']) + 1} of {job['wildcards']['shards']}"
+    return f"{which}; {detail}" if detail else which
+
+
 def _partial_detail(job: dict, output: Path) -> str:
-    """`; N/M windows durable` for an embed job with a partial store, else ``."""
-    if job["rule"] != "embed":
+    """`; N/M windows durable` for an embed or embed_shard job with a partial store, else ``."""
+    if job["rule"] not in ("embed", "embed_shard"):
         return ""
     from embedprobe.pipeline.store import inspect
     from embedprobe.pipeline.store_format import partial_path
