@@ -18,6 +18,7 @@ from embedprobe.datasets.bonn import reader as bonn
 from embedprobe.datasets.chbmit import reader as chbmit
 from embedprobe.datasets.dcsm import reader as dcsm
 from embedprobe.datasets.dod import reader as dod
+from embedprobe.datasets.dreamer import reader as dreamer
 from embedprobe.datasets.eegmat import reader as eegmat
 from embedprobe.datasets.helsinki import reader as helsinki
 from embedprobe.datasets.hmc import reader as hmc
@@ -78,6 +79,7 @@ FORMATS = {
     "nakanishi2015": Format(nakanishi2015, "embedprobe.datasets.nakanishi2015.lookalike",
                             "bci_ssvep"),
     "eegmat": Format(eegmat, "embedprobe.datasets.eegmat.lookalike", "bci_cognitive"),
+    "dreamer": Format(dreamer, "embedprobe.datasets.dreamer.lookalike", "bci_cognitive"),
     "nsrr": Format(nsrr, "embedprobe.datasets.nsrr.lookalike", "sleep_staging"),
     "wsc": Format(wsc, "embedprobe.datasets.wsc.lookalike", "sleep_staging"),
     "stages": Format(stages, "embedprobe.datasets.stages.lookalike", "sleep_staging"),
