@@ -79,7 +79,6 @@ FORMATS = {
     "nakanishi2015": Format(nakanishi2015, "embedprobe.datasets.nakanishi2015.lookalike",
                             "bci_ssvep"),
     "eegmat": Format(eegmat, "embedprobe.datasets.eegmat.lookalike", "bci_cognitive"),
-    "dreamer": Format(dreamer, "embedprobe.datasets.dreamer.lookalike", "bci_cognitive"),
     "nsrr": Format(nsrr, "embedprobe.datasets.nsrr.lookalike", "sleep_staging"),
     "wsc": Format(wsc, "embedprobe.datasets.wsc.lookalike", "sleep_staging"),
     "stages": Format(stages, "embedprobe.datasets.stages.lookalike", "sleep_staging"),
@@ -93,6 +92,8 @@ FORMATS = {
     # reader process (docs/measurements/2026-12-07-moabb-format.md)
     "moabb": Format(moabb, "embedprobe.datasets.moabb.lookalike", "motor_imagery",
                     reader_kind="threads"),
+    # DREAMER's one DREAMER.mat: valence or arousal by the entry's dreamer_scale
+    "dreamer": Format(dreamer, "embedprobe.datasets.dreamer.lookalike", "bci_cognitive"),
 }
 
 

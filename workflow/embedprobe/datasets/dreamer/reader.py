@@ -36,7 +36,7 @@ import numpy as np
 
 from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals, span_within
-from embedprobe.datasets.mat import channel_columns, file_key, loadmat
+from embedprobe.datasets.mat import SubjectMat, channel_columns, file_key, loadmat
 from embedprobe.datasets.walk import find_paths, require_folder
 
 FORMAT = "dreamer"
@@ -56,25 +56,18 @@ _FIX_DOWNLOAD = f"download DREAMER.mat again from its Zenodo record ({ZENODO}, a
 
 
 @dataclass(frozen=True)
-class Recording:
-    recording: str  # "S01_clip01"
-    mat: Path
-    subject: str  # "S01"
-    session: str  # "01": the clip
-    scale: str  # "valence" or "arousal"
+class Recording(SubjectMat):
+    """One subject's clip of the file: id "S01_clip01", subject "S01", session "01"."""
 
-    # The reader interface's names (datasets/base.py)
-    @property
-    def signal_path(self) -> Path:
-        return self.mat
+    scale: str  # "valence" or "arousal": the entry's dreamer_scale
 
     @property
-    def files(self) -> tuple[Path, ...]:
-        return (self.mat,)
+    def subject(self) -> str:
+        return self.recording.split("_")[0]
 
     @property
-    def problem(self) -> str:
-        return ""
+    def session(self) -> str:
+        return self.recording.removeprefix(f"{self.subject}_clip")
 
     @property
     def index(self) -> tuple[int, int]:
@@ -180,7 +173,7 @@ def find_recordings(root: Path, dreamer_scale: str | None = None) -> list[Record
     if not found:
         return []
     data = read_file(found[0])
-    return [Recording(f"S{s:02d}_clip{c:02d}", found[0], f"S{s:02d}", f"{c:02d}", dreamer_scale)
+    return [Recording(f"S{s:02d}_clip{c:02d}", found[0], dreamer_scale)
             for s, clips in enumerate(data.stimuli, start=1)
             for c in range(1, len(clips) + 1)]
 
