@@ -92,8 +92,10 @@ FORMATS = {
     # reader process (docs/measurements/2026-12-07-moabb-format.md)
     "moabb": Format(moabb, "embedprobe.datasets.moabb.lookalike", "motor_imagery",
                     reader_kind="threads"),
-    # DREAMER's one DREAMER.mat: valence or arousal by the entry's dreamer_scale
-    "dreamer": Format(dreamer, "embedprobe.datasets.dreamer.lookalike", "bci_cognitive"),
+    # DREAMER's one DREAMER.mat: valence or arousal by the entry's dreamer_scale; read in
+    # threads: each reader process would parse and keep its own copy of the whole file
+    "dreamer": Format(dreamer, "embedprobe.datasets.dreamer.lookalike", "bci_cognitive",
+                      reader_kind="threads"),
 }
 
 

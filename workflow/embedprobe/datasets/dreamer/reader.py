@@ -21,8 +21,10 @@ on the 1-5 self-report scale"): "high_valence" for a score of 3 or more, else
 
 Neither MNE nor MOABB reads this file: MNE reads no MATLAB struct of recordings (its
 read_raw_eeglab wants an EEGLAB set), and MOABB has no DREAMER class (nor braindecode). The
-whole file is parsed once per process and kept (the EEG only, as float32: about 0.3 GB for the
-real file).
+whole file is parsed once per process and its stimulus EEG kept as float32: by arithmetic from
+the clips' lengths (about 3,600 s a subject), some 0.6 GB for the real file, after a parse that
+holds all of it in float64 (baselines and ECG too, near 2 GB); not measured on the real file.
+So the format reads in threads, one copy per embed job (registry.FORMATS).
 """
 
 from __future__ import annotations
