@@ -50,6 +50,7 @@ SMALL = {
     "physionet2018": {"subjects": 2, "hours": 1 / 6, "seed": 0},
     "nakanishi2015": {"subjects": 1, "blocks": 1, "seed": 0},
     "eegmat": {"subjects": 1, "seconds": 20, "seed": 0},
+    "dreamer": {"subjects": 1, "clips": 2, "seconds": 12, "baseline_seconds": 2, "seed": 0},
     "nsrr": {"study": "shhs", "participants": 2, "second_visits": 1, "hours": 0.25, "seed": 0},
     "wsc": {"participants": 2, "second_visits": 1, "hours": 0.25, "seed": 0},
     "stages": {"sites": ["GSBB", "MSTH"], "subjects": 1, "repeats": 1, "hours": 0.25,

@@ -79,6 +79,8 @@ def test_every_shipped_dataset_names_its_powerline(config):
         "bonn": 50, "bonn_demo": 50, "bnci2014_008": 50, "bnci2014_008_demo": 50,
         "bi2013a": 50, "bi2013a_demo": 50, "nakanishi2015": 60, "nakanishi2015_demo": 60,
         "eegmat": 50, "eegmat_demo": 50,
+        # DREAMER: Paisley, Scotland
+        "dreamer_valence": 50, "dreamer_arousal": 50, "dreamer_demo": 50,
         # through MOABB: BNCI 2014-004 and 2015-001 (Graz) 50 Hz
         "bnci2014_004": 50, "bnci2015_001": 50, "moabb_demo": 50, "moabb_erp_demo": 50,
         "moabb_ssvep_demo": 60,

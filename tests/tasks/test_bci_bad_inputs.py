@@ -43,11 +43,19 @@ def _one_file(root: Path) -> Path:
     return path
 
 
+def _rename_struct(root: Path) -> Path:
+    """DREAMER: DREAMER.mat re-saved with its struct under another name."""
+    path = root / "DREAMER.mat"
+    scipy.io.savemat(path, {"Dreamer": scipy.io.loadmat(path)["DREAMER"]})
+    return path
+
+
 CASES = {
     # dataset: (damage(root) -> the file named, what the message says, what the fix says)
     "bnci2014_008_demo": (_drop_trial_markers, "no field y, the trial markers", "download"),
     "nakanishi2015_demo": (_reshape_ssvep, "axes look reversed", "12JFPM_SSVEP"),
     "eegmat_demo": (_one_file, "is partial (7/8 recordings)", "allow_partial=true"),
+    "dreamer_demo": (_rename_struct, "no variable DREAMER", "zenodo.org/records/546113"),
 }
 
 

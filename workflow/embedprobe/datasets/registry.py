@@ -18,6 +18,7 @@ from embedprobe.datasets.bonn import reader as bonn
 from embedprobe.datasets.chbmit import reader as chbmit
 from embedprobe.datasets.dcsm import reader as dcsm
 from embedprobe.datasets.dod import reader as dod
+from embedprobe.datasets.dreamer import reader as dreamer
 from embedprobe.datasets.eegmat import reader as eegmat
 from embedprobe.datasets.helsinki import reader as helsinki
 from embedprobe.datasets.hmc import reader as hmc
@@ -91,6 +92,10 @@ FORMATS = {
     # reader process (docs/measurements/2026-12-07-moabb-format.md)
     "moabb": Format(moabb, "embedprobe.datasets.moabb.lookalike", "motor_imagery",
                     reader_kind="threads"),
+    # DREAMER's one DREAMER.mat: valence or arousal by the entry's dreamer_scale; read in
+    # threads: each reader process would parse and keep its own copy of the whole file
+    "dreamer": Format(dreamer, "embedprobe.datasets.dreamer.lookalike", "bci_cognitive",
+                      reader_kind="threads"),
 }
 
 
