@@ -88,8 +88,9 @@ def test_the_official_folds_test_eval_in_every_fold(demo):
     assert sorted(validated) == trained  # each train file validates once
 
 
-def test_the_tusz_channel_map_fits_every_family(demo):
-    plans = check_channel_map("tusz", helper.first_channels(nmt, demo[0]))
+def test_the_unipolar_tusz_channel_map_fits_every_family(demo):
+    """NMT reads TUSZ's unipolar map: the reference's NMT loader hands the 19 electrodes."""
+    plans = check_channel_map("tusz_unipolar", helper.first_channels(nmt, demo[0]))
     assert len(plans["biot"].sources) == 16 and len(plans["cbramod"].model_names) == 19
 
 
