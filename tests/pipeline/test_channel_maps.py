@@ -254,6 +254,14 @@ def test_a_like_map_of_a_like_map_or_of_nothing_is_refused(tmp_path):
         channel_plan({"datasets": {"y": {}}}, "y", "cbramod", map_dir=tmp_path)
 
 
+def test_a_like_map_with_an_entry_of_its_own_is_refused(tmp_path):
+    like_map(tmp_path, {siena(e): e.upper() for e in SIENA_ELECTRODES})
+    text = (tmp_path / "x.yaml").read_text()
+    (tmp_path / "x.yaml").write_text(text + "cbramod: {skip: mine}\n")
+    with pytest.raises(UsageError, match="nothing else"):
+        channel_plan({"datasets": {"x": {}}}, "x", "cbramod", map_dir=tmp_path)
+
+
 def test_the_recorded_channels_exist_in_the_readers():
     recorded = {
         "siena": {siena(e) for e in SIENA_ELECTRODES},

@@ -161,10 +161,13 @@ def map_entries(path: Path) -> dict:
         return raw
     base = path.with_name(f"{raw['like']}.yaml")
     names = raw.get("electrodes")
-    if not base.is_file() or "like" in _read(base) or not isinstance(names, dict):
+    if (not base.is_file() or "like" in _read(base) or not isinstance(names, dict)
+            or set(raw) != {"like", "electrodes"}):
         raise UsageError(f"{path}: like: {raw['like']} needs an existing map that is not a "
-                         "like: map itself, and electrodes: {its channel: this dataset's}",
-                         fix=f"name a map in {path.parent} and rename its channels")
+                         "like: map itself, and electrodes: {its channel: this dataset's}, "
+                         "nothing else",
+                         fix=f"name a map in {path.parent} and rename its channels (a family "
+                             "of its own needs a map of its own)")
     entries = {family: _renamed(entry, names) for family, entry in _read(base).items()}
     plans = {family: plan_from_entry(path, family, e) for family, e in entries.items()}
     missing = sorted(set(channels_of(plans)) - set(names.values()))
