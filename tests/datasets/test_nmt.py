@@ -14,6 +14,7 @@ from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.edf import read_edf_header
 from embedprobe.datasets.nmt import lookalike
 from embedprobe.datasets.nmt import reader as nmt
+from embedprobe.datasets.registry import entry_recordings
 from embedprobe.datasets.tuh import ELECTRODES
 
 from helpers import lookalike as helper
@@ -87,8 +88,9 @@ def test_the_official_folds_test_eval_in_every_fold(demo):
     assert sorted(validated) == trained  # each train file validates once
 
 
-def test_the_tusz_channel_map_fits_every_family(demo):
-    plans = check_channel_map("tusz", helper.first_channels(nmt, demo[0]))
+def test_the_unipolar_tusz_channel_map_fits_every_family(demo):
+    """NMT reads TUSZ's unipolar map: the reference's NMT loader hands the 19 electrodes."""
+    plans = check_channel_map("tusz_unipolar", helper.first_channels(nmt, demo[0]))
     assert len(plans["biot"].sources) == 16 and len(plans["cbramod"].model_names) == 19
 
 
@@ -112,13 +114,60 @@ def first_edf(root, label="normal", split="train"):
     return sorted((root / label / split).glob("*.edf"))[0]
 
 
-def test_a_row_that_contradicts_its_folder_is_refused(copy):
-    path = first_edf(copy)
-    text = (copy / "Labels.csv").read_text()
-    (copy / "Labels.csv").write_text(text.replace(f"{path.name},normal,", f"{path.name},abnormal,"))
+def contradict(root, loc="train"):
+    """The look-alike's first normal/train file, its Labels.csv row rewritten to abnormal/loc."""
+    path = first_edf(root)
+    text = (root / "Labels.csv").read_text()
+    rows = [line.replace(",normal,", ",abnormal,").replace(",train", f",{loc}")
+            if line.startswith(f"{path.name},") else line for line in text.splitlines()]
+    assert rows != text.splitlines()
+    (root / "Labels.csv").write_text("\n".join(rows) + "\n")
+    return path
+
+
+def by_id(recordings):
+    return {r.recording: r for r in recordings}
+
+
+def test_a_row_that_contradicts_its_folder_reads_the_folder_by_default(copy, capsys):
+    """The reference's rule (class_from: folder, the default): the folders give class and split,
+    a warning names the file; the other recordings read as before."""
+    before = by_id(nmt.find_recordings(copy))
+    path = contradict(copy, loc="eval")
+    for recordings in (nmt.find_recordings(copy),
+                       entry_recordings({"format": "nmt", "class_from": "folder"}, copy)):
+        rec = by_id(recordings)[path.stem]
+        assert (rec.label, rec.split, rec.session) == ("normal", "train", f"train/{path.stem}")
+        assert by_id(recordings) == before
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 2
+    assert f"normal/train/{path.name} (abnormal/eval in the table)" in err
+    assert "class_from: folder" in err
+
+
+def test_class_from_table_reads_the_row(copy, capsys):
+    path = contradict(copy, loc="eval")
+    recordings = by_id(entry_recordings({"format": "nmt", "class_from": "table"}, copy))
+    rec = recordings[path.stem]
+    assert (rec.label, rec.split, rec.session) == ("abnormal", "eval", f"eval/{path.stem}")
+    assert nmt.recording_label(rec) == "abnormal" and nmt.split_of(rec) == "eval"
+    assert rec.edf == path  # the file is read where it is
+    others = [r for r in recordings.values() if r.recording != path.stem]
+    assert all(r.edf.parts[-3:-1] == (r.label, r.split) for r in others)
+    assert "row's class and split (class_from: table)" in capsys.readouterr().err
+
+
+def test_class_from_agree_refuses_a_row_that_contradicts_its_folder(copy):
+    path = contradict(copy)
     with pytest.raises(DataError, match="says abnormal/train, the folders say normal/train") as e:
-        nmt.find_recordings(copy)
+        entry_recordings({"format": "nmt", "class_from": "agree"}, copy)
     assert str(path) in e.value.message and "move the file" in e.value.fix
+    assert "class_from: folder" in e.value.fix
+
+
+def test_an_unknown_class_from_is_refused(copy):
+    with pytest.raises(UsageError, match="class_from: labels is not one of folder, table, agree"):
+        nmt.find_recordings(copy, class_from="labels")
 
 
 def test_a_file_the_table_does_not_list_is_refused(copy):

@@ -144,8 +144,12 @@ def test_the_official_split_is_train_dev_eval_in_every_fold(demo):
                      {"folds": 5, "fold_seed": 42}, {"split": "official"})
 
 
-def test_the_channel_map_fits_every_family(demo):
+def test_the_channel_maps_fit_every_family(demo):
+    """The default map (the reference's 20 bipolar pairs) and the unipolar one both read."""
     plans = check_channel_map("tusz", helper.first_channels(tusz, demo[0]))
+    assert len(plans["biot"].sources) == 16 and len(plans["eegdino"].model_names) == 19
+    assert len(plans["cbramod"].model_names) == 20 and "FC3" in plans["eegpt"].model_names
+    plans = check_channel_map("tusz_unipolar", helper.first_channels(tusz, demo[0]))
     assert len(plans["biot"].sources) == 16 and len(plans["eegdino"].model_names) == 19
     assert "T7" in plans["eegpt"].model_names and "T3" in plans["labram"].model_names
 

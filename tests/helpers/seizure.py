@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.signal
-import yaml
 
-from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_plan
+from embedprobe.pipeline.channel_maps import CHANNEL_MAP_DIR, channel_plan, map_entries
 
 WINDOW_S = 10
 BANDS = ((1, 2.5), (2.5, 6), (6, 9), (9, 13), (13, 20), (20, 30), (30, 45))
@@ -65,7 +64,7 @@ def check_channel_map(map_name: str, recorded: set[str]) -> dict:
     tables = {"labram": {n.upper() for n in LABRAM_CHANNEL_ORDER},
               "eegpt": {n.upper() for n in CHANNEL_DICT},
               "signal_jepa": positions, "luna": positions, "reve": positions}
-    families = yaml.safe_load((CHANNEL_MAP_DIR / f"{map_name}.yaml").read_text())
+    families = map_entries(CHANNEL_MAP_DIR / f"{map_name}.yaml")  # a like: map resolved
     assert set(families) == {e["family"] for e in load_config()["models"].values()}
     config = {"datasets": {"demo": {"channel_map": map_name}}}
     plans = {}

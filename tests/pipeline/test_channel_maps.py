@@ -12,16 +12,19 @@ from embedprobe.datasets.bnci2014_001.reader import EEG_CHANNELS as BNCI_CHANNEL
 from embedprobe.datasets.physionet_mi.reader import CHANNELS as PHYSIONET_CHANNELS
 from embedprobe.datasets.siena.reader import ELECTRODES as SIENA_ELECTRODES
 from embedprobe.datasets.sleep_edf.reader import EEG_CHANNELS as SLEEP_EDF_CHANNELS
+from embedprobe.datasets.tuh import SCALP
 from embedprobe.pipeline.channel_maps import (
     BIOT_SLOTS,
+    CHANNEL_MAP_DIR,
     ChannelPlan,
     channel_plan,
     derive_inputs,
     input_positions,
+    map_entries,
     mapped_channels,
 )
 
-DATASETS = ("sleep_edf_expanded", "chbmit", "siena", "physionet_mi", "bnci2014_001")
+DATASETS = ("sleep_edf_expanded", "chbmit", "siena", "tusz", "physionet_mi", "bnci2014_001")
 FAMILIES = ("biot", "labram", "cbramod", "eegpt")
 
 
@@ -110,6 +113,15 @@ SIENA = {
     "cbramod": pairs(SIENA_20, siena),
 }
 
+# TUSZ: its loader's default montage (cohort tusz, montage: bipolar) is readers.BIPOLAR_MONTAGE,
+# Siena's 20 pairs by name and order; it ships no map, so each wrapper sees what it sees on
+# Siena. The electrodes as the TUSZ reader names them (FP1, ..., CZ: datasets/tuh.py).
+TUSZ = {family: [(name, (src[0], *(e.upper() for e in (x.removeprefix("EEG ") for x in src[1:]))))
+                 for name, src in plans] for family, plans in SIENA.items()}
+TUSZ_BIPOLAR_MONTAGE = ["FP1-F7", "F7-T3", "T3-T5", "T5-O1", "FP2-F8", "F8-T4", "T4-T6", "T6-O2",
+                        "T3-C3", "C3-CZ", "CZ-C4", "C4-T4", "FP1-F3", "F3-C3", "C3-P3", "P3-O1",
+                        "FP2-F4", "F4-C4", "C4-P4", "P4-O2"]
+
 # PhysioNet MI: no reference map; MOABB's 64 channels (the reference's CHANNELS_PHYSIONET_MI,
 # in this order) through each wrapper. BIOT derives all 16 pairs (the same pairs as Siena's,
 # in modern names).
@@ -141,7 +153,7 @@ BNCI = {
     "cbramod": direct(MOABB_22),
 }
 
-REFERENCE = {"sleep_edf_expanded": SLEEP_EDF, "chbmit": CHBMIT, "siena": SIENA,
+REFERENCE = {"sleep_edf_expanded": SLEEP_EDF, "chbmit": CHBMIT, "siena": SIENA, "tusz": TUSZ,
              "physionet_mi": PHYSIONET, "bnci2014_001": BNCI}
 
 
@@ -190,6 +202,64 @@ def test_the_written_out_biot_maps_follow_the_references_slot_rule(dataset, name
         return [(slot, (src[0], *(unlabel(x).upper() for x in src[1:]))) for slot, src in slots]
 
     assert upper(biot_rule([unlabel(n) for n in names])) == upper(REFERENCE[dataset]["biot"])
+
+
+def test_tusz_hands_the_by_order_families_the_references_20_pairs_in_its_order():
+    """readers.BIPOLAR_MONTAGE, each pair A - B of the TUSZ reader's electrodes, in its order,
+    to every family that reads channels by order; the unipolar map is the option."""
+    for family in ("cbramod", "bendr", "codebrain", "chronos", "moment"):
+        plan = shipped("tusz", family)
+        assert list(plan.model_names) == TUSZ_BIPOLAR_MONTAGE, family
+        assert [f"{s.plus}-{s.minus}" for s in plan.sources] == TUSZ_BIPOLAR_MONTAGE, family
+        assert set(plan.recorded) <= set(SCALP)
+    unipolar = channel_plan({"datasets": {"tusz": {"channel_map": "tusz_unipolar"}}}, "tusz",
+                            "cbramod")
+    assert unipolar.recorded == ("FP1", "FP2", "F3", "F4", "F7", "F8", "C3", "C4", "CZ", "FZ",
+                                 "P3", "P4", "PZ", "T3", "T4", "T5", "T6", "O1", "O2")
+    assert not unipolar.derives
+
+
+def like_map(tmp_path, electrodes: dict, like: str = "siena") -> None:
+    """x.yaml in tmp_path: `like` (a copy of the shipped map of that name) renamed."""
+    shipped_map = CHANNEL_MAP_DIR / f"{like}.yaml"
+    if shipped_map.is_file():
+        (tmp_path / shipped_map.name).write_text(shipped_map.read_text())
+    (tmp_path / "x.yaml").write_text(yaml.safe_dump({"like": like, "electrodes": electrodes}))
+
+
+def test_a_like_map_is_the_other_maps_entries_renamed(tmp_path):
+    like_map(tmp_path, {siena(e): e.upper() for e in SIENA_ELECTRODES})
+    assert set(map_entries(tmp_path / "x.yaml")) == set(map_entries(tmp_path / "siena.yaml"))
+    for family in FAMILIES:
+        plan = channel_plan({"datasets": {"x": {}}}, "x", family, map_dir=tmp_path)
+        assert inputs(plan) == TUSZ[family]
+    # the data scan reads the same electrodes, renamed, in the same order
+    assert mapped_channels({"datasets": {"x": {}}}, "x", map_dir=tmp_path) == tuple(
+        c.removeprefix("EEG ").upper() for c in mapped_channels({"datasets": {"siena": {}}},
+                                                                "siena"))
+
+
+def test_a_like_map_that_leaves_a_channel_unnamed_is_refused(tmp_path):
+    like_map(tmp_path, {siena(e): e.upper() for e in SIENA_ELECTRODES if e != "Cz"})
+    with pytest.raises(UsageError, match="does not rename EEG Cz, which siena.yaml reads"):
+        channel_plan({"datasets": {"x": {}}}, "x", "cbramod", map_dir=tmp_path)
+
+
+def test_a_like_map_of_a_like_map_or_of_nothing_is_refused(tmp_path):
+    like_map(tmp_path, {"a": "b"}, like="nowhere")
+    with pytest.raises(UsageError, match="like: nowhere needs an existing map"):
+        channel_plan({"datasets": {"x": {}}}, "x", "cbramod", map_dir=tmp_path)
+    (tmp_path / "y.yaml").write_text(yaml.safe_dump({"like": "x", "electrodes": {}}))
+    with pytest.raises(UsageError, match="that is not a like: map itself"):
+        channel_plan({"datasets": {"y": {}}}, "y", "cbramod", map_dir=tmp_path)
+
+
+def test_a_like_map_with_an_entry_of_its_own_is_refused(tmp_path):
+    like_map(tmp_path, {siena(e): e.upper() for e in SIENA_ELECTRODES})
+    text = (tmp_path / "x.yaml").read_text()
+    (tmp_path / "x.yaml").write_text(text + "cbramod: {skip: mine}\n")
+    with pytest.raises(UsageError, match="nothing else"):
+        channel_plan({"datasets": {"x": {}}}, "x", "cbramod", map_dir=tmp_path)
 
 
 def test_the_recorded_channels_exist_in_the_readers():

@@ -23,7 +23,10 @@ def test_the_group_plans_every_lookalike_and_five_folds_each(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     rows = plan_rows(run.stdout)
     probes = Counter((r["dataset"], r["model"]) for r in rows if r["rule"] == "probe")
-    assert probes == {(dataset, "biot_random"): 5 for dataset in LOOKALIKES}
-    embeds = sorted(r["dataset"] for r in rows if r["rule"] == "embed")
-    assert embeds == sorted(LOOKALIKES)
+    # SeizeIT2's two behind-the-ear channels: BIOT's pair is ruled out, CBraMod reads them
+    assert probes == {**{(dataset, "biot_random"): 5 for dataset in LOOKALIKES},
+                      ("sz2_demo", "cbramod_random"): 5}
+    embeds = sorted((r["dataset"], r["model"]) for r in rows if r["rule"] == "embed")
+    assert embeds == sorted([(d, "biot_random") for d in LOOKALIKES]
+                            + [("sz2_demo", "cbramod_random")])
     assert any(r["rule"] == "leaderboard" for r in rows)

@@ -11,6 +11,11 @@ electrodes (["EEG Fp1", "EEG F7"]: Fp1 - F7), one electrode standing in for a pa
 "BTEright SD"]}: a channel whose name differs between recordings, resolved per recording by
 `recorded_in`). Slots without a source are zero. Any entry may carry a `note:`.
 
+A map may instead be another map's entries under this dataset's channel names:
+  like: siena
+  electrodes: {"EEG Fp1": FP1, ...}   every recorded channel the other map reads, renamed
+(TUSZ's reader names the electrodes Siena's map derives its 20 bipolar pairs from otherwise).
+
 Kept free of torch: reader processes import this module (pipeline/window_recipe.py).
 """
 
@@ -129,8 +134,7 @@ def plan_at(path: Path, dataset: str, family: str) -> ChannelPlan:
             fix=f"write {path} with an entry for '{family}' ({forms_for(family)}), or name an "
                 f"existing map with channel_map: in config/datasets.yaml",
         )
-    stat = path.stat()
-    entries = _map_entries(path, stat.st_mtime_ns, stat.st_size)
+    entries = map_entries(path)
     if family not in entries:
         raise UsageError(
             f"{path} has no entry for model family '{family}'",
@@ -140,8 +144,60 @@ def plan_at(path: Path, dataset: str, family: str) -> ChannelPlan:
 
 
 @cache  # the plan asks for every (dataset, family) pair: each map is parsed once per version
-def _map_entries(path: Path, _mtime_ns: int, _size: int) -> dict:
+def _parsed(path: Path, _mtime_ns: int, _size: int) -> dict:
     return yaml.safe_load(path.read_text()) or {}
+
+
+def _read(path: Path) -> dict:
+    stat = path.stat()
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+
+
+def map_entries(path: Path) -> dict:
+    """The map at `path`, family -> entry; a `like:` map's entries are the other map's with
+    every recorded channel renamed by its `electrodes:` (the module's docstring)."""
+    raw = _read(path)
+    if "like" not in raw:
+        return raw
+    base = path.with_name(f"{raw['like']}.yaml")
+    names = raw.get("electrodes")
+    if (not base.is_file() or "like" in _read(base) or not isinstance(names, dict)
+            or set(raw) != {"like", "electrodes"}):
+        raise UsageError(f"{path}: like: {raw['like']} needs an existing map that is not a "
+                         "like: map itself, and electrodes: {its channel: this dataset's}, "
+                         "nothing else",
+                         fix=f"name a map in {path.parent} and rename its channels (a family "
+                             "of its own needs a map of its own)")
+    entries = {family: _renamed(entry, names) for family, entry in _read(base).items()}
+    plans = {family: plan_from_entry(path, family, e) for family, e in entries.items()}
+    missing = sorted(set(channels_of(plans)) - set(names.values()))
+    if missing:
+        raise UsageError(f"{path}: electrodes: does not rename {', '.join(missing)}, which "
+                         f"{base.name} reads", fix=f"add each to electrodes: in {path.name}")
+    return entries
+
+
+def _renamed(entry, names: dict):
+    """One entry with every recorded channel renamed (model names and notes kept)."""
+    if not isinstance(entry, dict):
+        return entry
+
+    def source(value):
+        if isinstance(value, str):
+            return names.get(value, value)
+        if isinstance(value, list):
+            return [source(v) for v in value]
+        if isinstance(value, dict):
+            return {k: source(v) for k, v in value.items()}
+        return value
+
+    out = dict(entry)
+    if isinstance(entry.get("rename"), dict):
+        out["rename"] = {source(k): v for k, v in entry["rename"].items()}
+    for form in ("labels_as_recorded", "slots", "derive"):
+        if form in entry:
+            out[form] = source(entry[form])
+    return out
 
 
 def plan_from_entry(path: Path, family: str, entry) -> ChannelPlan:
@@ -290,10 +346,16 @@ def mapped_channels(config: dict, dataset: str, map_dir: Path = CHANNEL_MAP_DIR)
 
 def channels_at(path: Path, dataset: str) -> tuple[str, ...]:
     """mapped_channels from the dataset's map at `path` (channel_map_path)."""
-    entries = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+    if not path.is_file():
+        return ()
+    return channels_of({f: plan_at(path, dataset, f) for f in map_entries(path)})
+
+
+def channels_of(plans: dict[str, ChannelPlan]) -> tuple[str, ...]:
+    """Every recorded channel of a map's plans (family -> plan), first-seen order."""
     seen: dict[str, None] = {}
-    for family in entries:
-        seen.update(dict.fromkeys(every_channel(plan_at(path, dataset, family))))
+    for plan in plans.values():
+        seen.update(dict.fromkeys(every_channel(plan)))
     return tuple(seen)
 
 

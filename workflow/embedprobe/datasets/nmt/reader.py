@@ -9,10 +9,12 @@ Layout (the published archive, nmt_scalp_eeg_dataset/, as the reference's
 
 2,417 recordings, each of a different participant (Khan et al., Front. Neurosci. 2022), so
 subject = recording = the file stem. The folders give each recording's class and the dataset's
-own train/eval split (session "train/<stem>", read by the official split, probing/folds.py);
-a Labels.csv row that says otherwise is refused (the reference logs the disagreement and trusts
-the folder; a file in the wrong folder would be probed under the wrong class), and so is a file
-the table does not list.
+own train/eval split (session "train/<stem>", read by the official split, probing/folds.py).
+Where a Labels.csv row says otherwise, the dataset entry's `class_from` decides (CLASS_FROM):
+`folder`, the reference's (`dataio/nmt.discover_nmt_recordings` logs the disagreement and
+trusts the layout), takes the folders' class and split and names each such file in one
+`warning:`; `table` takes the row's label and loc; `agree` refuses the file (a file in the
+wrong folder would be probed under the wrong class). A file the table does not list is refused.
 
 Signals: 19 electrodes of the 10-20 system and the ears, labelled by their 10-20 names ("FP1",
 ..., the old temporal names T3-T6, "A1", "A2"), at 200 Hz. The files' physical range is about
@@ -26,11 +28,12 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedprobe.core.errors import DataError
+from embedprobe.core.errors import DataError, UsageError
 from embedprobe.datasets.base import Event, RecordingHeader, Signals
 from embedprobe.datasets.edf import OneEdfFile, montage_header, read_edf_signals
 from embedprobe.datasets.tuh import SCALP
@@ -45,6 +48,10 @@ AMPLITUDE_SCALE = 100.0  # the files' units are ~100x too small (the module's do
 _NAME = re.compile(r"^\d{7}\.edf$")
 _LAYOUT = "{normal,abnormal}/{train,eval}/NNNNNNN.edf with Labels.csv beside the class folders"
 _FIX_LAYOUT = f"keep the NMT archive's layout: {_LAYOUT}"
+# where a recording's class and split come from when Labels.csv and the folders disagree:
+# the folders (the reference's, the default), the table, or neither (refused)
+CLASS_FROM = ("folder", "table", "agree")
+READER_SETTINGS = ("class_from",)  # dataset entry keys passed to find_recordings
 
 
 @dataclass(frozen=True)
@@ -82,9 +89,13 @@ def read_labels(path: Path) -> dict[str, tuple[str, str, int]]:
     return out
 
 
-def find_recordings(root: Path) -> list[Recording]:
+def find_recordings(root: Path, class_from: str = CLASS_FROM[0]) -> list[Recording]:
     """Every recording under root's class folders, sorted by id, each checked against
-    Labels.csv (the module's docstring)."""
+    Labels.csv; a disagreement settled by `class_from` (the module's docstring)."""
+    if class_from not in CLASS_FROM:
+        raise UsageError(f"class_from: {class_from} is not one of {', '.join(CLASS_FROM)}",
+                         fix="write class_from: folder (the reference's), table or agree in the "
+                             "NMT entry of config/datasets.yaml")
     root = Path(root)
     table = root / LABELS_FILE
     if not table.is_file():
@@ -94,6 +105,7 @@ def find_recordings(root: Path) -> list[Recording]:
                             "look-alike (the demo_data rule)")
     labels = read_labels(table)
     recordings: dict[str, Recording] = {}
+    disagree: list[str] = []
     for path in find_paths(root, "*.edf"):
         if path.name.startswith("._"):  # macOS metadata stubs some copies carry
             continue
@@ -108,16 +120,25 @@ def find_recordings(root: Path) -> list[Recording]:
                             fix=f"use the NMT archive's {LABELS_FILE}, or remove the file")
         label, loc, line = labels[parts[2]]
         if (label, loc) != (parts[0], parts[1]):
-            raise DataError(f"{path}: {table}, line {line} says {label}/{loc}, the folders "
-                            f"say {parts[0]}/{parts[1]}",
-                            fix="move the file to the folder its row names, or correct the "
-                                f"row (the NMT archive's {LABELS_FILE} and folders agree)")
+            said = f"{table}, line {line} says {label}/{loc}, the folders say {parts[0]}/{parts[1]}"
+            if class_from == "agree":
+                raise DataError(f"{path}: {said}",
+                                fix="move the file to the folder its row names, or correct the "
+                                    "row; or set class_from: folder (the reference's) or "
+                                    "table on the dataset's entry")
+            disagree.append(f"{path.relative_to(root)} ({label}/{loc} in the table)")
         if path.stem in recordings:
             raise DataError(f"recording {path.stem} is there twice: "
                             f"{recordings[path.stem].edf} and {path}",
                             fix="keep the one copy NMT has")
-        recordings[path.stem] = Recording(path.stem, path, path.stem,
-                                          f"{parts[1]}/{path.stem}", parts[1], parts[0])
+        klass, split = (label, loc) if class_from == "table" else (parts[0], parts[1])
+        recordings[path.stem] = Recording(path.stem, path, path.stem, f"{split}/{path.stem}",
+                                          split, klass)
+    if disagree:
+        taken = "its row's" if class_from == "table" else "its folder's"
+        print(f"warning: {table}: {len(disagree)} recording(s) whose row and folder disagree "
+              f"read with {taken} class and split (class_from: {class_from}): "
+              + ", ".join(disagree), file=sys.stderr)
     return [recordings[k] for k in sorted(recordings)]
 
 
@@ -126,7 +147,8 @@ def split_of(rec: Recording) -> str:
 
 
 def recording_label(rec: Recording) -> str:
-    """The recording's class, from its class folder: "normal" or "abnormal"."""
+    """The recording's class, "normal" or "abnormal": its folder's, or its Labels.csv row's
+    under class_from: table."""
     return rec.label
 
 
@@ -143,5 +165,5 @@ def read_signals(rec: Recording, channels: Sequence[str], span=None) -> Signals:
 
 
 def read_events(rec: Recording) -> list[Event]:
-    """NMT has no events: a recording's class is its folder (recording_label)."""
+    """NMT has no events: a recording's class is its folder's or its row's (recording_label)."""
     return []
