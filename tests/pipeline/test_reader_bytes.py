@@ -27,9 +27,10 @@ from embedprobe.pipeline.window_source import PROCESSES, THREADS, WindowSource
 from helpers.results import roots_in
 
 DATASET = "sleep_edf_demo"
-# sha256 of every window, in index order, as main (6e63398) made them on this night with
-# numpy 2.4.6 and scipy 1.17.1: the digest moves if a reader's arithmetic does (or those
-# libraries change theirs: then recompute it on main's readers).
+# sha256 of every window, in index order, as main made them on this night before the readers'
+# speed-ups (the measurement page names the commit), with numpy 2.4.6 and scipy 1.17.1: the
+# digest moves if a reader's arithmetic does (or those libraries change theirs: then recompute
+# it with main's readers).
 MAIN_DIGESTS = {
     "biot_random": "cb652de2310acfc0cb88ac125ae10c9783d600cfc43ff09d69c284ff6638c00f",
     "cbramod_random": "d01cd95bf771813cc88bb94dbb50c18bf692bf2959b64fb407cadf190dbb9482",

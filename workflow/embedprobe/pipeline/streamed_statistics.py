@@ -143,10 +143,9 @@ class Q95Stream:
         return out
 
     def _from_kept(self, i: int, ranks: list[int], below: int) -> np.ndarray:
-        # Only the coarse bins holding the ranks are partitioned: the counts say how many
-        # values lie under them, and the band keeps up to `cap` values (a factor 2 around
-        # the quantile: most of a stretch), which partitioning whole cost more than the
-        # counting pass (docs/measurements/2026-12-08-reader-speed.md).
+        # Only the values of the coarse bins holding the ranks are partitioned (the counts
+        # say how many lie under them), not every kept one: a band of a factor 2 each side
+        # of the quantile keeps most of a stretch.
         first, last = (int(b) for b in (min(self._rank_bins(i)), max(self._rank_bins(i))))
         below += int(self.coarse[i, self.band[i][0]:first].sum())
         kept = [k[((k >> COARSE_SHIFT) >= first) & ((k >> COARSE_SHIFT) <= last)]

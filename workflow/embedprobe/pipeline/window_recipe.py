@@ -189,7 +189,7 @@ def _read(recipe: WindowRecipe, rec, span: tuple[int, int] | None, index_sfreq: 
 # Per reader (thread or process): the statistic of the recordings it made parts of lately.
 # Reader threads share it: one computes a recording's statistic while the others that want it
 # wait for that value (two threads taking parts of one recording would otherwise each read and
-# filter it whole, at once). Reader processes compute their own.
+# filter it whole, at once). Reader processes share theirs through files (_SHARED below).
 _STATISTICS: dict = {}
 _STATISTICS_KEPT = 4
 _STATISTICS_LOCK = threading.Lock()
@@ -197,7 +197,7 @@ _COMPUTING: dict = {}  # key -> the lock its computing thread holds
 # Reader processes (pipeline/reader_processes.py) share theirs through files in this folder
 # (set in each reader by share_statistics): two processes taking parts of one recording
 # computed its statistic each, the whole recording read and filtered twice (BIOT's two
-# readers: 1,446 windows per CPU second against one reader's 2,151,
+# readers: 1,339 windows per CPU second against one reader's 2,029; 2,036 shared,
 # docs/measurements/2026-12-08-reader-speed.md). One computes it under a file lock while the
 # others wait for its file, as the threads do above.
 _SHARED: dict = {"folder": None}
