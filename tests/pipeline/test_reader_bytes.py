@@ -14,8 +14,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from embedprobe.core.config import load_config
-from embedprobe.datasets.sleep_edf.lookalike import generate
 from embedprobe.models.registry import model_spec
 from embedprobe.pipeline import window_recipe
 from embedprobe.pipeline.channel_maps import channel_plan
@@ -24,7 +22,7 @@ from embedprobe.pipeline.index import build_index
 from embedprobe.pipeline.window_parts import PART_WINDOWS, statistic_stretch
 from embedprobe.pipeline.window_source import PROCESSES, THREADS, WindowSource
 
-from helpers.results import roots_in
+from helpers.lookalike import generated_sleep_edf
 
 DATASET = "sleep_edf_demo"
 # sha256 of every window, in index order, as main made them on this night before the readers'
@@ -41,11 +39,8 @@ MAIN_DIGESTS = {
 def night(tmp_path_factory):
     """One generated night of 4.5 h sleep (about 6 h recorded at 100 Hz): two stretches of
     BIOT's streamed statistic and two parts."""
-    root = tmp_path_factory.mktemp("reader_bytes")
-    config = load_config()
-    config["datasets"][DATASET].update(expected_recordings=1, path="sleep-edf")
-    roots = roots_in(root)
-    generate(Path(roots["data_root"]) / "sleep-edf", n_subjects=1, nights=1, hours=4.5, seed=3)
+    config, roots = generated_sleep_edf(tmp_path_factory.mktemp("reader_bytes"), DATASET,
+                                        n_subjects=1, nights=1, hours=4.5, seed=3)
     return config, roots, build_index(DatasetContext.build(config, roots, DATASET))
 
 
