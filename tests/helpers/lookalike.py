@@ -6,12 +6,16 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+from pathlib import Path
 
 import edfio
 import pandas as pd
 import pytest
 
+from embedprobe.core.config import load_config
 from embedprobe.core.errors import DataError
+
+from helpers.results import roots_in
 
 
 def demo_fixture(lookalike, settings: dict, folder: str):
@@ -24,6 +28,20 @@ def demo_fixture(lookalike, settings: dict, folder: str):
         return root, lookalike.write_lookalike(root, settings), lookalike.plan(settings)
 
     return demo
+
+
+def generated_sleep_edf(root: Path, dataset: str, **generate_args) -> tuple[dict, dict]:
+    """(config, roots): `dataset`'s entry (a Sleep-EDF one) pointed at a look-alike generated
+    under `root` with `generate_args` (n_subjects, nights, hours, seed)."""
+    from embedprobe.datasets.sleep_edf.lookalike import generate
+
+    config = load_config()
+    config["datasets"][dataset].update(
+        expected_recordings=generate_args["n_subjects"] * generate_args["nights"],
+        path="sleep-edf")
+    roots = roots_in(root)
+    generate(Path(roots["data_root"]) / "sleep-edf", **generate_args)
+    return config, roots
 
 
 def written_thrice(lookalike, tmp_path, settings: dict, other_seed: int):

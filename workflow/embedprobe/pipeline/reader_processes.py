@@ -12,7 +12,9 @@ batched), each the size of the largest part. A `source` here is the WindowSource
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -22,7 +24,7 @@ import numpy as np
 from embedprobe.core.errors import DataError, EmbedprobeError, OutOfMemory
 from embedprobe.core.units import MIB
 from embedprobe.pipeline.window_parts import in_flight
-from embedprobe.pipeline.window_recipe import WindowRecipe, make_windows
+from embedprobe.pipeline.window_recipe import WindowRecipe, make_windows, share_statistics
 
 # A reader process imports this module: it stays free of torch and pandas (start-up, memory).
 if TYPE_CHECKING:
@@ -31,12 +33,13 @@ if TYPE_CHECKING:
 _WORKER: dict = {}  # in a reader process: its recipe and the slots it has attached
 
 
-def _worker_start(recipe: WindowRecipe, embed_pid: int) -> None:
+def _worker_start(recipe: WindowRecipe, embed_pid: int, statistics: str) -> None:
     import signal
     import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the embed process's to handle
     _WORKER.update(recipe=recipe, slots={})
+    share_statistics(statistics)  # one reader computes a recording's statistic for all
     threading.Thread(target=_exit_with, args=(embed_pid,), daemon=True).start()
 
 
@@ -144,9 +147,11 @@ class ProcessReaders:
         self.free = list(range(count))
         self.handed_out: int | None = None  # the slot the model is batching
         self.processes: dict = {}  # pid -> multiprocessing.Process
+        # the readers' recording statistics (window_recipe.share_statistics): a few bytes each
+        self.statistics = tempfile.mkdtemp(prefix="embedprobe-statistics-")
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=reader_context(),
                                         initializer=_worker_start,
-                                        initargs=(recipe, os.getpid()))
+                                        initargs=(recipe, os.getpid(), self.statistics))
 
     def submit(self, recording: str, rows: pd.DataFrame):
         if recording not in self.source.recordings:
@@ -199,6 +204,7 @@ class ProcessReaders:
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
         self._free_slots()
+        shutil.rmtree(self.statistics, ignore_errors=True)
 
     def _free_slots(self) -> None:
         for slot in self.slots:

@@ -143,7 +143,14 @@ class Q95Stream:
         return out
 
     def _from_kept(self, i: int, ranks: list[int], below: int) -> np.ndarray:
-        kept = np.concatenate(self.kept[i]) if self.kept[i] else np.empty(0, np.uint32)
+        # Only the values of the coarse bins holding the ranks are partitioned (the counts
+        # say how many lie under them), not every kept one: a band of a factor 2 each side
+        # of the quantile keeps most of a stretch.
+        first, last = (int(b) for b in (min(self._rank_bins(i)), max(self._rank_bins(i))))
+        below += int(self.coarse[i, self.band[i][0]:first].sum())
+        kept = [k[((k >> COARSE_SHIFT) >= first) & ((k >> COARSE_SHIFT) <= last)]
+                for k in self.kept[i]]
+        kept = np.concatenate(kept) if kept else np.empty(0, np.uint32)
         local = [rank - below for rank in ranks]
         kept.partition(local)
         return kept[local]

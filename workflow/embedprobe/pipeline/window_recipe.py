@@ -189,11 +189,23 @@ def _read(recipe: WindowRecipe, rec, span: tuple[int, int] | None, index_sfreq: 
 # Per reader (thread or process): the statistic of the recordings it made parts of lately.
 # Reader threads share it: one computes a recording's statistic while the others that want it
 # wait for that value (two threads taking parts of one recording would otherwise each read and
-# filter it whole, at once). Reader processes compute their own.
+# filter it whole, at once). Reader processes share theirs through files (_SHARED below).
 _STATISTICS: dict = {}
 _STATISTICS_KEPT = 4
 _STATISTICS_LOCK = threading.Lock()
 _COMPUTING: dict = {}  # key -> the lock its computing thread holds
+# Reader processes (pipeline/reader_processes.py) share theirs through files in this folder
+# (set in each reader by share_statistics): two processes taking parts of one recording
+# computed its statistic each, the whole recording read and filtered twice (BIOT's two
+# readers: 1,339 windows per CPU second against one reader's 2,029; 2,036 shared,
+# docs/measurements/2026-12-08-reader-speed.md). One computes it under a file lock while the
+# others wait for its file, as the threads do above.
+_SHARED: dict = {"folder": None}
+
+
+def share_statistics(folder: str | None) -> None:
+    """Share recording statistics with the other readers through files in `folder`."""
+    _SHARED["folder"] = folder
 
 
 # Per-recording normalisation (protocol.RECORDING_NORMALISATIONS): (the stream that computes
@@ -218,7 +230,7 @@ def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) ->
             if key in _STATISTICS:
                 return _STATISTICS[key]
         try:
-            value = streamed_statistic(recipe, rec, index_sfreq)
+            value = _shared_statistic(recipe, rec, index_sfreq)
             with _STATISTICS_LOCK:
                 _STATISTICS[key] = value
                 while len(_STATISTICS) > _STATISTICS_KEPT:
@@ -226,6 +238,27 @@ def recording_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) ->
         finally:
             with _STATISTICS_LOCK:
                 _COMPUTING.pop(key, None)
+    return value
+
+
+def _shared_statistic(recipe: WindowRecipe, rec, index_sfreq: float | None) -> np.ndarray:
+    """streamed_statistic, computed by one reader process and read back by the others (the
+    readers of one embed run share one recipe: the recording names the value)."""
+    folder = _SHARED["folder"]
+    if folder is None:
+        return streamed_statistic(recipe, rec, index_sfreq)
+    import fcntl
+    import hashlib
+    import os
+
+    name = os.path.join(folder, hashlib.sha256(str(rec.signal_path).encode()).hexdigest())
+    with open(name + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also on an error
+        if os.path.exists(name + ".npy"):
+            return np.load(name + ".npy")
+        value = streamed_statistic(recipe, rec, index_sfreq)
+        np.save(name + ".part.npy", value)
+        os.replace(name + ".part.npy", name + ".npy")
     return value
 
 
