@@ -82,4 +82,5 @@ def test_the_reference_checkpoints_with_the_model_that_runs_each_or_why_not():
         "chronos_t5_base", ""]
     assert rows.loc["neurogpt_pretrained", "not_available"].startswith("family not built here")
     assert "seizure_detection" in rows.loc["sleepyco_shhs_fold0", "rule_out_tasks"]
-    assert (rows["runs_as"] != "").sum() == 17  # 10, and Chronos's 4 and MOMENT's 3
+    # 10, and Chronos's 4, MOMENT's 3 and EEGNet's 12
+    assert (rows["runs_as"] != "").sum() == 29

@@ -28,9 +28,14 @@ PRETRAINED = ["biot_pretrained", "biot_six_datasets", "biot_shhs_prest", "labram
 CHRONOS = ["chronos_t5_tiny", "chronos_t5_small", "chronos_t5_base", "chronos_t5_large"]
 MOMENT = ["moment_small", "moment_base", "moment_large"]
 TIME_SERIES = CHRONOS + MOMENT
+# the supervised models (`group: supervised`): EEGNet's motor-imagery checkpoints
+EEGNET = [f"eegnetv4_{d}" for d in (
+    "alex_mi", "bnci2014_001", "bnci2014_004", "bnci2015_001", "bnci2015_004", "cho2017",
+    "lee2019_mi", "ofner2017", "physionet_mi", "schirrmeister2017", "weibo2014", "zhou2016")]
 RANDOM = ["biot_random", "labram_random", "cbramod_random", "eegpt_random", "bendr_random",
           "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
-          "codebrain_random", "eegdino_random", "chronos_random", "moment_random"]
+          "codebrain_random", "eegdino_random", "chronos_random", "moment_random",
+          "eegnetv4_random"]
 TOKENS = ["labram_random_tokens", "cbramod_random_tokens", "eegpt_random_tokens"]
 
 
@@ -40,11 +45,11 @@ def config():
 
 
 def test_the_shipped_models_aliases(config):
-    every = [m for m in config["models"] if m in PRETRAINED + TIME_SERIES + RANDOM]
+    every = [m for m in config["models"] if m in PRETRAINED + TIME_SERIES + EEGNET + RANDOM]
     assert model_aliases(config["models"]) == {
-        "all_pretrained": PRETRAINED + TIME_SERIES, "all_random": RANDOM, "all_tokens": TOKENS,
-        # no supervised model is shipped: that group stands for none
-        "all_fm": PRETRAINED, "all_ts": TIME_SERIES, "all_supervised": [], "all": every,
+        "all_pretrained": PRETRAINED + TIME_SERIES + EEGNET, "all_random": RANDOM,
+        "all_tokens": TOKENS, "all_fm": PRETRAINED, "all_ts": TIME_SERIES,
+        "all_supervised": EEGNET, "all": every,
         "biot": ["biot_pretrained", "biot_six_datasets", "biot_shhs_prest"],
         "labram": ["labram_pretrained"],
         "cbramod": ["cbramod_pretrained"], "eegpt": ["eegpt_pretrained"],
@@ -56,7 +61,7 @@ def test_the_shipped_models_aliases(config):
                         "steegformer_large_pretrained", "steegformer_largev2_pretrained"],
         "codebrain": ["codebrain_pretrained"],
         "eegdino": ["eegdino_small_pretrained", "eegdino_medium_pretrained"],
-        "chronos": CHRONOS, "moment": MOMENT}
+        "chronos": CHRONOS, "moment": MOMENT, "eegnetv4": EEGNET}
 
 
 def test_a_benchmark_list_expands_in_order_and_once(config):
@@ -66,7 +71,7 @@ def test_a_benchmark_list_expands_in_order_and_once(config):
         "labram_random", "biot_random", "cbramod_random", "eegpt_random", "bendr_random",
         "signal_jepa_random", "luna_random", "reve_random", "steegformer_random",
         "codebrain_random", "eegdino_random", "chronos_random", "moment_random",
-        "biot_pretrained", "biot_six_datasets", "biot_shhs_prest"]
+        "eegnetv4_random", "biot_pretrained", "biot_six_datasets", "biot_shhs_prest"]
     check_names(config)  # ids stay ids: expanding again changes nothing
     assert config["benchmarks"]["demo"]["models"][:2] == ["labram_random", "biot_random"]
 
@@ -145,8 +150,10 @@ def test_a_name_after_a_minus_removes_its_ids_wherever_it_stands(config):
     assert expand_models(["-biot", "all_fm", "-luna_huge_pretrained"], models, "here") == [
         m for m in PRETRAINED if m not in ("biot_pretrained", "biot_six_datasets",
                                            "biot_shhs_prest", "luna_huge_pretrained")]
-    assert expand_models(["all", "-all_random"], models, "here") == PRETRAINED + TIME_SERIES
-    assert expand_models(["all_pretrained", "-all_ts"], models, "here") == PRETRAINED
+    assert expand_models(["all", "-all_random"], models, "here") == (PRETRAINED + TIME_SERIES
+                                                                       + EEGNET)
+    assert expand_models(["all_pretrained", "-all_ts", "-all_supervised"], models,
+                         "here") == PRETRAINED
     config["only_models"] = "all_random,-biot_random"
     check_selection(config)
     assert name_list(config, "only_models") == RANDOM[1:]
@@ -158,7 +165,8 @@ def test_a_name_after_a_minus_removes_its_ids_wherever_it_stands(config):
 
 
 def test_an_empty_group_alias_says_which_group_a_model_would_need(config):
+    models = {m: e for m, e in config["models"].items() if e.get("group") != "supervised"}
     with pytest.raises(UsageError, match="'all_supervised', which stands for no model") as raised:
-        expand_models(["all_supervised"], config["models"], "config only_models")
+        expand_models(["all_supervised"], models, "config only_models")
     assert "`group: supervised`" in raised.value.fix
     assert expand_models(["all_ts"], config["models"], "here") == TIME_SERIES

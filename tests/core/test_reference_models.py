@@ -38,7 +38,12 @@ RUNS_AS = {"biot_pretrained": "biot_pretrained", "labram_pretrained": "labram_pr
            "steegformer_base": "steegformer_base_pretrained",
            "steegformer_large": "steegformer_large_pretrained",
            **{m: m for m in ("chronos_t5_tiny", "chronos_t5_small", "chronos_t5_base",
-                             "chronos_t5_large", "moment_small", "moment_base", "moment_large")}}
+                             "chronos_t5_large", "moment_small", "moment_base", "moment_large",
+                             *(f"eegnetv4_{d}" for d in (
+                                 "alex_mi", "bnci2014_001", "bnci2014_004", "bnci2015_001",
+                                 "bnci2015_004", "cho2017", "lee2019_mi", "ofner2017",
+                                 "physionet_mi", "schirrmeister2017", "weibo2014",
+                                 "zhou2016")))}}
 # a sleep stager built from BIOT's random init: a stand-in until the family is built
 SLEEP_STAGER = {"family": "sleepyco", "architecture": "BIOT", "weights": "random", "seed": 0,
                 "sfreq": 200, "window_seconds": 30, "scaling": "percentile95",
@@ -95,7 +100,10 @@ def test_reference_names_select_as_the_reference_writes_them(config):
     # the reference's epilepsy run line: families not built here are removed without an error
     line = "all,-sleep_transformer,-sleepyco,-core_sleep,-eegnetv4,-all_random".split(",")
     assert expand_models(line, models, "here", catalog) == expand_models(
-        ["all_pretrained"], models, "here", catalog)
+        ["all_pretrained", "-eegnetv4"], models, "here", catalog)
+    eegnet = expand_models(["eegnetv4"], models, "here", catalog)
+    assert len(eegnet) == 12 and not set(eegnet) & set(expand_models(line, models, "here",
+                                                                      catalog))
     assert expand_models(["reve_pretrained", "cbramod_random_init", "-reve_random_init",
                           "reve_random"], models, "here", catalog) == [
         "reve_base_pretrained", "cbramod_random"]
@@ -116,9 +124,13 @@ def test_a_reference_id_not_available_is_refused_with_its_reason(config):
     config["benchmarks"]["demo"]["models"] = ["biot_random", "seizure_transformer"]
     with pytest.raises(UsageError, match="only inside a container image"):
         check_names(config)
+    # all_supervised: EEGNet's twelve, the one supervised family built here
+    assert expand_models(["all_supervised"], config["models"], "here",
+                         config["reference_models"]) == [
+        m for m in RUNS_AS if m.startswith("eegnetv4_")]
     with pytest.raises(UsageError) as raised:
-        expand_models(["all_supervised"], config["models"], "here", config["reference_models"])
-    assert "the reference's sleepyco: its SHHS checkpoint" in raised.value.message
+        expand_models(["sleepyco"], config["models"], "here", config["reference_models"])
+    assert "its SHHS checkpoint is the reference's own copy" in raised.value.message
     with pytest.raises(UsageError, match=r"unknown model 'moirai_smal' \(did you mean "
                                          r"'moirai_small'\?\)"):
         expand_models(["moirai_smal"], config["models"], "here", config["reference_models"])

@@ -51,10 +51,12 @@ class FakeHub:
         repo_cache = Path(cache_dir) / f"models--{repo_id.replace('/', '--')}"
         snapshot = repo_cache / "snapshots" / commit
         snapshot.mkdir(parents=True, exist_ok=True)
-        for path in source.iterdir():
-            if any(fnmatch(path.name, p) for p in allow_patterns):
-                if force_download or not (snapshot / path.name).exists():
-                    shutil.copyfile(path, snapshot / path.name)
+        for path in sorted(source.rglob("*")):  # a repo's folders too (EEGNet's, one a set)
+            name = path.relative_to(source).as_posix()
+            if path.is_file() and any(fnmatch(name, p) for p in allow_patterns):
+                if force_download or not (snapshot / name).exists():
+                    (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, snapshot / name)
         (repo_cache / "refs").mkdir(exist_ok=True)
         (repo_cache / "refs" / revision).write_text(commit)
         return str(snapshot)

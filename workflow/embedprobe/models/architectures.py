@@ -27,7 +27,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from embedprobe.core.errors import ModelError
-from embedprobe.models import electrodes
+from embedprobe.models import eegnet, electrodes
 
 if TYPE_CHECKING:  # the Snakefile reads this table at parse time: no torch there (~220 MB)
     import torch
@@ -490,6 +490,17 @@ ARCHITECTURES = {
         readouts=(MEAN, CLS),
         channel_kwargs=_steegformer_channels,
         tokens=_steegformer_tokens,
+    ),
+    "EEGNet": Architecture(
+        "EEGNet",
+        eegnet.build_kwargs,  # the checkpoints' 3 channels x 385 samples at 128 Hz
+        eegnet.features,
+        pooling="the 16 x 12 feature map before the classifier, flattened, after the "
+                "reference's 0.5-40 Hz band-pass, 128 Hz resampling and centred 385 samples "
+                "(its preclassifier_flat)",
+        width=eegnet.WIDTH,
+        no_tokens="EEGNet's feature is its whole pre-classifier map, flattened in order, as "
+                  "the reference reads it",
     ),
     "Chronos": Architecture(
         "ChronosPipeline",  # chronos-forecasting's; built by `builder`, not by braindecode

@@ -139,6 +139,11 @@ def build_channels(spec, ckpt: dict, n_chans: int) -> int:
 # downstream code loads: the `target_encoder.` keys of `state_dict`), `predictor.` and
 # `reconstructor.` (pretraining only; braindecode's EEGPT docstring says to ignore them).
 # braindecode's EEGPT holds the encoder as `target_encoder.` with the same inner names.
+#
+# EEGNet (the PierreGtch/EEGNetv4 files: braindecode 0.8's EEGNetv4 state_dict): its max-norm
+# spatial convolution held a plain `conv_spatial.weight`, which braindecode 1.8.1 keeps under
+# its parametrization's `original`; the classifier's move under `final_layer.` is the class's
+# own `mapping`.
 KEY_MAPS: dict[str, dict] = {
     "BIOT": {
         "rename": [
@@ -154,6 +159,10 @@ KEY_MAPS: dict[str, dict] = {
     "EEGPT": {
         "rename": [],
         "drop": ("encoder.", "predictor.", "reconstructor."),
+    },
+    "EEGNet": {
+        "rename": [("conv_spatial.weight", "conv_spatial.parametrizations.weight.original")],
+        "drop": (),
     },
 }
 # Wrappers around a state_dict: Lightning's `state_dict`, a `.pth`'s `model` (or `module`).

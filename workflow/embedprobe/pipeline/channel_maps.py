@@ -30,6 +30,7 @@ import yaml
 
 from embedprobe.core.config import PROJECT_ROOT, lookup
 from embedprobe.core.errors import DataError, UsageError
+from embedprobe.models import eegnet  # its slots; no torch (reader processes import this)
 
 CHANNEL_MAP_DIR = PROJECT_ROOT / "config" / "channel_maps"
 
@@ -42,8 +43,10 @@ BIOT_SLOTS = (
     "FP1-F3", "F3-C3", "C3-P3", "P3-O1",
     "FP2-F4", "F4-C4", "C4-P4", "P4-O2",
 )
-# Families that read channels by slot: the model gets every slot, a slot without a source zero.
-SLOT_LAYOUTS: dict[str, tuple[str, ...]] = {"biot": BIOT_SLOTS}
+# Families that read channels by slot: the model gets every slot, a slot without a source zero
+# (the reference's BIOT and EEGNet wrappers alike).
+SLOT_LAYOUTS: dict[str, tuple[str, ...]] = {"biot": BIOT_SLOTS,
+                                              "eegnetv4": eegnet.SLOTS}
 
 DIRECT, DERIVED, APPROX, FIRST_OF = "direct", "derived", "approx", "first of"
 APPLIED, AS_RECORDED, SLOTS, DERIVED_STATE, RULED_OUT = (
