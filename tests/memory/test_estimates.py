@@ -144,19 +144,37 @@ def test_logistic_known_answer():
     # is standardised in place: no standardised copy, whatever n_jobs
     assert terms["the fold's parts as read (float32, one copy of each row; none streamed)"] \
         == 120_000 * 256 * 4 * 2
-    assert terms["the store block being read"] == 64 * MIB
     assert terms["window table"] == 120_000 * 150
     assert not any("standardised training rows" in name for name in terms)
     assert terms["solver workspace per parallel fit"] == 3 * (100_000 * 5 * 8 + 20 * 257 * 5 * 8)
+    # OpenBLAS's buffers: a float32 copy of at most 40,000 rows (the default blas_rows) a fit
+    blas = 40_000 * 256 * 4
+    assert terms["BLAS threads' buffers per parallel fit"] == 3 * blas
+    assert terms["each further parallel fit's heap"] == 0  # thread_heap_bytes 0 by default
     assert terms["row blocks (standardise, score)"] == 10_000 * 256 * 4
     assert terms["preconditioner (p x p float64)"] == (2 + 3) * 256 * 256 * 8
+    fits = (3 * (100_000 * 5 * 8 + 20 * 257 * 5 * 8) + 3 * blas + 10_000 * 256 * 4
+            + (2 + 3) * 256 * 256 * 8)
+    # the two store blocks the read holds (here the whole fold: 120,000 x 256 x 4 B) are
+    # freed before the fits, which hold more: nothing beyond them
+    assert fits > 120_000 * 256 * 4 and terms["the store block being read"] == 0
     assert terms["streamed: two blocks of rows (read and gathered, or gathered and "
                  "standardised)"] == 0
     assert terms["scheduler processes"] == 0
-    assert result.total == sum(terms.values()) == 461_204_704
-    assert result.request_mb == 506  # ceil(461,204,704 * 1.15 / 2**20)
+    assert result.total == sum(terms.values()) == 100 * MIB + 245_760_000 + 18_000_000 + fits \
+        == 516_975_840
+    assert result.request_mb == 567  # ceil(516,975,840 * 1.15 / 2**20)
     assert result.limit_mb == 4096 and result.verdict == "ok"
     assert result.knobs == {"n_jobs": 3, "streamed": 0}
+    # one fit at a time holds less than the read: the read counts what it holds beyond it
+    one = estimate("probe_logistic", inputs | {"n_jobs": 1}, calibration, None).terms
+    one_fit = (100_000 * 5 * 8 + 20 * 257 * 5 * 8 + blas + 10_000 * 256 * 4
+               + (2 + 1) * 256 * 256 * 8)
+    assert one["the store block being read"] == 120_000 * 256 * 4 - one_fit == 65_901_536
+    # a further fit's own heap, where the table gives one
+    heaped = {"jobs": {"probe_logistic": constants | {"thread_heap_bytes": 20 * MIB}}}
+    assert estimate("probe_logistic", inputs, heaped, None).terms[
+        "each further parallel fit's heap"] == 2 * 20 * MIB
     # streamed: no copy of the rows; two blocks of at most 64 MiB (65,536 rows of 256)
     streamed = estimate("probe_logistic", inputs | {"streamed": 1}, calibration, None).terms
     assert streamed["the fold's parts as read (float32, one copy of each row; none "
@@ -164,6 +182,8 @@ def test_logistic_known_answer():
     assert streamed["streamed: two blocks of rows (read and gathered, or gathered and "
                     "standardised)"] == 2 * 65_536 * 256 * 4
     assert streamed["solver workspace per parallel fit"] == 3 * (65_536 * 5 * 8 + 20 * 257 * 5 * 8)
+    # a streamed fit reads while it fits: its one block counts whole
+    assert streamed["the store block being read"] == 64 * MIB
 
 
 def test_seizure_known_answer():

@@ -365,7 +365,38 @@ FAMILY_FACTOR_ADDED = {
 NEW_INPUT = "family_activation_factor"
 
 
+# The staging probe's fit phase (issue 53): the per-row workspace the small calibration runs
+# asked for was OpenBLAS's threaded buffers (a float32 copy of up to 40,000 rows, at most
+# 40 MiB: blas_rows, blas_buffer_bytes) and the block read before the fits; the fold's read
+# holds two store blocks, counted only beyond the fits' memory; workspace_factor's default
+# is what one evaluation holds (1.5); a further parallel fit's heap (thread_heap_bytes, 0 by
+# default). docs/measurements/2026-12-08-probe-workspace.md. Every probe_logistic outcome is
+# new: case -> (total, fitted total, request MB, verdict, device, knobs, digest).
+PROBE_WORKSPACE_CHANGED = {
+    "probe_logistic/float64, measured, cluster/defaults": (
+        884684640, 772963616, 848, "too_big", None, {"n_jobs": 1, "streamed": 1},
+        "fed8880a84e28ef5"),
+    "probe_logistic/float64, measured, cluster/table": (
+        1421392394, 872880586, 958, "too_big", None, {"n_jobs": 1, "streamed": 1},
+        "5ca93429639aa1e8"),
+    "probe_logistic/six fits at once/defaults": (
+        2678791360, 2678791360, 2938, "ok", None, {"n_jobs": 6, "streamed": 0},
+        "89f1f72678cdb2a3"),
+    "probe_logistic/six fits at once/table": (
+        5633200500, 5633200500, 6179, "ok", None, {"n_jobs": 6, "streamed": 0},
+        "6eec72c4e8e7d188"),
+    "probe_logistic/staging fold/defaults": (
+        641161728, 641161728, 704, "ok", None, {"n_jobs": 2, "streamed": 0},
+        "ec1b799bcdcb86bb"),
+    "probe_logistic/staging fold/table": (
+        912947434, 912947434, 1002, "ok", None, {"n_jobs": 2, "streamed": 0},
+        "0e5fed7750d45649"),
+}
+
+
 def expected(key: str) -> tuple:
+    if key in PROBE_WORKSPACE_CHANGED:
+        return PROBE_WORKSPACE_CHANGED[key]
     if key in PROBE_FOLD_CHANGED:
         return PROBE_FOLD_CHANGED[key]
     before = expected_before_family_factor(key)
@@ -485,6 +516,13 @@ def test_the_part_made_ahead_covers_exactly_the_host_embed_job_types():
 def test_the_probe_fold_change_covers_exactly_the_staging_probe():
     assert set(PROBE_FOLD_CHANGED) == {key for key in RECORDED
                                        if key.startswith("probe_logistic/")}
+
+
+def test_the_probe_workspace_change_covers_exactly_the_staging_probe():
+    assert set(PROBE_WORKSPACE_CHANGED) == set(PROBE_FOLD_CHANGED)
+    # the knobs and verdicts the fold change gave stay; only the numbers moved
+    for key, now in PROBE_WORKSPACE_CHANGED.items():
+        assert now[3:6] == PROBE_FOLD_CHANGED[key][3:6], key
 
 
 def test_every_job_type_before_the_refactor_is_covered():

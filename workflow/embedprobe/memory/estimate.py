@@ -234,17 +234,25 @@ _TYPES = [
         # embeddings_copies structural (1): the fold job reads its parts once and the probe
         # standardises the training part in place (formulas._FOLD_ROWS); fitted, it traded
         # with workspace_factor (n_train is 3/5 of the rows in every run) and over-predicted
-        # a 1-million-row fold by 14% (docs/measurements/2026-12-07-probe-scale.md)
-        fitted=("overhead_bytes", "window_row_bytes", "workspace_factor",
+        # a 1-million-row fold by 14% (docs/measurements/2026-12-07-probe-scale.md).
+        # workspace_factor structural (1.5: what one evaluation holds a row); fitted on small
+        # runs it took OpenBLAS's buffers for ~1 KB a row and over-predicted 1-2 million rows
+        # by 37-41% (docs/measurements/2026-12-08-probe-workspace.md)
+        fitted=("overhead_bytes", "window_row_bytes", "thread_heap_bytes",
                 "block_rows", "wide_block_rows", "square_copies"),
         terms=PROBE_LOGISTIC_TERMS, required=_LOGISTIC_REQUIRED, defaults=_LOGISTIC_DEFAULTS,
         constants=MappingProxyType({
             "baseline_bytes": 250 * MIB, "overhead_bytes": 0.0, "embeddings_copies": 1.0,
-            "window_row_bytes": 200.0, "workspace_factor": 3.0,
+            "window_row_bytes": 200.0, "workspace_factor": 1.5,
+            # measured, not fitted (formulas._blas_buffers: a capped term is not linear in
+            # its cap)
+            "blas_rows": 40_000.0, "blas_buffer_bytes": 40 * MIB, "thread_heap_bytes": 0.0,
             # wide_block_rows: the diagonal form's (probing/probe_forms), no covariance blocks
             "block_rows": 12288.0, "wide_block_rows": 12288.0, "square_copies": 3.0}),
         knobs=("n_jobs", "streamed"), cheaper=_cheaper_logistic,
-        resolved_knobs=_logistic_knobs),
+        resolved_knobs=_logistic_knobs,
+        # a held fold's read block counts beyond the fits' memory (formulas._read_beyond_fits)
+        convex=("block_rows", "wide_block_rows", "square_copies", "thread_heap_bytes")),
     # The motor-imagery probe: the staging probe's fit over trials, in a job that also imports
     # scikit-learn's train_test_split for its validation subject (baselines.STEP_IMPORTS
     # "bci"); its constants are the staging probe's, unless the table fits its own.

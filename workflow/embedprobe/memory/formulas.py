@@ -263,6 +263,15 @@ def _logistic_rows(i: Inputs) -> int:
 STORE_READ_BLOCK_BYTES = 64 << 20
 
 
+def _store_block(i: Inputs) -> float:
+    """The store blocks read beside the parts (the whole store, if smaller): a held fold's
+    read_parts (StoreRows.__getitem__) holds the block just read and the one before it (its
+    name is rebound only once the next is read: 455-559 MB while reading, 250,000 x 256);
+    a streamed fit one block a read."""
+    blocks = 1 if _streamed(i) else 2
+    return min(blocks * STORE_READ_BLOCK_BYTES, _logistic_rows(i) * i["dim"] * FLOAT32)
+
+
 def _streamed(i: Inputs) -> int:
     """1 where the fold's rows stay in the store (the probe_logistic knob `streamed`)."""
     return int(bool(i.get("streamed")))
@@ -279,6 +288,15 @@ def _logistic_workspace(i: Inputs, c: Constants) -> float:
     rows = _fit_rows(i) * i["n_classes"] * FLOAT64 * c["workspace_factor"]
     history = 2 * LBFGS_HISTORY * (i["dim"] + 1) * i["n_classes"] * FLOAT64
     return rows + history
+
+
+def _blas_buffers(i: Inputs, c: Constants) -> float:
+    """What OpenBLAS's threaded products over a fit's rows touch beyond numpy's arrays: a
+    float32 copy of up to blas_rows of them, at most blas_buffer_bytes (measured: 6 MB at
+    6,000 x 256 rows, 38-43 MB from 150,000 to 600,000; ~0 with one BLAS thread;
+    docs/measurements/2026-12-08-probe-workspace.md). Counted per row, it made the small
+    calibration runs ask ~1 KB a training row and over-predicted large folds by 20-41%."""
+    return min(min(_fit_rows(i), c["blas_rows"]) * i["dim"] * FLOAT32, c["blas_buffer_bytes"])
 
 
 def ridge_form_bytes(i: Inputs, c: Constants) -> dict[str, float]:
@@ -396,7 +414,7 @@ _FOLD_ROWS: list[Term] = [
      lambda i, c: (1 - _streamed(i)) * _logistic_rows(i) * i["dim"] * FLOAT32
      * c["embeddings_copies"]),
     ("the store block being read",
-     lambda i, c: min(STORE_READ_BLOCK_BYTES, _logistic_rows(i) * i["dim"] * FLOAT32)),
+     lambda i, c: _store_block(i)),
     ("window table", lambda i, c: _logistic_rows(i) * c["window_row_bytes"]),
 ]
 # scikit-learn's probes (seizure, events) fit on a standardised copy of the training rows; the
@@ -430,18 +448,16 @@ EMBED_GPU_DEVICE_TERMS: tuple[Term, ...] = (
 # PRECONDITIONER_ROWS of probing/logistic (not imported: scipy at parse time; a test holds
 # them equal)
 PRECONDITIONER_ROWS = 20_000
-PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
-    *_PROBE_START, *_FOLD_ROWS,
-    # streamed (the knob): two blocks of rows at once: the store's span h5py read and the
-    # block gathered from it, then that block and its standardised copy (pipeline/store.
-    # StoreRows, standardize.StandardizedRows); the preconditioner's rows, gathered once
-    # before the fits, are fewer
-    ("streamed: two blocks of rows (read and gathered, or gathered and standardised)",
-     lambda i, c: _streamed(i) * 2 * max(min(i["n_train"], stream_block_rows(i["dim"])),
-                                         min(i["n_train"], PRECONDITIONER_ROWS))
-     * i["dim"] * FLOAT32),
+# The staging probe's fits, each term (i, c) -> bytes; held, they run after the parts are read
+_LOGISTIC_FITS: list[Term] = [
     ("solver workspace per parallel fit",
      lambda i, c: parallel_fits(i) * _logistic_workspace(i, c)),
+    ("BLAS threads' buffers per parallel fit",
+     lambda i, c: parallel_fits(i) * _blas_buffers(i, c)),
+    # each further fit runs in a thread of its own, whose temporaries come from its own malloc
+    # arena (freed blocks stay in it)
+    ("each further parallel fit's heap",
+     lambda i, c: (parallel_fits(i) - 1) * c["thread_heap_bytes"]),
     # the fitted blocks in the share the splits fill (probing/probe_forms.block_share): a BCI fold
     # of a few hundred trials at a token store's 24,576 features would count 2.4 GB of blocks
     # that are never made; from 8,192 rows a split on, the calibrated block_rows unchanged.
@@ -454,6 +470,31 @@ PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
     ("preconditioner (p x p float64)",
      lambda i, c: (c["square_copies"] + parallel_fits(i)) * i["dim"] ** 2 * FLOAT64
      if eigen_preconditioner(i["dim"]) else 0),
+]
+
+
+def _read_beyond_fits(i: Inputs, c: Constants) -> float:
+    """A held fold's store block is freed before the fits start (read_parts returns; the
+    peak is the larger phase: 271 MB reading, 259 MB fitting, at 80,000 x 128), so it counts
+    only where it outgrows the fits' memory; a streamed fit reads its blocks while it fits."""
+    if _streamed(i):
+        return _store_block(i)
+    return max(0.0, _store_block(i) - sum(term(i, c) for _, term in _LOGISTIC_FITS))
+
+
+PROBE_LOGISTIC_TERMS: tuple[Term, ...] = (
+    *_PROBE_START,
+    *[(name, _read_beyond_fits if name == "the store block being read" else term)
+      for name, term in _FOLD_ROWS],
+    # streamed (the knob): two blocks of rows at once: the store's span h5py read and the
+    # block gathered from it, then that block and its standardised copy (pipeline/store.
+    # StoreRows, standardize.StandardizedRows); the preconditioner's rows, gathered once
+    # before the fits, are fewer
+    ("streamed: two blocks of rows (read and gathered, or gathered and standardised)",
+     lambda i, c: _streamed(i) * 2 * max(min(i["n_train"], stream_block_rows(i["dim"])),
+                                         min(i["n_train"], PRECONDITIONER_ROWS))
+     * i["dim"] * FLOAT32),
+    *_LOGISTIC_FITS,
     _SCHEDULER,
 )
 # The seizure probe (seizure_probe.fit_seizure_probe): the whole store loaded and cut into
