@@ -8,7 +8,7 @@
 Patients cycle through the variants surf30, surfPA, surfCO; each has one recording of
 `blocks_per_patient` blocks of `minutes_per_block` minutes, 0-8 s apart (a gap between two
 blocks, as the database's recordings have). A block stores 19 scalp electrodes ("FP1", ...,
-old temporal names T3-T6, upper case) and "ECG" at 256 Hz (512 Hz in surfPA), as int16 with a
+old temporal names T3-T6, upper case) and "ECG" at 256 Hz in every variant, as int16 with a
 per-patient conversion_factor (0.1 or 0.179 microvolts per unit). The rates, the factors and
 the electrode order are this look-alike's choices: no publisher's page was read for them.
 
@@ -53,7 +53,7 @@ from embedprobe.datasets.synth.seizure import (
 ELECTRODES = ("FP1", "FP2", "F3", "F4", "C3", "C4", "P3", "P4", "O1", "O2", "F7", "F8", "T3",
               "T4", "T5", "T6", "FZ", "CZ", "PZ")
 CHANNELS = (*ELECTRODES, "ECG")
-RATES = {"surf30": 256, "surfPA": 512, "surfCO": 256}
+SFREQ = 256  # every variant: a mixed rate would be flagged by the quality scan
 FACTORS = (0.1, 0.179)  # microvolts per stored unit
 DEFAULTS = {"patients": 5, "blocks_per_patient": 2, "minutes_per_block": 6, "seed": 0}
 FIRST = dt.datetime(2008, 11, 4, 8, 40, 22)  # fixed times keep the bytes reproducible
@@ -85,7 +85,7 @@ class BlockPlan:
 
     @property
     def sfreq(self) -> int:
-        return RATES[self.variant]
+        return SFREQ
 
     @property
     def folder(self) -> Path:
