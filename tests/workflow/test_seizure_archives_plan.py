@@ -33,6 +33,8 @@ def test_epilepsy_names_the_references_seven_each_absent_one_with_its_fix(tmp_pa
     run = snakemake(tmp_path, "-n", "epilepsy", timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stderr.splitlines()
+    assert ("plan: epilepsy: datasets siena, chbmit, tusz, epilepsiae, helsinki_neonatal, sz1, "
+            "sz2 (only_datasets=full; only_datasets=quick runs siena alone)") in lines
     warned = {}
     for i, line in enumerate(lines):
         if m := re.match(r"warning: (\w+) will be", line):
