@@ -46,6 +46,7 @@ from embedprobe.datasets.synth.seizure import (
     Seizure,
     ecg,
     electrode_signals,
+    file_seizure_count,
     patient_traits,
     place_seizures,
 )
@@ -113,10 +114,9 @@ def plan(settings: dict) -> list[BlockPlan]:
         rng = np.random.default_rng([s["seed"], STREAM, 0, k])
         start = FIRST + dt.timedelta(days=5 * k, seconds=int(rng.integers(3600)))
         for number in range(s["blocks_per_patient"]):
-            count = int(rng.integers(1, 3)) if number == 0 else int(rng.choice(3, p=[0.3, 0.4,
-                                                                                     0.3]))
-            if k == s["patients"] - 1 and number == s["blocks_per_patient"] - 1 and number:
-                count = 0  # one block without seizures, whatever the draws
+            # one block without seizures (the last one), whatever the draws
+            count = file_seizure_count(rng, number == 0, k == s["patients"] - 1 and number
+                                       == s["blocks_per_patient"] - 1 and number > 0)
             seizures = tuple(place_seizures(rng, count, EDGE_S, seconds - EDGE_S))
             plans.append(BlockPlan(1001 + k, number, VARIANTS[k % len(VARIANTS)], start,
                                    seconds, seizures))

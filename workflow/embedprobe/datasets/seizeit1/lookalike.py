@@ -46,6 +46,7 @@ from embedprobe.datasets.synth.seizure import (
     Signal,
     ecg,
     electrode_signals,
+    file_seizure_count,
     patient_traits,
     place_seizures,
     write_edf,
@@ -115,10 +116,9 @@ def plan(settings: dict) -> list[FilePlan]:
     for k in range(s["patients"]):
         rng = np.random.default_rng([s["seed"], STREAM, 0, k])
         for number in range(1, s["files_per_patient"] + 1):
-            count = int(rng.integers(1, 3)) if number == 1 else int(rng.choice(3, p=[0.3, 0.4,
-                                                                                     0.3]))
-            if k == s["patients"] - 1 and number == s["files_per_patient"] and number > 1:
-                count = 0  # one recording without seizures, whatever the draws
+            # one recording without seizures (the last one), whatever the draws
+            count = file_seizure_count(rng, number == 1, k == s["patients"] - 1 and number
+                                       == s["files_per_patient"] and number > 1)
             seizures = tuple(place_seizures(rng, count, EDGE_S, seconds - EDGE_S))
             kinds = tuple(SEIZURE_TYPES[int(rng.integers(len(SEIZURE_TYPES)))]
                           for _ in seizures)
