@@ -63,6 +63,8 @@ SMALL = {
             "minutes": 2, "seed": 0},
     "moabb": {"moabb_dataset": "BNCI2014_004", "subjects": 4, "trials_per_run": 2, "seed": 0},
     "helsinki": {"neonates": 2, "minutes": 2, "seed": 0},
+    "seizeit1": {"patients": 2, "files_per_patient": 1, "minutes_per_file": 2, "seed": 0},
+    "epilepsiae": {"patients": 2, "blocks_per_patient": 1, "minutes_per_block": 2, "seed": 0},
 }
 # format -> the realdata folder that holds whole recordings of it
 REAL = {"physionet_mi": "eeg-motor-movementimagery-dataset-1.0.0/files",

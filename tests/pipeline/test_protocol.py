@@ -97,7 +97,9 @@ def test_every_shipped_dataset_names_its_powerline(config):
         # SzCORE BIDS: CHB-MIT (Boston) and its look-alike 60 Hz; Siena, SeizeIT2 (Leuven) 50 Hz
         "chbmit_bids": 60, "chbmit_bids_demo": 60, "siena_bids": 50, "siena_bids_demo": 50,
         "sz2": 50, "tusz": 60, "tusz_demo": 60, "nmt": 50, "nmt_demo": 50,
-        "helsinki_neonatal": 50, "helsinki_neonatal_demo": 50, "sz2_demo": 50}
+        "helsinki_neonatal": 50, "helsinki_neonatal_demo": 50, "sz2_demo": 50,
+        # SeizeIT1 (Leuven) and EPILEPSIAE (Freiburg, Coimbra, Paris): 50 Hz
+        "sz1": 50, "sz1_demo": 50, "epilepsiae": 50, "epilepsiae_demo": 50}
 
 
 def test_motor_imagery_trials_are_scaled_as_the_references_bci_wrappers(config):

@@ -36,6 +36,7 @@ from embedprobe.datasets.bonn import lookalike as bonn_lookalike
 from embedprobe.datasets.chbmit import lookalike as chbmit_lookalike
 from embedprobe.datasets.dcsm import lookalike as dcsm_lookalike
 from embedprobe.datasets.dod import lookalike as dod_lookalike
+from embedprobe.datasets.epilepsiae import lookalike as epilepsiae_lookalike
 from embedprobe.datasets.helsinki import lookalike as helsinki_lookalike
 from embedprobe.datasets.hmc import lookalike as hmc_lookalike
 from embedprobe.datasets.isruc import lookalike as isruc_lookalike
@@ -43,6 +44,7 @@ from embedprobe.datasets.mass import lookalike as mass_lookalike
 from embedprobe.datasets.nsrr import lookalike as nsrr_lookalike
 from embedprobe.datasets.physionet2018 import lookalike as physionet2018_lookalike
 from embedprobe.datasets.physionet_mi import lookalike as physionet_mi_lookalike
+from embedprobe.datasets.seizeit1 import lookalike as seizeit1_lookalike
 from embedprobe.datasets.siena import lookalike as siena_lookalike
 from embedprobe.datasets.sleep_edf import lookalike as demo_data
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
@@ -326,6 +328,8 @@ DCSM = {"subjects": 4, "hours": 0.25, "seed": 0}
 MASS = {"subsets": [1, 2], "subjects": 2, "hours": 0.25, "seed": 0}
 HELSINKI = {"neonates": 4, "minutes": 2, "seed": 0}
 HELSINKI_CUT_S = helsinki_lookalike.plan(HELSINKI)[0].seconds - 30  # _helsinki_cut's eeg1.edf
+SZ1 = {"patients": 2, "files_per_patient": 2, "minutes_per_file": 2, "seed": 0}
+EPILEPSIAE = {"patients": 2, "blocks_per_patient": 2, "minutes_per_block": 2, "seed": 0}
 FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
     "chb": ({"format": "chbmit", "channel_map": "chbmit", "epoch_seconds": 10},
             chbmit_lookalike, CHB),
@@ -364,6 +368,10 @@ FORMATS = {  # dataset: (its config entry, look-alike writer, its settings)
               "trim_wake_minutes": 1440, "fold_strata": r"^01-(\d\d)-"}, mass_lookalike, MASS),
     "helsinki": ({"format": "helsinki", "channel_map": "helsinki_neonatal", "epoch_seconds": 10},
                  helsinki_lookalike, HELSINKI),
+    "sz1": ({"format": "seizeit1", "channel_map": "sz1", "epoch_seconds": 10},
+            seizeit1_lookalike, SZ1),
+    "epilepsiae": ({"format": "epilepsiae", "channel_map": "epilepsiae", "epoch_seconds": 10},
+                   epilepsiae_lookalike, EPILEPSIAE),
 }
 # The recording-level datasets' classes are checked while the index is built when a benchmark
 # of a recording-level task lists them (ISRUC's staging alone does not read its tables).
@@ -597,6 +605,34 @@ def _helsinki_cut(data: Path) -> None:
     edf.write(data / "eeg1.edf")
 
 
+def _sz1_first_seizure(data: Path, change) -> None:
+    """P_ID10_r1_a1.tsv's first seizure row (the first recording always has one), its cells
+    changed by change(cells)."""
+    path = data / "P_ID10/P_ID10_r1_a1.tsv"
+    lines = path.read_text().splitlines()
+    row = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    cells = lines[row].split("\t")
+    change(cells)
+    lines[row] = "\t".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _epilepsiae_first_seizure(data: Path, change) -> None:
+    """Seizure_annotations.csv's first row (pat_1001's first block has one), its quoted cells
+    changed by change(cells)."""
+    path = data / "Annotation/Seizure_annotations.csv"
+    lines = path.read_text().splitlines()
+    cells = lines[1].split(",")
+    change(cells)
+    lines[1] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _epilepsiae_in_1999(cells: list) -> None:
+    cells[3:5] = ['"1999-01-01 00:00:00.000"'] * 2
+    cells[7:9] = ['"1999-01-01 00:01:00.000"'] * 2
+
+
 def _bonn_cut(data: Path) -> None:
     clip = data / "Z/Z001.txt"
     clip.write_text("".join(clip.read_text().splitlines(True)[:-10]))
@@ -715,6 +751,27 @@ FORMAT_CASES = {
     "Helsinki recording shorter than its annotation": (
         "helsinki", _helsinki_cut, 2, f"eeg1.edf: {HELSINKI_CUT_S} s long, but "
         "annotations_2017_A.csv annotates", "download eeg1.edf again"),
+    "SeizeIT1 seizure outside its recording": (
+        "sz1", lambda d: _sz1_first_seizure(d, lambda c: c.__setitem__(slice(0, 2),
+                                                                       ["110.00", "130.00"])),
+        2, "is not within P_ID10_r1.edf (120 s long)", "correct its start and stop"),
+    "SeizeIT1 unknown seizure type": (
+        "sz1", lambda d: _sz1_first_seizure(d, lambda c: c.__setitem__(2, "absence")), 2,
+        "P_ID10_r1_a1.tsv: line 6: unknown seizure type 'absence'", "FIA, FA, F-BTC"),
+    "SeizeIT1 recording without its _a1.tsv": (
+        "sz1", lambda d: (d / "P_ID10/P_ID10_r1_a1.tsv").unlink(), 2,
+        "is partial (3/4 recordings)", "allow_partial=true"),
+    "EPILEPSIAE unknown seizure classification": (
+        "epilepsiae", lambda d: _epilepsiae_first_seizure(d, lambda c: c.__setitem__(10,
+                                                                                     '"XX"')),
+        2, "unknown seizure classification 'XX'", "CP, SP, SG, UC"),
+    "EPILEPSIAE seizure outside its recording": (
+        "epilepsiae", lambda d: _epilepsiae_first_seizure(d, _epilepsiae_in_1999), 2,
+        "lies in none of its blocks", "correct its onset and offset"),
+    "EPILEPSIAE block without its header": (
+        "epilepsiae", lambda d: (d / "surf30/pat_1001/adm_100102/rec_10010102/"
+                                 "10010102_0000.head").unlink(), 2,
+        "is partial (3/4 recordings)", "allow_partial=true"),
     "PhysioNet 2018 annotations missing": ("psg2018", lambda d: (
         d / physionet2018_lookalike.plan(PSG2018)[1].folder
         / f"{physionet2018_lookalike.plan(PSG2018)[1].record}.arousal").unlink(), 2,

@@ -29,7 +29,8 @@ def test_epilepsy_names_seizeit2_and_skips_it_with_the_fix_when_absent(tmp_path)
     run = snakemake(tmp_path, "-n", "epilepsy", timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stderr.splitlines()
-    assert ("plan: epilepsy: datasets siena, chbmit, tusz, sz2, helsinki_neonatal "
+    assert ("plan: epilepsy: datasets siena, chbmit, tusz, epilepsiae, helsinki_neonatal, sz1, "
+            "sz2 "
             "(only_datasets=full; only_datasets=quick runs siena alone)") in lines
     warning = next(i for i, line in enumerate(lines) if line.startswith("warning: sz2 will be"))
     assert f"data not found in {tmp_path}/data/ds005873 (0/? recordings)" in lines[warning]

@@ -31,7 +31,8 @@ def test_the_references_benchmarks_list_them_and_skip_them_with_the_fix(tmp_path
     run = snakemake(tmp_path, "-n", "epilepsy", "abnormal_eeg", timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stderr.splitlines()
-    assert ("plan: epilepsy: datasets siena, chbmit, tusz, sz2, helsinki_neonatal "
+    assert ("plan: epilepsy: datasets siena, chbmit, tusz, epilepsiae, helsinki_neonatal, sz1, "
+            "sz2 "
             "(only_datasets=full; "
             "only_datasets=quick runs siena alone)") in lines
     assert ("plan: abnormal_eeg: datasets tuab, nmt, bonn (only_datasets=full; "

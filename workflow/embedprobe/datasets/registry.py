@@ -20,6 +20,7 @@ from embedprobe.datasets.dcsm import reader as dcsm
 from embedprobe.datasets.dod import reader as dod
 from embedprobe.datasets.dreamer import reader as dreamer
 from embedprobe.datasets.eegmat import reader as eegmat
+from embedprobe.datasets.epilepsiae import reader as epilepsiae
 from embedprobe.datasets.helsinki import reader as helsinki
 from embedprobe.datasets.hmc import reader as hmc
 from embedprobe.datasets.isruc import reader as isruc
@@ -30,6 +31,7 @@ from embedprobe.datasets.nmt import reader as nmt
 from embedprobe.datasets.nsrr import reader as nsrr
 from embedprobe.datasets.physionet2018 import reader as physionet2018
 from embedprobe.datasets.physionet_mi import reader as physionet_mi
+from embedprobe.datasets.seizeit1 import reader as seizeit1
 from embedprobe.datasets.siena import reader as siena
 from embedprobe.datasets.sleep_edf import reader as sleep_edf
 from embedprobe.datasets.sources import can_fetch
@@ -87,6 +89,9 @@ FORMATS = {
     "mass": Format(mass, "embedprobe.datasets.mass.lookalike", "sleep_staging"),
     "tusz": Format(tusz, "embedprobe.datasets.tusz.lookalike", "seizure_detection"),
     "nmt": Format(nmt, "embedprobe.datasets.nmt.lookalike", "abnormal_eeg"),
+    "seizeit1": Format(seizeit1, "embedprobe.datasets.seizeit1.lookalike", "seizure_detection"),
+    "epilepsiae": Format(epilepsiae, "embedprobe.datasets.epilepsiae.lookalike",
+                         "seizure_detection"),
     # any MOABB dataset by class name; an entry of another paradigm names its `labels:`
     # read in threads: `import moabb` imports its benchmark, pyriemann and so torch into every
     # reader process (docs/measurements/2026-12-07-moabb-format.md)

@@ -332,6 +332,14 @@ def _artefacts(rng, eeg: np.ndarray, positions: np.ndarray, sfreq: float, second
         _add(eeg[rng.integers(len(eeg))], int(at * sfreq), pop)
 
 
+def file_seizure_count(rng: np.random.Generator, first_file: bool, seizure_free: bool) -> int:
+    """How many seizures a look-alike file of the SeizeIT1 and EPILEPSIAE look-alikes holds:
+    1-2 in a patient's first file (every patient has some), else 0-2 (0.3, 0.4, 0.3); none in
+    the look-alike's one seizure-free file (drawn all the same, so the draws stay aligned)."""
+    count = int(rng.integers(1, 3)) if first_file else int(rng.choice(3, p=[0.3, 0.4, 0.3]))
+    return 0 if seizure_free else count
+
+
 def electrode_signals(rng: np.random.Generator, electrodes: Sequence[str], sfreq: float,
                       seconds: int, seizures: Sequence[Seizure], patient: Patient
                       ) -> np.ndarray:
