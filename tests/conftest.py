@@ -43,6 +43,30 @@ def pytest_unconfigure(config):
         shutil.rmtree(_SLURM_CONF_FOLDER, ignore_errors=True)
 
 
+def xdist_group_of(item) -> str:
+    """The worker group of a test: every SLURM test in one (they share the one local cluster,
+    and one restarts its controller), else its file, so a module's fixture (often a whole
+    workflow run) runs once, on one worker."""
+    return "slurm" if item.get_closest_marker("slurm") else item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """pyproject runs the suite on two workers (`-n 2 --dist loadgroup`); this names each test's
+    group before xdist reads it, and sends the long groups (a snakemake run each) first, so
+    neither worker ends the run alone on one."""
+    groups = {}
+    for item in items:
+        groups.setdefault(xdist_group_of(item), []).append(item)
+    long_groups = {name for name, members in groups.items()
+                   if any(m.get_closest_marker("slurm") or m.get_closest_marker("workflow")
+                          for m in members)}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+    items.sort(key=lambda item: (xdist_group_of(item) != "slurm",
+                                 xdist_group_of(item) not in long_groups))
+
+
 @pytest.fixture
 def project():
     return PROJECT
