@@ -43,28 +43,40 @@ def pytest_unconfigure(config):
         shutil.rmtree(_SLURM_CONF_FOLDER, ignore_errors=True)
 
 
-def xdist_group_of(item) -> str:
-    """The worker group of a test: every SLURM test in one (they share the one local cluster,
-    and one restarts its controller), else its file, so a module's fixture (often a whole
-    workflow run) runs once, on one worker."""
-    return "slurm" if item.get_closest_marker("slurm") else item.nodeid.split("::")[0]
+# The test files with a SLURM test: they share the one local cluster, and one restarts its
+# controller, so they run one after another on one worker.
+SLURM_FILES = frozenset(
+    path.relative_to(PROJECT).as_posix() for path in (PROJECT / "tests").rglob("test_*.py")
+    if "pytest.mark.slurm" in path.read_text())
 
 
-@pytest.hookimpl(tryfirst=True)
+def worker_group(nodeid: str) -> str:
+    """Tests of one group run on one worker: a file's, so its module fixture (often a whole
+    workflow run) runs once; or every SLURM test's."""
+    file = nodeid.split("::")[0]
+    return "slurm" if file in SLURM_FILES else file
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pyproject runs the suite on two pytest-xdist workers; each takes whole groups."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """pyproject runs the suite on two workers (`-n 2 --dist loadgroup`); this names each test's
-    group before xdist reads it, and sends the long groups (a snakemake run each) first, so
-    neither worker ends the run alone on one."""
-    groups = {}
-    for item in items:
-        groups.setdefault(xdist_group_of(item), []).append(item)
-    long_groups = {name for name, members in groups.items()
-                   if any(m.get_closest_marker("slurm") or m.get_closest_marker("workflow")
-                          for m in members)}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
-    items.sort(key=lambda item: (xdist_group_of(item) != "slurm",
-                                 xdist_group_of(item) not in long_groups))
+    """The long groups (a snakemake run or a SLURM job each) first, so that neither worker
+    ends the run alone on one; the order within a file stays."""
+    def long(item) -> bool:
+        return bool(item.get_closest_marker("slurm") or item.get_closest_marker("workflow"))
+
+    long_groups = {worker_group(item.nodeid) for item in items if long(item)}
+    items.sort(key=lambda item: (worker_group(item.nodeid) != "slurm",
+                                 worker_group(item.nodeid) not in long_groups))
 
 
 @pytest.fixture
