@@ -43,6 +43,42 @@ def pytest_unconfigure(config):
         shutil.rmtree(_SLURM_CONF_FOLDER, ignore_errors=True)
 
 
+# The test files with a SLURM test: they share the one local cluster, and one restarts its
+# controller, so they run one after another on one worker.
+SLURM_FILES = frozenset(
+    path.relative_to(PROJECT).as_posix() for path in (PROJECT / "tests").rglob("test_*.py")
+    if "pytest.mark.slurm" in path.read_text())
+
+
+def worker_group(nodeid: str) -> str:
+    """Tests of one group run on one worker: a file's, so its module fixture (often a whole
+    workflow run) runs once; or every SLURM test's."""
+    file = nodeid.split("::")[0]
+    return "slurm" if file in SLURM_FILES else file
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pyproject runs the suite on two pytest-xdist workers; each takes whole groups."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long groups (a snakemake run or a SLURM job each) first, so that neither worker
+    ends the run alone on one; the order within a file stays."""
+    def long(item) -> bool:
+        return bool(item.get_closest_marker("slurm") or item.get_closest_marker("workflow"))
+
+    long_groups = {worker_group(item.nodeid) for item in items if long(item)}
+    items.sort(key=lambda item: (worker_group(item.nodeid) != "slurm",
+                                 worker_group(item.nodeid) not in long_groups))
+
+
 @pytest.fixture
 def project():
     return PROJECT

@@ -69,12 +69,11 @@ def checkpoint_channels(ckpt: dict) -> int | None:
 
 def built_kwargs(spec, n_chans: int) -> dict:
     """What the model entry builds: the class defaults, the architecture's kwargs, `params:`."""
-    import braindecode.models
-
     from embedprobe.models.architectures import ARCHITECTURES
+    from embedprobe.models.braindecode_import import braindecode_models
 
     arch = ARCHITECTURES[spec.architecture]
-    cls = getattr(braindecode.models, arch.class_name)
+    cls = getattr(braindecode_models(), arch.class_name)
     defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
                 if p.default is not inspect.Parameter.empty}
     return defaults | arch.build_kwargs(n_chans, spec.sfreq, spec.n_times) | spec.params

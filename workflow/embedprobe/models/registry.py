@@ -12,7 +12,7 @@ from embedprobe.core.hashing import sha256_file
 from embedprobe.core.units import UNIT_SECONDS
 from embedprobe.core.variants import BCI_GROUP, CONFOUND, for_task, listed_models
 from embedprobe.datasets.registry import entry_window, labelling_task_name
-from embedprobe.models import checkpoints, hub, time_series
+from embedprobe.models import braindecode_import, checkpoints, hub, time_series
 from embedprobe.models.architectures import ARCHITECTURES, MEAN, POOLINGS, READOUTS, TOKENS
 
 # The Snakefile asks model_spec and the weights' state at parse time: the snakemake process
@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     import torch
 
 RANDOM = "random"
-# What build_model imports: braindecode's models, and through them MNE and MNE-BIDS. A job
-# whose threads run while it builds a model imports these first (core/thread_imports.py).
-MODEL_IMPORTS = ("braindecode.models",)
 
 
 @dataclass(frozen=True)
@@ -256,7 +253,7 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict,
     """The model in eval mode and the sha256 identifying its weights ('random:<seed>').
     `ch_names`: the model's channel names, which the families that embed a channel by name or
     position need (architectures.Architecture.channel_kwargs)."""
-    import braindecode.models
+    braindecode_models = braindecode_import.braindecode_models()
     import torch
 
     arch = ARCHITECTURES[spec.architecture]
@@ -266,7 +263,7 @@ def build_model(spec: ModelSpec, n_chans: int, roots: dict,
     if hub.hub_repo(spec.weights) is not None:
         return _build_from_hub(spec, n_chans, roots, ch_names)
     kwargs = constructor_kwargs(spec, n_chans, ch_names, {})
-    model = getattr(braindecode.models, arch.class_name)(**kwargs)
+    model = getattr(braindecode_models, arch.class_name)(**kwargs)
     path = weights_path(spec, roots)
     if path is None:
         return model.eval(), f"random:{spec.seed}"
@@ -317,7 +314,7 @@ def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict,
                     ch_names: tuple[str, ...]) -> tuple[torch.nn.Module, str]:
     """A fetched hub checkpoint, from the local cache only; checked against its manifest and
     against the pair (its config.json) before its weights are read."""
-    import braindecode.models
+    braindecode_models = braindecode_import.braindecode_models()
 
     arch = ARCHITECTURES[spec.architecture]
     state = hub_state(spec, roots)
@@ -339,7 +336,7 @@ def _build_from_hub(spec: ModelSpec, n_chans: int, roots: dict,
     digest = hub.verified_weights(checkpoint, spec.model_id)
     kwargs = constructor_kwargs(spec, checkpoints.build_channels(spec, ckpt, n_chans), ch_names,
                                 files)
-    model = getattr(braindecode.models, arch.class_name)(**kwargs)
+    model = getattr(braindecode_models, arch.class_name)(**kwargs)
     weights = load_state_dict(checkpoint.weights)
     model = checkpoints.fit_state(model, weights, spec.architecture, checkpoint.weights)
     return model.eval(), digest

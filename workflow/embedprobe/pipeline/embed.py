@@ -25,13 +25,13 @@ import torch
 from embedprobe import __version__
 from embedprobe.core.errors import OutOfMemory, UsageError
 from embedprobe.core.progress import Progress
-from embedprobe.core.thread_imports import import_before_threads
 from embedprobe.core.units import MIB
 from embedprobe.datasets.registry import entry_reader_kind
 from embedprobe.measure.allocator import HEAP_RELEASE_MIN_BATCH_S, FreedHeapRelease
 from embedprobe.models.architectures import ARCHITECTURES, MEAN
+from embedprobe.models.braindecode_import import braindecode_models
 from embedprobe.models.encoder import Encoder
-from embedprobe.models.registry import MODEL_IMPORTS, ModelSpec
+from embedprobe.models.registry import ModelSpec
 from embedprobe.pipeline.channel_maps import ChannelPlan
 from embedprobe.pipeline.context import DatasetContext
 from embedprobe.pipeline.device import torch_device
@@ -258,9 +258,9 @@ def run_embed(context: DatasetContext, model_id: str, index_path: Path, output: 
         # docs/measurements/2026-12-07-sharded-embedding.md).
         source.table = table.iloc[:hi]
     # A fresh run starts at row 0: its readers set to work now, while the model is built;
-    # the model's imports come first, so that no module is imported on two threads at once
-    # (core/thread_imports.py).
-    import_before_threads(MODEL_IMPORTS)
+    # the model's imports (braindecode's models, and through them MNE and MNE-BIDS) come
+    # first, so that no module is imported on two threads at once (core/thread_imports.py).
+    braindecode_models()
     fresh = not output.exists() and not partial_path(output).exists()
     early = (source.stream(offset, settings.reader_threads, kind).start()
              if fresh and settings.early_readers else None)
