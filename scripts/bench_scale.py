@@ -34,13 +34,15 @@ def main(argv=None) -> int:
                              "shards: the test's size")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="where the temporary cohort and run go (default: the system's)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the cohort and the run's results (the runs table, logs)")
     args = parser.parse_args(argv)
     nights, shards = ((bench_scale.QUICK_NIGHTS, bench_scale.QUICK_SHARDS) if args.quick
                       else (args.nights, args.shards))
     if nights < bench_scale.FOLDS or not 1 <= shards <= nights:
         parser.error(f"--nights must be at least {bench_scale.FOLDS} (the folds) and --shards "
                      "between 1 and --nights")
-    report = bench_scale.run(nights, shards, args.model, args.cores, args.workdir)
+    report = bench_scale.run(nights, shards, args.model, args.cores, args.workdir, args.keep)
     print(bench_scale.format_report(report))
     return 0
 

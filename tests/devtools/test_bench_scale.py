@@ -43,7 +43,8 @@ def test_quick_run_prints_every_step_with_each_peak_within_its_request(tmp_path)
                           text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    assert lines[0].startswith(f"{QUICK_NIGHTS} nights, {QUICK_NIGHTS * 10} windows, 2 shards")
+    summary = next(line for line in lines if line.startswith(f"{QUICK_NIGHTS} nights, "))
+    assert summary.startswith(f"{QUICK_NIGHTS} nights, {QUICK_NIGHTS * 10} windows, 2 shards")
     header = lines.index("| " + " | ".join(TABLE_COLUMNS) + " |")
     rows = {}
     for line in lines[header + 2:]:

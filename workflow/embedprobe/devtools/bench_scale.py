@@ -308,7 +308,12 @@ def projection(results_root: Path, model: str, report_rows: list[StepRow], windo
 
 
 def run(nights: int, shards: int, model: str, cores: int, workdir: Path | None = None,
-        progress=print) -> Report:
+        keep: bool = False, progress=print) -> Report:
+    """The run in a temporary folder under `workdir`, removed after unless `keep`."""
+    if keep:
+        folder = Path(tempfile.mkdtemp(prefix="bench_scale_", dir=workdir))
+        progress(f"kept: {folder}")
+        return _run(folder, nights, shards, model, cores, progress)
     with tempfile.TemporaryDirectory(prefix="bench_scale_", dir=workdir) as tmp:
         return _run(Path(tmp), nights, shards, model, cores, progress)
 
