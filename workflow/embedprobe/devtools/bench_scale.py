@@ -15,7 +15,9 @@ measured, each as the real command in a child process:
   (bench_plan_scale's);
 - the run: `snakemake <the benchmark's results.tsv for shhs> --cores N`, every job at one
   thread: index, check, preflight, the shards and their join, the probe folds and the
-  aggregate. Each job's wall and CPU seconds come from its `benchmark:` file; its peak from the
+  aggregate. Each job's wall and CPU seconds come from its `benchmark:` file (Snakemake
+  samples the CPU while the job runs: a lower bound; the whole run's row is the children's
+  getrusage, exact); its peak from the
   runs table where the job records one (embed shards and probe folds: the kernel's high-water
   mark, beside the preflight's estimate), else the benchmark file's max_rss (polled, a lower
   bound); its request is the `mem_mb` Snakemake gave it; its output size is its files'.
