@@ -47,18 +47,17 @@ TINY_PARAMS = {"embed_dim": 32, "num_heads": 2, "num_layers": 1}  # braindecode 
 FULL_MODEL = "biot_random"  # whose entry the tiny one copies
 REFERENCE_DIM = 256  # BIOT's embedding width: the projected probe folds' rows
 BENCHMARK = "sleep_stage"
-NIGHT_WINDOWS = 10  # windows a NIGHT_HOURS look-alike night gives (its first and last cut)
 QUICK_NIGHTS, QUICK_SHARDS = 10, 2
 
-# The reference (REFERENCE.md, "Reference timings"): Sleep-EDF with BIOT, ~200,000 epochs
-# extracted in 17 min on one RTX 4500; one staging probe fold ~34 min on 4 cores.
+# The reference benchmark's timings (docs/measurements/2026-12-08-cohort-scale.md quotes
+# them): Sleep-EDF with BIOT, ~200,000 epochs extracted in 17 min on one RTX 4500; one
+# staging probe fold ~34 min on 4 cores.
 REFERENCE_EPOCHS, REFERENCE_EMBED_S = 200_000, 17 * 60
 REFERENCE_FOLD_S, REFERENCE_FOLD_CORES = 34 * 60, 4
 # SHHS (issue 53): 8,444 nights, about 8 million 30 s epochs.
 SHHS_NIGHTS, SHHS_EPOCHS = 8444, 8_000_000
 SHARD_TARGET_H = 2.0  # a shard's runtime target (issue 53: shorter than many clusters' limits)
 FOLDS = plan_scale.FOLDS
-TRAIN_SHARE = (FOLDS - 2) / FOLDS  # fold k: test group k, validation k+1, train the rest
 
 TABLE_COLUMNS = ("step", "jobs", "wall_s", "cpu_s", "wall_ms_per_recording",
                  "cpu_ms_per_recording", "peak_mb", "estimate_mb", "request_mb",
@@ -124,9 +123,9 @@ def write_config(folder: Path, nights: int, shards: int, model: str) -> Path:
     config.update({"only_models": [model], "only_datasets": [DATASET],
                    "embed": {"shards": shards}})
     if model == TINY_MODEL:  # a model of its own, listed by the benchmark beside the others
-        folder = plan_scale.PROJECT / "config"
-        models = yaml.safe_load((folder / "models.yaml").read_text())["models"]
-        listed = yaml.safe_load((folder / "benchmarks.yaml").read_text())["benchmarks"]
+        shipped = plan_scale.PROJECT / "config"
+        models = yaml.safe_load((shipped / "models.yaml").read_text())["models"]
+        listed = yaml.safe_load((shipped / "benchmarks.yaml").read_text())["benchmarks"]
         config["models"] = {TINY_MODEL: {**models[FULL_MODEL], "params": TINY_PARAMS}}
         config["benchmarks"] = {BENCHMARK: {"models": [*listed[BENCHMARK]["models"],
                                                        TINY_MODEL]}}
