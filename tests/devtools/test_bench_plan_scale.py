@@ -17,11 +17,12 @@ from embedprobe.devtools.bench_plan_scale import (
 def test_a_dry_run_is_read_back_into_its_jobs():
     text = ("rule index:\n    input: /d/a.edf, /d/a.xml\n    output: /r/index/x.tsv, /r/q.tsv\n"
             "    log: /r/logs/index/x.log\n    jobid: 3\n    benchmark: /r/b/index/x.tsv\n"
-            "    wildcards: dataset=x\n    resources: tmpdir=/tmp\n\n"
+            "    wildcards: dataset=x\n    resources: tmpdir=/tmp, mem_mb=2000, mem=2 GB\n\n"
             "localrule demo:\n    input: /r/index/x.tsv\n    jobid: 0\n")
     assert parse_dry_run(text) == [
         Job("index", ["/d/a.edf", "/d/a.xml"], ["/r/index/x.tsv", "/r/q.tsv"],
-            ["/r/logs/index/x.log"], "/r/b/index/x.tsv", {"dataset": "x"}),
+            ["/r/logs/index/x.log"], "/r/b/index/x.tsv", {"dataset": "x"},
+            {"tmpdir": "/tmp", "mem_mb": "2000", "mem": "2 GB"}),
         Job("demo", ["/r/index/x.tsv"])]
 
 

@@ -87,11 +87,13 @@ def estimate_for(args, job_key: str) -> dict:
     return job_estimate(args.estimate, job_key) if getattr(args, "estimate", None) else {}
 
 
-def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str):
-    """The runs-table record of this attempt (measured peak beside the estimate)."""
+def recorded(args, roots, rule: str, job_key: str, dataset: str, model: str,
+             estimate_key: str | None = None):
+    """The runs-table record of this attempt (measured peak beside the estimate of
+    `estimate_key`, by default the job's own)."""
     from embedprobe.memory.runs import JobRecord
 
-    estimate = estimate_for(args, job_key)
+    estimate = estimate_for(args, estimate_key or job_key)
     total = estimate.get("total")
     return JobRecord(roots["results_root"], rule, job_key, dataset, model, args.attempt,
                      round(total / MIB, 1) if total else None,
@@ -132,8 +134,12 @@ def embed_knobs(args, config) -> dict:
 
 
 def cmd_embed(args, config, roots):
+    from embedprobe.memory.records import shard_job_key
+
     # The record starts before torch is imported: a job killed while importing still has one.
-    with recorded(args, roots, "embed", "embed", args.dataset, args.model):
+    # A shard's estimate is the pair's (`embed`); its record is its own.
+    key = shard_job_key(args.shard, args.shards) if args.shards else "embed"
+    with recorded(args, roots, "embed", key, args.dataset, args.model, estimate_key="embed"):
         from embedprobe.pipeline.context import DatasetContext
         from embedprobe.pipeline.embed import EmbedSettings, run_embed
 

@@ -61,6 +61,7 @@ class Job:
     logs: list[str] = field(default_factory=list)
     benchmark: str = ""
     wildcards: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, str] = field(default_factory=dict)  # as printed: mem_mb, runtime, ...
 
 
 def write_cohort(root: Path, nights: int, seed: int = 0) -> Path:
@@ -140,8 +141,8 @@ def parse_dry_run(text: str) -> list[Job]:
             setattr(jobs[-1], _FIELDS[key], value.split(", "))
         elif key == "benchmark":
             jobs[-1].benchmark = value
-        elif key == "wildcards":
-            jobs[-1].wildcards = dict(pair.split("=", 1) for pair in value.split(", "))
+        elif key in ("wildcards", "resources"):
+            setattr(jobs[-1], key, dict(pair.split("=", 1) for pair in value.split(", ")))
     return jobs
 
 

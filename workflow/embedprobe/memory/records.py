@@ -24,6 +24,13 @@ def job_key(benchmark: str | None = None, fold: int | str | None = None) -> str:
     return "embed" if benchmark is None else f"probe/{benchmark}/fold{fold}"
 
 
+def shard_job_key(shard: int, shards: int) -> str:
+    """An embed shard's key in the runs table: its own, so that shards running at once keep
+    their own attempt records (on one key each took the others' for killed attempts). Its
+    estimate is the pair's `embed` entry."""
+    return f"embed/{shard}-of-{shards}"
+
+
 def key_benchmark(key: str) -> str | None:
     """The benchmark a job key names (None for embed)."""
     return key.split("/")[1] if key.startswith("probe/") else None

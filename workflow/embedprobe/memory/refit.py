@@ -320,6 +320,9 @@ def join_runs(table, preflight_root: Path, joined: Joined | None = None) -> Join
         if not _number(row.get("estimate_mb")) or not _number(row.get("peak_mb")):
             joined.skip("no estimate or no peak recorded")
             continue
+        if str(row["job"]).startswith("embed/"):  # records.shard_job_key
+            joined.skip("an embed shard (sized by its pair's whole estimate)")
+            continue
         # embed's inputs are in the pair's JSON, a probe fold's in its benchmark's
         path = estimate_path(preflight_root, str(row["dataset"]), str(row["model"]),
                              str(row["job"]))
