@@ -11,9 +11,12 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+# how long a node may stay `completing` a finished job before the tests count it as down
+NODE_SETTLE_SECONDS = 120
 _UNIT_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
@@ -24,11 +27,17 @@ def slurm_unavailable() -> str | None:
     ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
     if "UP" not in ping.stdout:
         return "slurmctld does not answer `scontrol ping` (run scripts/local-slurm.sh start)"
-    nodes = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
-                           timeout=30).stdout.split()
-    if not any(state.rstrip("*") in ("idle", "mixed", "allocated") for state in nodes):
-        return f"no SLURM node is up (sinfo says {nodes or 'nothing'})"
-    return None
+    # The SLURM tests run back to back on one test worker (tests/conftest.py): the node may
+    # still be completing the previous test's job, which takes seconds.
+    settled_by = time.monotonic() + NODE_SETTLE_SECONDS
+    while True:
+        nodes = [state.rstrip("*") for state in subprocess.run(
+            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30).stdout.split()]
+        if any(state in ("idle", "mixed", "allocated") for state in nodes):
+            return None
+        if not nodes or "completing" not in nodes or time.monotonic() > settled_by:
+            return f"no SLURM node is up (sinfo says {nodes or 'nothing'})"
+        time.sleep(2)
 
 
 def require_slurm() -> None:

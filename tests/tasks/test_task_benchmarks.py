@@ -238,7 +238,10 @@ def test_the_bci_leaderboard_has_a_column_per_benchmark_and_variant(bci_run):
             for variant in variants_of(benchmark):
                 assert f"| {benchmark}[{variant}]/{dataset} (balanced_accuracy) |" in header
                 columns += 1
-    assert columns == 3 * len(VARIANTS) + 2  # MI's two datasets and ERP's in every variant
+    # MI's two datasets and ERP's in every variant; SSVEP's one and the cognitive two in the
+    # default one; and no other column
+    assert columns == 3 * len(VARIANTS) + 3
+    assert header.count("(balanced_accuracy)") == columns
     line = next(x for x in board.splitlines() if x.startswith(f"| {MODEL} |"))
     assert line.count("+-") == columns, board
 
