@@ -31,6 +31,10 @@ def shard_job_key(shard: int, shards: int) -> str:
     return f"embed/{shard}-of-{shards}"
 
 
+def is_shard_key(key: str) -> bool:
+    return key.startswith("embed/")
+
+
 def key_benchmark(key: str) -> str | None:
     """The benchmark a job key names (None for embed)."""
     return key.split("/")[1] if key.startswith("probe/") else None

@@ -42,7 +42,7 @@ from embedprobe.memory.estimate import (
     job_constants,
     job_inputs,
 )
-from embedprobe.memory.records import estimate_path
+from embedprobe.memory.records import estimate_path, is_shard_key
 
 # What each job's fit sets: its job type's `fitted` constants (estimate.JOB_TYPES owns them).
 # Its keys are the job types scripts/calibrate_memory.py fits, in the order of its --jobs.
@@ -320,7 +320,7 @@ def join_runs(table, preflight_root: Path, joined: Joined | None = None) -> Join
         if not _number(row.get("estimate_mb")) or not _number(row.get("peak_mb")):
             joined.skip("no estimate or no peak recorded")
             continue
-        if str(row["job"]).startswith("embed/"):  # records.shard_job_key
+        if is_shard_key(str(row["job"])):
             joined.skip("an embed shard (sized by its pair's whole estimate)")
             continue
         # embed's inputs are in the pair's JSON, a probe fold's in its benchmark's

@@ -26,6 +26,6 @@ def braindecode_models() -> ModuleType:
     try:
         import braindecode.models
     finally:
-        if hidden and sys.modules.get("moabb", ModuleType("moabb")) is None:
+        if hidden and "moabb" in sys.modules and sys.modules["moabb"] is None:
             del sys.modules["moabb"]
     return braindecode.models

@@ -151,9 +151,13 @@ def _parsed(path: Path, _mtime_ns: int, _size: int) -> dict:
     return yaml.safe_load(path.read_text()) or {}
 
 
-def _read(path: Path) -> dict:
+def _version(path: Path) -> tuple[int, int]:
     stat = path.stat()
-    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _read(path: Path) -> dict:
+    return _parsed(path, *_version(path))
 
 
 def map_entries(path: Path) -> dict:
@@ -163,6 +167,12 @@ def map_entries(path: Path) -> dict:
     if "like" not in raw:
         return raw
     base = path.with_name(f"{raw['like']}.yaml")
+    return _like_entries(path, base, _version(path), _version(base) if base.is_file() else None)
+
+
+@cache  # plan_at asks once per family: resolved and checked once per version of both maps
+def _like_entries(path: Path, base: Path, _version: tuple, _base_version: tuple | None) -> dict:
+    raw = _read(path)
     names = raw.get("electrodes")
     if (not base.is_file() or "like" in _read(base) or not isinstance(names, dict)
             or set(raw) != {"like", "electrodes"}):

@@ -146,7 +146,8 @@ class Q95Stream:
         # Only the values of the coarse bins holding the ranks are partitioned (the counts
         # say how many lie under them), not every kept one: a band of a factor 2 each side
         # of the quantile keeps most of a stretch.
-        first, last = (int(b) for b in (min(self._rank_bins(i)), max(self._rank_bins(i))))
+        bins = self._rank_bins(i)
+        first, last = int(min(bins)), int(max(bins))
         below += int(self.coarse[i, self.band[i][0]:first].sum())
         kept = [k[((k >> COARSE_SHIFT) >= first) & ((k >> COARSE_SHIFT) <= last)]
                 for k in self.kept[i]]

@@ -196,9 +196,8 @@ _STATISTICS_LOCK = threading.Lock()
 _COMPUTING: dict = {}  # key -> the lock its computing thread holds
 # Reader processes (pipeline/reader_processes.py) share theirs through files in this folder
 # (set in each reader by share_statistics): two processes taking parts of one recording
-# computed its statistic each, the whole recording read and filtered twice (BIOT's two
-# readers: 1,339 windows per CPU second against one reader's 2,029; 2,036 shared,
-# docs/measurements/2026-12-08-reader-speed.md). One computes it under a file lock while the
+# computed its statistic each, the whole recording read and filtered twice
+# (docs/measurements/2026-12-08-reader-speed.md). One computes it under a file lock while the
 # others wait for its file, as the threads do above.
 _SHARED: dict = {"folder": None}
 
